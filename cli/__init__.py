@@ -1,0 +1,1 @@
+"""The ``nvcrectl`` command line (also installed as ``kubectl-nvcre``)."""

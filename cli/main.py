@@ -1,0 +1,56 @@
+"""Entry point of ``nvcrectl``: mounts the command groups; heavy imports wait for a command to run."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from nvcre import __version__
+
+from . import certification
+
+app = typer.Typer(
+    name="nvcrectl",
+    help="nvcre: certify GPU clusters on Kubernetes. Renders, runs and reports certifications.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(certification.app, name="certification")
+
+
+def _mount_optional() -> None:
+    """Command groups that live in their own modules."""
+    from importlib import import_module
+
+    for module, name in (("nvcre.cli.cluster", "cluster"), ("nvcre.cli.dev", "dev")):
+        try:
+            sub = import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        app.add_typer(sub.app, name=name)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nvcrectl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """nvcre command line."""
+
+
+def run() -> None:
+    _mount_optional()
+    app()
+
+
+if __name__ == "__main__":
+    run()

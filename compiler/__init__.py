@@ -1,0 +1,1 @@
+"""nvcre.compiler: the pure rendering compiler (documents + cluster facts in, manifests out)."""

@@ -1,0 +1,116 @@
+"""GPU capacity: how many GPUs each node can give a workload, and the per-category filter.
+
+A node's GPU count is its allocatable ``nvidia.com/gpu`` (device plugin) or, when it
+advertises none, the number of whole GPUs its ``gpu.nvidia.com`` ResourceSlices publish.
+A node whose count is known and below the workload's ``gpusPerNode`` is left out. A node
+with no count at all is kept, as the controller does: a device plugin that is restarting
+advertises nothing for a moment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..diagnostics import Diagnostic, error, info, warning
+from ..facts import ClusterFacts, allocatable, name_of
+from .dra import dra_gpus_by_node
+from .model import ExcludedNode, name_list, plural
+
+__all__ = ["GPUCount", "node_gpu_counts", "filter_by_capacity", "GPU_RESOURCE"]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+ALLOCATABLE = "allocatable"
+RESOURCE_SLICES = "resourceslices"
+
+
+@dataclass(frozen=True)
+class GPUCount:
+    """GPUs on one node; ``count`` is ``None`` when nothing says, ``source`` names the origin."""
+
+    node: str
+    count: int | None
+    source: str  # "allocatable", "resourceslices" or ""
+
+
+def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, GPUCount]:
+    """GPU count per node name, in name order."""
+    dra = None
+    out: dict[str, GPUCount] = {}
+    for node in sorted(nodes, key=name_of):
+        name = name_of(node)
+        qty = allocatable(node).get(GPU_RESOURCE)
+        if qty is not None and qty > 0 and qty.denominator == 1:
+            out[name] = GPUCount(name, int(qty), ALLOCATABLE)
+            continue
+        if dra is None:
+            dra = dra_gpus_by_node(facts)
+        found = dra.get(name)
+        if found is not None and found.gpu_count > 0:
+            out[name] = GPUCount(name, found.gpu_count, RESOURCE_SLICES)
+        else:
+            out[name] = GPUCount(name, None, "")
+    return out
+
+
+def filter_by_capacity(
+    facts: ClusterFacts,
+    nodes: Sequence[Mapping[str, Any]],
+    *,
+    gpus_per_node: int,
+    category: str,
+    path: str = "spec.gpusPerNode",
+) -> tuple[tuple[dict[str, Any], ...], list[ExcludedNode], list[Diagnostic]]:
+    """Keep the nodes that can supply ``gpus_per_node`` GPUs; ``category`` is ``domain/variant``.
+
+    Returns ``(kept, excluded, diagnostics)``; when no node remains the diagnostics hold
+    error ``InsufficientGPUCapacity`` and ``kept`` is empty.
+    """
+    ordered = sorted(nodes, key=name_of)
+    counts = node_gpu_counts(facts, ordered)
+    kept: list[dict[str, Any]] = []
+    excluded: list[ExcludedNode] = []
+    short: list[str] = []
+    unknown: list[str] = []
+    for node in ordered:
+        c = counts[name_of(node)]
+        if c.count is None:
+            unknown.append(c.node)
+            kept.append(node)
+        elif c.count < gpus_per_node:
+            where = "allocatable nvidia.com/gpu" if c.source == ALLOCATABLE else "GPUs in gpu.nvidia.com ResourceSlices"
+            excluded.append(ExcludedNode(c.node, f"has {c.count} {where}, the workload requests {gpus_per_node} per node"))
+            short.append(f"{c.node} has {c.count}")
+        else:
+            kept.append(node)
+
+    diags: list[Diagnostic] = []
+    if unknown:
+        diags.append(
+            info(
+                "GPUCountUnknown",
+                path,
+                f"{plural(len(unknown), 'node')} advertise no {GPU_RESOURCE} and no gpu.nvidia.com devices; kept, as a device "
+                f"plugin may be restarting: {name_list(unknown)}",
+            )
+        )
+    if short and kept:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                path,
+                f"{category}: {plural(len(short), 'node')} matched the target but {'has' if len(short) == 1 else 'have'} insufficient GPU capacity, "
+                f"the workload requests {gpus_per_node} {GPU_RESOURCE} per node: {name_list(short)}",
+            )
+        )
+    if not kept and ordered:
+        best = max(c.count or 0 for c in counts.values())
+        diags.append(
+            error(
+                "InsufficientGPUCapacity",
+                path,
+                f"{category}: no node can supply the {gpus_per_node} {GPU_RESOURCE} the workload requests per node; "
+                f"best available is {best} across {len(ordered)} matching node(s). Lower gpusPerNode or target nodes with more GPUs",
+            )
+        )
+    return tuple(kept), sorted(excluded), diags

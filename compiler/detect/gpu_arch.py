@@ -1,0 +1,280 @@
+"""GPU architecture: from product strings to one architecture key for the target nodes.
+
+A node's product is its ``nvidia.com/gpu.product`` label (written by GPU Feature Discovery)
+or, when the label is absent, the product its ``gpu.nvidia.com`` ResourceSlices publish,
+normalised to the same label form (see :mod:`.dra`). Products parse to architecture keys
+(``NVIDIA-H100-80GB-HBM3`` -> ``h100``) with the rules in ``detection/gpu_architectures.yaml``.
+
+The target's architecture is a majority vote over nodes that have a product (ties go to
+the architecture of the earliest node by name); nodes of any other architecture, or with
+no product at all, are left out and reported. A user-supplied ``--gpu-arch`` replaces the
+vote. Without any product, the target's ``nodeSelector`` product is the last resort.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..diagnostics import Diagnostic, error, info, warning
+from ..facts import ClusterFacts, labels_of, name_of
+from .dra import dra_gpus_by_node
+from .model import DETECTED, SUPPLIED, ExcludedNode, Fact, name_list, plural
+from .tables import table
+from .target import GPU_PRODUCT_LABEL
+
+__all__ = [
+    "parse_product",
+    "known_architectures",
+    "is_known_architecture",
+    "parse_gpu_arch_flag",
+    "arch_from_node_selector",
+    "NodeProduct",
+    "node_products",
+    "ArchDetection",
+    "detect_gpu_arch",
+    "UNKNOWN_ARCH_MESSAGE",
+]
+
+UNKNOWN_ARCH_MESSAGE = (
+    "cannot determine GPU architecture from target nodeSelector or --gpu-arch "
+    "(nvidia.com/gpu.product label is required)"
+)
+LABEL = "label"
+RESOURCE_SLICES = "resourceslices"
+
+
+def parse_product(product: str) -> str:
+    """The architecture key of a product string; ``""`` when there is nothing to parse.
+
+    Case-insensitive for the ``NVIDIA-``/``NVIDIA `` prefix and the named families; for
+    everything else the first hyphen- or space-separated token, lower-cased.
+    """
+    rules = table("gpu_architectures")
+    rest = (product or "").strip()
+    for prefix in rules["stripPrefixes"]:
+        if rest.upper().startswith(str(prefix).upper()):
+            rest = rest[len(prefix):]
+    if not rest:
+        return ""
+    folded = rest.replace(" ", "-").upper()
+    for family in rules["families"]:
+        if folded.startswith(str(family["prefix"]).upper()):
+            return str(family["architecture"])
+    cuts = [i for i in (rest.find("-"), rest.find(" ")) if i > 0]
+    return (rest[: min(cuts)] if cuts else rest).lower()
+
+
+def known_architectures() -> tuple[str, ...]:
+    """The architectures the catalog knows, sorted."""
+    return tuple(sorted(table("gpu_architectures")["architectures"]))
+
+
+def is_known_architecture(arch: str) -> bool:
+    return arch in table("gpu_architectures")["architectures"]
+
+
+def parse_gpu_arch_flag(value: str | None, *, path: str = "--gpu-arch") -> tuple[str | None, list[Diagnostic]]:
+    """Normalise ``--gpu-arch`` (``gb300``, ``NVIDIA-GB300``, ``NVIDIA GB300`` are equal).
+
+    Empty or ``None`` means "not given". The result must be a known architecture.
+    """
+    if not value:
+        return None, []
+    arch = parse_product(value)
+    if is_known_architecture(arch):
+        return arch, []
+    return None, [
+        error("InvalidGPUArch", path, f"invalid --gpu-arch {json.dumps(value)}: must be one of {', '.join(known_architectures())}")
+    ]
+
+
+def arch_from_node_selector(selector: Mapping[str, Any] | None) -> str:
+    """The architecture named by a target nodeSelector's product label, or ``""``."""
+    value = (selector or {}).get(GPU_PRODUCT_LABEL)
+    return parse_product(value) if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True)
+class NodeProduct:
+    """A node's GPU product and where it was read (``label``, ``resourceslices`` or ``""``)."""
+
+    node: str
+    product: str
+    source: str
+    dra_products: tuple[str, ...] = ()  # every product the node's slices publish
+    dra_architectures: tuple[str, ...] = ()  # the DRA driver's architecture attribute values
+
+    @property
+    def arch(self) -> str:
+        return parse_product(self.product)
+
+
+def node_products(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, NodeProduct]:
+    """Each node's product: its label, else what its ResourceSlices publish, else ``""``."""
+    out: dict[str, NodeProduct] = {}
+    dra = None
+    for node in sorted(nodes, key=name_of):
+        name = name_of(node)
+        label = labels_of(node).get(GPU_PRODUCT_LABEL, "")
+        if label:
+            out[name] = NodeProduct(name, label, LABEL)
+            continue
+        if dra is None:
+            dra = dra_gpus_by_node(facts)
+        found = dra.get(name)
+        if found is not None and found.product:
+            out[name] = NodeProduct(name, found.product, RESOURCE_SLICES, found.products, found.architectures)
+        else:
+            out[name] = NodeProduct(name, "", "", (), found.architectures if found else ())
+    return out
+
+
+@dataclass(frozen=True)
+class ArchDetection:
+    """The decided architecture, the nodes that remain, and what was left out."""
+
+    fact: Fact
+    nodes: tuple[dict[str, Any], ...]
+    excluded: tuple[ExcludedNode, ...]
+    products: tuple[str, ...]  # distinct products of the remaining nodes, sorted
+    dra_product_nodes: tuple[str, ...]  # remaining nodes whose product came from ResourceSlices
+
+
+def detect_gpu_arch(
+    facts: ClusterFacts,
+    nodes: Sequence[Mapping[str, Any]],
+    *,
+    supplied: str | None = None,
+    node_selector: Mapping[str, Any] | None = None,
+    target_path: str = "spec.target",
+) -> tuple[ArchDetection | None, list[Diagnostic]]:
+    """Decide the architecture of ``nodes`` (already selected) and filter them to it.
+
+    ``supplied`` is an already validated ``--gpu-arch``. Returns ``None`` with error
+    ``GPUArchitectureUnknown`` when nothing names an architecture.
+    """
+    diags: list[Diagnostic] = []
+    ordered = sorted(nodes, key=name_of)
+    products = node_products(facts, ordered)
+
+    from_dra = [p for p in products.values() if p.source == RESOURCE_SLICES]
+    if from_dra:
+        diags.append(
+            info(
+                "GPUProductFromResourceSlice",
+                target_path,
+                f"GPU product read from gpu.nvidia.com ResourceSlices for {plural(len(from_dra), 'node')} without an "
+                f"{GPU_PRODUCT_LABEL} label: " + name_list([f"{p.node} ({p.product})" for p in from_dra]),
+            )
+        )
+    for p in from_dra:
+        if len(p.dra_products) > 1:
+            diags.append(
+                warning(
+                    "GPUProductsDiffer",
+                    target_path,
+                    f"node {p.node} publishes devices of several products ({', '.join(p.dra_products)}); using {p.product}",
+                )
+            )
+
+    votes: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for index, node in enumerate(ordered):
+        arch = products[name_of(node)].arch
+        if arch:
+            votes[arch] += 1
+            first_seen.setdefault(arch, index)
+
+    if supplied:
+        arch, fact = supplied, Fact(supplied, SUPPLIED, "--gpu-arch")
+        keep_unknown = True
+    elif votes:
+        arch = min(votes, key=lambda a: (-votes[a], first_seen[a]))
+        sources = sorted({products[name_of(n)].source for n in ordered if products[name_of(n)].arch == arch})
+        where = " and ".join({LABEL: f"{GPU_PRODUCT_LABEL} labels", RESOURCE_SLICES: "gpu.nvidia.com ResourceSlices"}[s] for s in sources)
+        fact = Fact(arch, DETECTED, f"{where}; {votes[arch]} of {plural(len(ordered), 'target node')}")
+        keep_unknown = False
+    else:
+        arch = arch_from_node_selector(node_selector)
+        if not arch:
+            if ordered:
+                hints = [p for p in products.values() if p.dra_architectures]
+                extra = (
+                    "; ResourceSlices name only the architecture family ("
+                    + name_list([f"{p.node}: {', '.join(p.dra_architectures)}" for p in hints])
+                    + "), not a product"
+                    if hints
+                    else ""
+                )
+                diags.append(
+                    info(
+                        "GPUArchitectureUnknown",
+                        target_path,
+                        f"none of the {plural(len(ordered), 'target node')} has an {GPU_PRODUCT_LABEL} label or a gpu.nvidia.com "
+                        f"ResourceSlice with a productName{extra}; pass --gpu-arch or set {GPU_PRODUCT_LABEL} in the nodeSelector",
+                    )
+                )
+            diags.append(error("GPUArchitectureUnknown", f"{target_path}.nodeSelector", UNKNOWN_ARCH_MESSAGE))
+            return None, diags
+        fact = Fact(arch, SUPPLIED, f"target nodeSelector {GPU_PRODUCT_LABEL}")
+        keep_unknown = True
+
+    kept: list[dict[str, Any]] = []
+    excluded: list[ExcludedNode] = []
+    other_arch: list[str] = []
+    no_product: list[str] = []
+    for node in ordered:
+        p = products[name_of(node)]
+        if p.arch == arch or (not p.arch and keep_unknown):
+            kept.append(node)
+        elif not p.arch:
+            excluded.append(ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product"))
+            no_product.append(p.node)
+        else:
+            against = f"--gpu-arch {arch}" if supplied else f"the majority architecture {arch}"
+            excluded.append(ExcludedNode(p.node, f"GPU architecture {p.arch} ({p.product}) differs from {against}"))
+            other_arch.append(f"{p.node} ({p.arch})")
+
+    if other_arch:
+        basis = f"--gpu-arch {arch}" if supplied else f"the majority, {votes[arch]} of {plural(len(ordered), 'node')}"
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"target set has more than one GPU architecture; certifying {arch} only ({basis}), "
+                f"leaving out {plural(len(other_arch), 'node')}: {name_list(other_arch)}",
+            )
+        )
+    if no_product:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(no_product), 'node')} report no GPU product ({GPU_PRODUCT_LABEL} label or gpu.nvidia.com "
+                f"ResourceSlice) and {'is' if len(no_product) == 1 else 'are'} left out: {name_list(no_product)}",
+            )
+        )
+    assumed = [name_of(n) for n in kept if not products[name_of(n)].arch]
+    if assumed:
+        diags.append(
+            info(
+                "GPUArchitectureAssumed",
+                target_path,
+                f"{plural(len(assumed), 'node')} report no GPU product and {'is' if len(assumed) == 1 else 'are'} taken to be {arch}: {name_list(assumed)}",
+            )
+        )
+
+    kept_products = tuple(sorted({products[name_of(n)].product for n in kept} - {""}))
+    if len(kept_products) > 1:
+        diags.append(
+            info(
+                "GPUProductsDiffer",
+                target_path,
+                f"the {arch} nodes report {len(kept_products)} different products: {', '.join(kept_products)}",
+            )
+        )
+    dra_nodes = tuple(name_of(n) for n in kept if products[name_of(n)].source == RESOURCE_SLICES)
+    return ArchDetection(fact, tuple(kept), tuple(sorted(excluded)), kept_products, dra_nodes), diags

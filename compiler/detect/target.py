@@ -1,0 +1,249 @@
+"""Target node selection: which Nodes a certification's ``target`` selects.
+
+The filters are ANDed, in this order: ``nodeSelector`` (exact label values),
+``matchExpressions`` (In, NotIn, Exists, DoesNotExist), ``nodeNames``, ``taintSelectors``
+(a node must carry every listed taint; an empty value or effect matches any). Cordoned nodes
+(``spec.unschedulable``) are then left out unless a taint selector names
+``node.kubernetes.io/unschedulable``, and nodes not labelled ``nvidia.com/gpu.present=true``
+are left out always. The result is sorted by name.
+
+Nodes the selectors simply do not match are not "excluded", they were never targeted; the
+exception is a node listed by name in ``nodeNames``, whose rejection is reported.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Mapping, Sequence
+
+from ..diagnostics import Diagnostic, error, info, warning
+from ..facts import ClusterFacts, allocatable, is_cordoned, labels_of, name_of, taints_of
+from .dra import dra_gpus_by_node
+from .model import ExcludedNode, name_list, plural
+
+__all__ = ["select_target_nodes", "GPU_PRESENT_LABEL", "GPU_PRODUCT_LABEL", "UNSCHEDULABLE_TAINT"]
+
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+
+REASON_CORDONED = "cordoned (spec.unschedulable is true); a taintSelector for node.kubernetes.io/unschedulable opts it in"
+REASON_NO_GPU_PRESENT = "not labelled nvidia.com/gpu.present=true"
+
+
+def select_target_nodes(
+    facts: ClusterFacts,
+    target: Mapping[str, Any] | None,
+    *,
+    target_path: str = "spec.target",
+) -> tuple[tuple[dict[str, Any], ...], list[ExcludedNode], list[Diagnostic]]:
+    """Return ``(nodes, excluded, diagnostics)`` for ``target`` over ``facts``.
+
+    ``target`` is the plain-dict form of a TargetSpec (``None`` or ``{}`` selects every node).
+    A malformed target gives error diagnostics and no nodes.
+    """
+    target = dict(target or {})
+    diags = _validate(target, target_path)
+    if diags:
+        return (), [], diags
+
+    selector: dict[str, str] = dict(target.get("nodeSelector") or {})
+    expressions: list[dict[str, Any]] = list(target.get("matchExpressions") or [])
+    names = target.get("nodeNames")
+    wanted = set(names) if names else None
+    taint_selectors: list[dict[str, Any]] = list(target.get("taintSelectors") or [])
+    allow_cordoned = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taint_selectors)
+
+    selected: list[dict[str, Any]] = []
+    excluded: list[ExcludedNode] = []
+    cordoned: list[str] = []
+    unlabeled_gpu: list[str] = []
+    unlabeled_other: list[str] = []
+    named_rejects: list[tuple[str, str]] = []
+    dra = None
+
+    for node in facts.nodes:
+        name = name_of(node)
+        if wanted is not None and name not in wanted:
+            continue
+        labels = labels_of(node)
+        miss = _selector_miss(labels, selector) or _expression_miss(labels, expressions) or _taint_miss(node, taint_selectors)
+        if miss:
+            if wanted is not None:
+                excluded.append(ExcludedNode(name, f"listed in nodeNames but {miss}"))
+                named_rejects.append((name, miss))
+            continue
+        if labels.get(GPU_PRESENT_LABEL) != "true":
+            excluded.append(ExcludedNode(name, REASON_NO_GPU_PRESENT))
+            if dra is None:
+                dra = dra_gpus_by_node(facts)
+            (unlabeled_gpu if _looks_like_gpu_node(node, labels, dra) else unlabeled_other).append(name)
+            continue
+        if is_cordoned(node) and not allow_cordoned:
+            excluded.append(ExcludedNode(name, REASON_CORDONED))
+            cordoned.append(name)
+            continue
+        selected.append(node)
+
+    if wanted is not None:
+        missing = sorted(wanted - {name_of(n) for n in facts.nodes})
+        if missing:
+            diags.append(
+                warning(
+                    "TargetNodeNotFound",
+                    f"{target_path}.nodeNames",
+                    f"{plural(len(missing), 'node')} listed in nodeNames {'is' if len(missing) == 1 else 'are'} not in the cluster facts: {name_list(missing)}",
+                )
+            )
+    if named_rejects:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(named_rejects), 'node')} listed in nodeNames {'fails' if len(named_rejects) == 1 else 'fail'} "
+                "the other target filters: " + name_list([f"{name} {miss}" for name, miss in named_rejects]),
+            )
+        )
+    if cordoned:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(cordoned), 'node')} matched the target but {'is' if len(cordoned) == 1 else 'are'} cordoned "
+                f"(unschedulable): {name_list(cordoned)}; add a taintSelector for {UNSCHEDULABLE_TAINT} to certify cordoned nodes",
+            )
+        )
+    if unlabeled_gpu:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(unlabeled_gpu), 'node')} with GPUs matched the target but {'is' if len(unlabeled_gpu) == 1 else 'are'} not labelled "
+                f"{GPU_PRESENT_LABEL}=true, so {'it is' if len(unlabeled_gpu) == 1 else 'they are'} left out: {name_list(unlabeled_gpu)}; "
+                f"label {'it' if len(unlabeled_gpu) == 1 else 'them'} {GPU_PRESENT_LABEL}=true to include {'it' if len(unlabeled_gpu) == 1 else 'them'} (a DRA-only GPU stack does not set it)",
+            )
+        )
+    if unlabeled_other:
+        diags.append(
+            info(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(unlabeled_other), 'node')} without GPUs matched the target and {'is' if len(unlabeled_other) == 1 else 'are'} "
+                f"left out (no {GPU_PRESENT_LABEL}=true label): {name_list(unlabeled_other)}",
+            )
+        )
+    excluded.sort()
+    return tuple(selected), excluded, diags
+
+
+# --------------------------------------------------------------------------- matching
+
+
+def _selector_miss(labels: Mapping[str, str], selector: Mapping[str, str]) -> str:
+    for key in sorted(selector):
+        if labels.get(key) != selector[key]:
+            return f"does not match nodeSelector {key}={selector[key]}"
+    return ""
+
+
+def _expression_miss(labels: Mapping[str, str], expressions: Sequence[Mapping[str, Any]]) -> str:
+    for i, expr in enumerate(expressions):
+        key, op = expr["key"], expr["operator"]
+        values = list(expr.get("values") or [])
+        present = key in labels
+        ok = {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }[op]
+        if not ok:
+            return f"does not match matchExpressions[{i}] ({key} {op}{' ' + ','.join(values) if values else ''})"
+    return ""
+
+
+def _taint_miss(node: Mapping[str, Any], selectors: Sequence[Mapping[str, Any]]) -> str:
+    taints = taints_of(node)
+    for sel in selectors:
+        if not any(_taint_matches(t, sel) for t in taints):
+            shown = sel["key"] + (f"={sel['value']}" if sel.get("value") else "") + (f":{sel['effect']}" if sel.get("effect") else "")
+            return f"does not carry taint {shown}"
+    return ""
+
+
+def _taint_matches(taint: Mapping[str, Any], sel: Mapping[str, Any]) -> bool:
+    if taint.get("key") != sel["key"]:
+        return False
+    if sel.get("value") and taint.get("value", "") != sel["value"]:
+        return False
+    if sel.get("effect") and taint.get("effect", "") != sel["effect"]:
+        return False
+    return True
+
+
+def _looks_like_gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], dra: Mapping[str, Any]) -> bool:
+    if labels.get(GPU_PRODUCT_LABEL):
+        return True
+    if allocatable(node).get("nvidia.com/gpu", Fraction(0)) > 0:
+        return True
+    found = dra.get(name_of(node))
+    return bool(found and found.gpu_count)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _validate(target: Mapping[str, Any], path: str) -> list[Diagnostic]:
+    diags: list[Diagnostic] = []
+
+    def bad(where: str, message: str) -> None:
+        diags.append(error("InvalidTarget", f"{path}.{where}", message))
+
+    selector = target.get("nodeSelector")
+    if selector is not None:
+        if not isinstance(selector, Mapping):
+            bad("nodeSelector", "expected a mapping of label keys to values")
+        else:
+            for key, value in selector.items():
+                if not isinstance(value, str):
+                    bad(f"nodeSelector.{key}", "label values must be strings (quote true, false and numbers)")
+    expressions = target.get("matchExpressions")
+    if expressions is not None:
+        if not isinstance(expressions, list):
+            bad("matchExpressions", "expected a list")
+        else:
+            for i, expr in enumerate(expressions):
+                where = f"matchExpressions[{i}]"
+                if not isinstance(expr, Mapping) or not isinstance(expr.get("key"), str) or not expr.get("key"):
+                    bad(where, "each expression needs a key")
+                    continue
+                op = expr.get("operator")
+                values = expr.get("values")
+                if op not in _OPERATORS:
+                    bad(f"{where}.operator", f"operator {op!r} is not supported: use {', '.join(_OPERATORS)}")
+                elif values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+                    bad(f"{where}.values", "expected a list of strings")
+                elif op in ("In", "NotIn") and not values:
+                    bad(f"{where}.values", f"operator {op} needs at least one value")
+                elif op in ("Exists", "DoesNotExist") and values:
+                    bad(f"{where}.values", f"operator {op} takes no values")
+    names = target.get("nodeNames")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n for n in names)):
+        bad("nodeNames", "expected a list of node names")
+    selectors = target.get("taintSelectors")
+    if selectors is not None:
+        if not isinstance(selectors, list):
+            bad("taintSelectors", "expected a list")
+        else:
+            for i, sel in enumerate(selectors):
+                where = f"taintSelectors[{i}]"
+                if not isinstance(sel, Mapping) or not isinstance(sel.get("key"), str) or not sel.get("key"):
+                    bad(where, "each taint selector needs a key")
+                    continue
+                if sel.get("value") is not None and not isinstance(sel.get("value"), str):
+                    bad(f"{where}.value", "expected a string")
+                if (sel.get("effect") or "") not in _EFFECTS:
+                    bad(f"{where}.effect", f"effect must be one of {', '.join(e for e in _EFFECTS if e)} (or empty for any)")
+    return diags

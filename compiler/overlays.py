@@ -1,0 +1,358 @@
+"""Platform x GPU-architecture overlays: data files that patch an instantiated Workflow.
+
+An overlay is ``platforms/<platform>/<name>.yaml``::
+
+    name: aws-efa-h100            # unique across all overlays
+    reason: one line saying why   # printed in provenance and the platform table
+    order: 100                    # overlays apply in (order, name) order
+    when:                         # every clause given must match
+      platform: {in: [aws]}       # {equals: x} | {in: [...]} | {notIn: [...]}
+      gpuArchitecture: {in: [h100]}
+      entry: {in: [communication/nccl-all-reduce]}
+      launch: {in: [mpi]}
+      expression: 'options.rdmaDeviceAccess == "hostPath"'   # CEL, optional
+    patches: aws/efa-h100.patches.yaml.j2                   # YAML template, rendered on match
+
+An overlay without a ``gpuArchitecture`` clause must say ``allArchitectures: true``, so that no
+overlay reaches an architecture by accident. The rendered patch template is a list of operations,
+each a mapping with one key (see ``apply_operation``). Operations never guess: a patch aimed at
+something the Workflow does not have is an error naming the overlay.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import jsonpatch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from . import mpi_args
+from .diagnostics import CompileError, Diagnostic, error
+from .merge import merge
+from .yamlio import load_file
+
+__all__ = ["Overlay", "OverlaySet", "load_overlays", "platforms_root", "apply_operation", "OPERATIONS"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class StringMatch(_Strict):
+    equals: str | None = None
+    in_: tuple[str, ...] | None = Field(None, alias="in")
+    not_in: tuple[str, ...] | None = Field(None, alias="notIn")
+
+    @model_validator(mode="after")
+    def _one_clause(self) -> "StringMatch":
+        if self.equals is None and self.in_ is None and self.not_in is None:
+            raise ValueError("give equals, in or notIn")
+        return self
+
+    def matches(self, value: str) -> bool:
+        if self.equals is not None and value != self.equals:
+            return False
+        if self.in_ is not None and value not in self.in_:
+            return False
+        if self.not_in is not None and value in self.not_in:
+            return False
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        if self.equals is not None:
+            parts.append(f"={self.equals}")
+        if self.in_ is not None:
+            parts.append(f" in [{','.join(self.in_)}]")
+        if self.not_in is not None:
+            parts.append(f" notIn [{','.join(self.not_in)}]")
+        return "".join(parts)
+
+
+class When(_Strict):
+    platform: StringMatch | None = None
+    gpu_architecture: StringMatch | None = Field(None, alias="gpuArchitecture")
+    all_architectures: bool = Field(False, alias="allArchitectures")
+    entry: StringMatch | None = None
+    launch: StringMatch | None = None
+    source_kind: StringMatch | None = Field(None, alias="sourceKind")
+    expression: str | None = None
+
+    @model_validator(mode="after")
+    def _guarded(self) -> "When":
+        if self.gpu_architecture is None and not self.all_architectures:
+            raise ValueError("an overlay must name gpuArchitecture, or say allArchitectures: true")
+        if self.gpu_architecture is not None and self.all_architectures:
+            raise ValueError("gpuArchitecture and allArchitectures: true contradict each other")
+        return self
+
+    def describe(self) -> str:
+        parts = []
+        for label, clause in (("platform", self.platform), ("gpuArchitecture", self.gpu_architecture),
+                              ("entry", self.entry), ("launch", self.launch), ("sourceKind", self.source_kind)):
+            if clause is not None:
+                parts.append(f"{label}{clause.describe()}")
+        if self.expression:
+            parts.append(f"expression: {self.expression}")
+        return ", ".join(parts) or "always"
+
+
+class Overlay(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    reason: str = Field(min_length=1)
+    order: int = 100
+    when: When
+    patches: str
+    #: where the overlay file lives, relative to the platforms folder (filled by the loader)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class MatchFacts:
+    platform: str
+    gpu_arch: str
+    entry: str
+    launch: str
+    source_kind: str
+    options: Mapping[str, Any]
+
+
+def _cel_matches(expression: str, facts: MatchFacts) -> bool:
+    from .cel import evaluate_bool
+
+    return evaluate_bool(
+        expression,
+        {
+            "platform": facts.platform,
+            "gpuArchitecture": facts.gpu_arch,
+            "entry": facts.entry,
+            "launch": facts.launch,
+            "sourceKind": facts.source_kind,
+            "options": dict(facts.options),
+        },
+    )
+
+
+def matches(overlay: Overlay, facts: MatchFacts) -> bool:
+    when = overlay.when
+    checks = (
+        (when.platform, facts.platform),
+        (when.gpu_architecture, facts.gpu_arch),
+        (when.entry, facts.entry),
+        (when.launch, facts.launch),
+        (when.source_kind, facts.source_kind),
+    )
+    if any(clause is not None and not clause.matches(value) for clause, value in checks):
+        return False
+    return when.expression is None or _cel_matches(when.expression, facts)
+
+
+@dataclass(frozen=True)
+class OverlaySet:
+    root: Path
+    overlays: tuple[Overlay, ...]
+
+    def matching(self, facts: MatchFacts) -> list[Overlay]:
+        return [overlay for overlay in self.overlays if matches(overlay, facts)]
+
+    def platforms(self) -> list[str]:
+        names = set()
+        for overlay in self.overlays:
+            clause = overlay.when.platform
+            if clause is not None:
+                names.update(clause.in_ or ())
+                if clause.equals:
+                    names.add(clause.equals)
+        return sorted(names)
+
+
+def platforms_root() -> Path:
+    return Path(str(resources.files("nvcre.platforms")))
+
+
+@lru_cache(maxsize=None)
+def load_overlays(root: str | None = None) -> OverlaySet:
+    base = Path(root) if root else platforms_root()
+    overlays: list[Overlay] = []
+    problems: list[Diagnostic] = []
+    for path in sorted(base.glob("*/*.yaml")):
+        if path.parent.name.startswith("_") or path.parent.name == "detection":
+            continue
+        rel = str(path.relative_to(base))
+        try:
+            overlay = Overlay.model_validate({**load_file(path)[0], "source": rel})
+        except ValidationError as exc:
+            for err in exc.errors():
+                problems.append(error("OverlayInvalid", f"{rel}: " + ".".join(str(p) for p in err["loc"]), err["msg"]))
+            continue
+        if not (base / overlay.patches).is_file():
+            problems.append(error("OverlayInvalid", f"{rel}: patches", f"template {overlay.patches} does not exist"))
+        overlays.append(overlay)
+    seen: dict[str, str] = {}
+    for overlay in overlays:
+        if overlay.name in seen:
+            problems.append(error("OverlayInvalid", overlay.source, f"name {overlay.name} is also used by {seen[overlay.name]}"))
+        seen[overlay.name] = overlay.source
+    if problems:
+        raise CompileError(problems)
+    overlays.sort(key=lambda o: (o.order, o.name))
+    return OverlaySet(root=base, overlays=tuple(overlays))
+
+
+# --- operations -----------------------------------------------------------------------------------
+
+TRAINER_PATH = ("spec", "jobTemplate", "spec", "workload", "trainJob", "trainer")
+JOB_SPEC_PATH = ("spec", "jobTemplate", "spec")
+TRAINJOB_PATH = ("spec", "jobTemplate", "spec", "workload", "trainJob")
+ORCHESTRATION_PATH = ("spec", "orchestration")
+
+OPERATIONS = ("trainer", "trainJob", "jobSpec", "orchestration", "runtime", "pod", "container",
+              "dependencies", "mpiEnv", "replaceArgs", "jsonPatch")
+
+
+class PatchError(Exception):
+    """An operation that cannot apply; the overlay engine turns it into a diagnostic."""
+
+
+def _merge_at(workflow: dict, path: tuple[str, ...], value: Any) -> dict:
+    node = workflow
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise PatchError(f"{'.'.join(path)} crosses a non-mapping value")
+    node[path[-1]] = merge(node.get(path[-1], {}), value)
+    return workflow
+
+
+def _runtime(workflow: dict) -> dict:
+    ref = (_get(workflow, TRAINJOB_PATH) or {}).get("runtimeRef") or {}
+    for dep in workflow.get("spec", {}).get("dependencies", []) or []:
+        if dep.get("kind") == "TrainingRuntime" and dep.get("metadata", {}).get("name") == ref.get("name"):
+            return dep
+    raise PatchError(f"the Workflow has no TrainingRuntime dependency named {ref.get('name')!r}")
+
+
+def _get(doc: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return doc
+
+
+def _replicated_jobs(runtime: dict, names: list[str]) -> list[dict]:
+    jobs = _get(runtime, ("spec", "template", "spec", "replicatedJobs")) or []
+    by_name = {job.get("name"): job for job in jobs}
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        raise PatchError(f"runtime {runtime['metadata']['name']} has no replicated job {', '.join(missing)}")
+    return [by_name[name] for name in names]
+
+
+def _pod_template(job: dict) -> dict:
+    return job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+
+
+def _op_pod(workflow: dict, value: Mapping[str, Any]) -> dict:
+    runtime = _runtime(workflow)
+    for job in _replicated_jobs(runtime, list(value.get("jobs") or ["node"])):
+        pod = _pod_template(job)
+        for key in ("metadata", "spec"):
+            if key in value:
+                pod[key] = merge(pod.get(key, {}), value[key])
+        if "jobMetadata" in value:
+            job["template"]["metadata"] = merge(job["template"].get("metadata", {}), value["jobMetadata"])
+    return workflow
+
+
+def _op_container(workflow: dict, value: Mapping[str, Any]) -> dict:
+    runtime = _runtime(workflow)
+    name = value.get("name", "node")
+    init = bool(value.get("init", False))
+    field = "initContainers" if init else "containers"
+    for job in _replicated_jobs(runtime, list(value.get("jobs") or ["node"])):
+        spec = _pod_template(job).setdefault("spec", {})
+        containers = spec.get(field) or []
+        patch = {k: v for k, v in value.items() if k not in ("jobs", "init")}
+        patch["name"] = name
+        if not any(c.get("name") == name for c in containers) and not value.get("create", False):
+            raise PatchError(f"replicated job {job.get('name')} has no {'init ' if init else ''}container {name!r}")
+        patch.pop("create", None)
+        spec[field] = merge(containers, [patch]) if containers else [patch]
+    return workflow
+
+
+def _op_dependencies(workflow: dict, value: list) -> dict:
+    spec = workflow.setdefault("spec", {})
+    current = spec.get("dependencies") or []
+    spec["dependencies"] = merge(current, value) if current else copy.deepcopy(value)
+    return workflow
+
+
+def _op_mpi_env(workflow: dict, value: list, owners: dict[str, str], overlay: str) -> dict:
+    trainer = _get(workflow, TRAINER_PATH)
+    if trainer is None or "args" not in trainer:
+        raise PatchError("mpiEnv needs trainer args to forward variables in")
+    args = list(trainer["args"])
+    for item in value:
+        name = item["name"]
+        if name in owners and owners[name] != overlay:
+            raise PatchError(f"{name} is already forwarded by overlay {owners[name]}; one overlay owns each variable")
+        try:
+            args = mpi_args.set_forwarded(args, name, item.get("value"))
+        except ValueError as exc:
+            raise PatchError(f"mpiEnv: {exc}") from None
+        owners[name] = overlay
+    trainer["args"] = args
+    return workflow
+
+
+def _op_replace_args(workflow: dict, value: Mapping[str, str]) -> dict:
+    trainer = _get(workflow, TRAINER_PATH)
+    args = list((trainer or {}).get("args") or [])
+    for old, new in value.items():
+        if old not in args:
+            raise PatchError(f"replaceArgs: trainer args hold no {old!r}")
+        args = [new if arg == old else arg for arg in args]
+    trainer["args"] = args
+    return workflow
+
+
+def apply_operation(workflow: dict, operation: Mapping[str, Any], owners: dict[str, str], overlay: str) -> dict:
+    """Apply one rendered operation to ``workflow`` (already a private copy) and return it."""
+    if not isinstance(operation, dict) or len(operation) != 1:
+        raise PatchError(f"each patch is a mapping with one of: {', '.join(OPERATIONS)}")
+    (op, value), = operation.items()
+    if op == "trainer":
+        return _merge_at(workflow, TRAINER_PATH, value)
+    if op == "trainJob":
+        return _merge_at(workflow, TRAINJOB_PATH, value)
+    if op == "jobSpec":
+        return _merge_at(workflow, JOB_SPEC_PATH, value)
+    if op == "orchestration":
+        return _merge_at(workflow, ORCHESTRATION_PATH, value)
+    if op == "runtime":
+        runtime = _runtime(workflow)
+        runtime.update(merge(runtime, value))
+        return workflow
+    if op == "pod":
+        return _op_pod(workflow, value)
+    if op == "container":
+        return _op_container(workflow, value)
+    if op == "dependencies":
+        return _op_dependencies(workflow, value)
+    if op == "mpiEnv":
+        return _op_mpi_env(workflow, value, owners, overlay)
+    if op == "replaceArgs":
+        return _op_replace_args(workflow, value)
+    if op == "jsonPatch":
+        try:
+            return jsonpatch.apply_patch(workflow, value)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            raise PatchError(f"jsonPatch: {exc}") from None
+    raise PatchError(f"unknown patch operation {op!r}; expected one of: {', '.join(OPERATIONS)}")

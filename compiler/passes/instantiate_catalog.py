@@ -1,0 +1,96 @@
+"""Pass: render the category's catalog entry into a Workflow manifest.
+
+The entry's YAML template renders the Workflow ``spec`` from the resolved options; this pass
+wraps it with ``apiVersion``, ``kind`` and ``metadata`` (the name carries NVCRE's options suffix
+and FNV-1a truncation; labels tie the Workflow to its Certification and category).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..diagnostics import CompileError, Diagnostic
+from ..naming import workflow_name
+from ..templating import template_set
+from ..unit import Context, Unit
+
+__all__ = ["instantiate_catalog", "template_values", "MANAGED_BY"]
+
+MANAGED_BY = "nvcre"
+GROUP = "nvcre.nvidia.com"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+DEFAULT_HEALTH_MONITOR = "node.spec.unschedulable == true"
+DEFAULT_TOPOLOGY_KEY = "nvidia.com/gpu.clique"
+
+
+def tolerations_for(target: dict, blanket: bool) -> list[dict]:
+    """Tolerations matching ``target.taintSelectors``; without selectors, the entry's blanket one."""
+    selectors = target.get("taintSelectors") or []
+    if not selectors:
+        return [{"operator": "Exists"}] if blanket else []
+    out = []
+    for selector in selectors:
+        toleration: dict = {"key": selector["key"]}
+        if selector.get("value"):
+            toleration.update(operator="Equal", value=selector["value"])
+        else:
+            toleration["operator"] = "Exists"
+        if selector.get("effect"):
+            toleration["effect"] = selector["effect"]
+        out.append(toleration)
+    return out
+
+
+def health_monitor_for(target: dict) -> str | None:
+    """Opting cordoned nodes in clears the monitor: a cordon must not read as a hardware failure."""
+    if any(s.get("key") == UNSCHEDULABLE_TAINT for s in target.get("taintSelectors") or []):
+        return None
+    return DEFAULT_HEALTH_MONITOR
+
+
+def template_values(unit: Unit, ctx: Context) -> dict[str, Any]:
+    """Everything a catalog or overlay template may read, by name."""
+    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
+    options = dict(unit.options)
+    target = dict(ctx.spec.get("target") or {})
+    return {
+        "entry": {"domain": entry.domain, "variant": entry.variant, "key": entry.key, "name": entry.variant},
+        "vars": dict(entry.vars),
+        "o": options,
+        "mnnvl": "1" if options.get("enableMNNVL") else "0",
+        "cluster": {
+            "platform": ctx.cluster.platform,
+            "gpuArch": ctx.cluster.gpu_arch,
+            "configArch": ctx.catalog.gpu_defaults.configuration_arch(ctx.cluster.gpu_arch),
+            "extras": dict(ctx.cluster.extras),
+        },
+        "target": target,
+        "tolerations": tolerations_for(target, bool(entry.vars.get("blanketToleration"))),
+        "health_monitor": health_monitor_for(target),
+        "topology_key": DEFAULT_TOPOLOGY_KEY,
+    }
+
+
+def instantiate_catalog(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
+    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
+    templates = template_set(str(ctx.catalog.root), str(ctx.overlays.root))
+    try:
+        spec = templates.render_yaml(entry.template, template_values(unit, ctx), ctx.path)
+    except CompileError as exc:
+        return unit, exc.diagnostics
+    name = workflow_name(ctx.source_name, entry.domain, entry.variant, unit.category.get("options"))
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {
+            "app.kubernetes.io/managed-by": MANAGED_BY,
+            f"{GROUP}/certification": ctx.source_name,
+            f"{GROUP}/category-domain": entry.domain,
+            f"{GROUP}/category-variant": entry.variant,
+        },
+    }
+    requested_scale = (unit.category.get("options") or {}).get("testScale") or ctx.spec.get("testScale")
+    if requested_scale:
+        metadata["annotations"] = {f"{GROUP}/requested-test-scale": requested_scale}
+    workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
+    return replace(unit, workflow=workflow).with_provenance({"decision": "catalogEntry", "value": entry.key}), []

@@ -1,0 +1,143 @@
+"""Pass: decide the job size and the remaining numeric defaults of a category.
+
+* ``nodesPerJob``: the option when set; otherwise every target node the facts list (offline
+  renders without facts use 1). ``testScale: intra-node`` forces one node per job. Training
+  entries walk down to the largest node count their parallelism accepts.
+* training entries: tensor/pipeline parallelism from the entry's rows for the configuration
+  architecture, checked against the GPU count (minimum GPUs, TP x PP divisibility).
+* catalog defaults for the rest (timeoutPerJob, NCCL sweep, training steps, checkpoint sizes...).
+
+Every value the pass fills in is recorded in the provenance with where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..diagnostics import Diagnostic, error
+from ..unit import Context, Unit
+
+__all__ = ["size_workload", "CATALOG_DEFAULTS"]
+
+#: Values used when neither the category nor the spec sets them.
+CATALOG_DEFAULTS: dict[str, Any] = {
+    "testScale": "full-scale",
+    "maxBytes": "16G",
+    "numIterations": 100,
+    "numCycles": 10,
+    "maxSteps": 50,
+    "exitDurationMins": 30,
+    "saveInterval": 250,
+    "saveRetainInterval": 1000,
+    "saveTopK": 1,
+    "storageSize": "10Ti",
+    "minGroupSize": 2,
+    "maxConcurrent": 0,
+    "measurementTimeout": "5m",
+    "enableCheckpoint": False,
+    "rdmaDeviceAccess": "devicePlugin",
+    "dcgmHost": "nvidia-dcgm.gpu-operator.svc:5555",
+    "sourceRepo": "https://github.com/NVIDIA/Megatron-LM.git",
+}
+
+#: Diagnose scale runs a short sweep per probe.
+DIAGNOSE_SWEEP = {"numIterations": 5, "numCycles": 1}
+
+
+def _parallelism(ctx: Context) -> tuple[int, int] | None:
+    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
+    if not entry.parallelism:
+        return None
+    config_arch = ctx.catalog.gpu_defaults.configuration_arch(ctx.cluster.gpu_arch)
+    row = entry.parallelism.get(config_arch) or entry.parallelism.get("default")
+    if row is None:
+        return None
+    return row.tp, row.pp
+
+
+def _valid_nodes(n: int, gpus: int, min_gpus: int, tp_pp: int) -> bool:
+    total = n * gpus
+    return total >= min_gpus and total % tp_pp == 0
+
+
+def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
+    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
+    options = dict(unit.options)
+    records: list[dict[str, Any]] = []
+    diags: list[Diagnostic] = []
+    where = f"{ctx.path}.options"
+
+    for key, value in CATALOG_DEFAULTS.items():
+        if key not in options:
+            options[key] = value
+    scale = options["testScale"]
+    if scale == "diagnose":
+        for key, value in DIAGNOSE_SWEEP.items():
+            if key not in unit.options:
+                options[key] = value
+    if "timeoutPerJob" not in options:
+        options["timeoutPerJob"] = "15m" if scale == "diagnose" else entry.timeout_per_job
+        records.append({"decision": "timeoutPerJob", "value": options["timeoutPerJob"], "source": "catalog"})
+    if "startupStallTimeoutSeconds" not in options and entry.startup_stall_timeout_seconds is not None:
+        options["startupStallTimeoutSeconds"] = entry.startup_stall_timeout_seconds
+
+    gpus = int(options["gpusPerNode"])
+    par = _parallelism(ctx)
+    min_gpus = entry.min_gpus or 0
+    label = entry.key
+
+    if not entry.multi_node or scale == "intra-node":
+        nodes = 1
+        source = "entry is single-node" if not entry.multi_node else "testScale intra-node"
+    elif "nodesPerJob" in unit.options:
+        nodes, source = int(unit.options["nodesPerJob"]), "option"
+    elif ctx.cluster.target_nodes:
+        nodes, source = len(ctx.cluster.target_nodes), "target nodes"
+        if par is not None:
+            tp_pp = par[0] * par[1]
+            while nodes > 0 and not _valid_nodes(nodes, gpus, min_gpus, tp_pp):
+                nodes -= 1
+            if nodes == 0:
+                diags.append(
+                    error(
+                        "NoValidNodeCount",
+                        where,
+                        f"{label}: no valid node count <= {len(ctx.cluster.target_nodes)} satisfies model "
+                        f"constraints (gpusPerNode={gpus}, arch={ctx.cluster.gpu_arch})",
+                    )
+                )
+                return unit, diags
+            source = "largest node count the model accepts"
+    else:
+        nodes, source = 1, "default (no cluster facts)"
+    options["nodesPerJob"] = nodes
+    records.append({"decision": "nodesPerJob", "value": nodes, "source": source})
+
+    if par is not None:
+        tp, pp = par
+        options["tensorParallelism"], options["pipelineParallelism"] = tp, pp
+        total = nodes * gpus
+        if total < min_gpus:
+            need = -(-min_gpus // gpus)
+            diags.append(
+                error(
+                    "InsufficientGPUs",
+                    f"{where}.nodesPerJob",
+                    f"{label}: requires at least {min_gpus} GPUs ({nodes} nodes x {gpus} GPUs/node), "
+                    f"got {total} GPUs ({nodes} nodes); set nodesPerJob to {need} or higher",
+                )
+            )
+        elif total % (tp * pp) != 0:
+            lower = max(n for n in range(0, nodes + 1) if n == 0 or (n * gpus) % (tp * pp) == 0)
+            upper = next(n for n in range(nodes + 1, nodes + tp * pp + 1) if (n * gpus) % (tp * pp) == 0)
+            diags.append(
+                error(
+                    "ParallelismMismatch",
+                    f"{where}.nodesPerJob",
+                    f"{label}: totalGPUs={total} ({nodes} nodes x {gpus} GPUs/node) must be divisible by "
+                    f"TPxPP={tp * pp} (TP={tp}, PP={pp}); try nodesPerJob={lower or upper} or {upper}",
+                )
+            )
+        records.append({"decision": "parallelism", "value": {"tp": tp, "pp": pp}, "source": "catalog"})
+    return replace(unit, options=options).with_provenance(*records), diags

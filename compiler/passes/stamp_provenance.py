@@ -1,0 +1,38 @@
+"""Pass: record on the Workflow where its rendered values came from.
+
+Two annotations, both canonical JSON so the bytes never vary:
+
+* ``nvcre.nvidia.com/applied-overlays``: the overlays that matched, in the order they applied;
+* ``nvcre.nvidia.com/render-facts``: each cluster fact the render used (platform, GPU
+  architecture, ...) with whether it was detected, supplied or defaulted.
+
+The per-value decisions (GPU defaults, node counts, ...) stay in the unit's provenance and are
+printed by ``render --explain``; only facts and overlays travel with the manifest.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+
+from ..diagnostics import Diagnostic
+from ..unit import Context, Unit
+
+__all__ = ["stamp_provenance", "OVERLAYS_ANNOTATION", "FACTS_ANNOTATION"]
+
+OVERLAYS_ANNOTATION = "nvcre.nvidia.com/applied-overlays"
+FACTS_ANNOTATION = "nvcre.nvidia.com/render-facts"
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
+    workflow = copy.deepcopy(dict(unit.workflow))
+    annotations = workflow.setdefault("metadata", {}).setdefault("annotations", {})
+    overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
+    annotations[OVERLAYS_ANNOTATION] = _compact(overlays)
+    annotations[FACTS_ANNOTATION] = _compact({name: dict(item) for name, item in ctx.cluster.provenance.items()})
+    return replace(unit, workflow=workflow), []

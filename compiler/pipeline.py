@@ -1,0 +1,84 @@
+"""The ordered pass list, and the runner that lowers one unit through it.
+
+Each pass is a named pure function ``(unit, ctx) -> (unit, diagnostics)``. The runner stops a
+unit at the first pass that reports an error (later passes would only report consequences),
+but callers render every category, so all independent errors are collected. With
+``check_purity`` the runner also proves that no pass changed the unit it was given.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+from .diagnostics import Diagnostic
+from .passes.apply_gpu_defaults import apply_gpu_defaults
+from .passes.apply_overlays import apply_overlays
+from .passes.inject_pull_secrets import inject_pull_secrets
+from .passes.instantiate_catalog import instantiate_catalog
+from .passes.merge_env import merge_env
+from .passes.merge_workload_labels import merge_workload_labels
+from .passes.override_image import override_image
+from .passes.resolve_options import resolve_options
+from .passes.rewrite_gang import rewrite_gang
+from .passes.size_workload import size_workload
+from .passes.stamp_provenance import stamp_provenance
+from .passes.validate_workflow import validate_workflow
+from .unit import Context, Unit
+
+__all__ = ["Pass", "PASSES", "run_passes", "PassPurityError"]
+
+PassFn = Callable[[Unit, Context], "tuple[Unit, list[Diagnostic]]"]
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: PassFn
+    #: validators may report problems but must return the unit they were given
+    validator: bool = False
+
+
+PASSES: tuple[Pass, ...] = (
+    Pass("resolve_options", resolve_options),
+    Pass("apply_gpu_defaults", apply_gpu_defaults),
+    Pass("size_workload", size_workload),
+    Pass("instantiate_catalog", instantiate_catalog),
+    Pass("apply_overlays", apply_overlays),
+    Pass("merge_env", merge_env),
+    Pass("rewrite_gang", rewrite_gang),
+    Pass("override_image", override_image),
+    Pass("inject_pull_secrets", inject_pull_secrets),
+    Pass("merge_workload_labels", merge_workload_labels),
+    Pass("stamp_provenance", stamp_provenance),
+    Pass("validate_workflow", validate_workflow, validator=True),
+)
+
+
+class PassPurityError(AssertionError):
+    """A pass changed its input, or a validator changed the document."""
+
+
+def _snapshot(unit: Unit) -> tuple:
+    return (copy.deepcopy(dict(unit.category)), copy.deepcopy(dict(unit.options)),
+            copy.deepcopy(unit.workflow), copy.deepcopy(unit.provenance))
+
+
+def run_passes(
+    unit: Unit, ctx: Context, passes: tuple[Pass, ...] = PASSES, *, check_purity: bool = False
+) -> tuple[Unit, list[Diagnostic]]:
+    diagnostics: list[Diagnostic] = []
+    for step in passes:
+        before = _snapshot(unit) if check_purity else None
+        result, found = step.run(unit, ctx)
+        if check_purity:
+            if _snapshot(unit) != before:
+                raise PassPurityError(f"pass {step.name} changed its input")
+            if step.validator and result is not unit:
+                raise PassPurityError(f"validator {step.name} returned a different document")
+        diagnostics.extend(found)
+        if any(d.is_error for d in found):
+            return unit, diagnostics
+        unit = result
+    return unit, diagnostics

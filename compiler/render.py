@@ -1,0 +1,133 @@
+"""Render a Certification into Workflow manifests: validate, decide the cluster facts, lower each category.
+
+This is the compiler's front door. It is pure: the same document, facts and flags always give
+the same manifests and the same diagnostics, in the same order. Every error found in any
+category is collected before the render fails, so a user fixes a file in one round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .catalog import Catalog, load_catalog
+from .diagnostics import CompileError, Diagnostic, error
+from .overlays import OverlaySet, load_overlays
+from .pipeline import run_passes
+from .unit import ClusterView, Context, GangSpec, Unit
+
+__all__ = ["Rendered", "render_certification", "cluster_view", "gang_spec"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    workflows: list[dict[str, Any]]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: per category (in spec order): the decisions the passes recorded
+    provenance: list[tuple[dict[str, Any], ...]] = field(default_factory=list)
+    cluster: ClusterView | None = None
+
+
+def gang_spec(spec: Mapping[str, Any]) -> GangSpec | None:
+    gang = spec.get("gangScheduler")
+    if not gang or not gang.get("schedulerName"):
+        return None
+    return GangSpec(
+        scheduler_name=gang["schedulerName"],
+        queue=gang.get("queue") or "default-queue",
+        queue_label_key=gang.get("queueLabelKey") or "kai.scheduler/queue",
+    )
+
+
+def cluster_view(detection: Any) -> ClusterView:
+    """Turn the detector's result into the immutable view the passes read."""
+    return ClusterView(
+        platform=detection.platform,
+        gpu_arch=detection.gpu_arch,
+        gpu_products=tuple(detection.gpu_products),
+        target_nodes=tuple(detection.target_nodes),
+        provenance={name: dict(value) for name, value in sorted(detection.provenance.items())},
+        extras=dict(detection.extras),
+    )
+
+
+def _validate(document: Mapping[str, Any]) -> list[Diagnostic]:
+    from .api.validate import validate
+
+    return validate(dict(document))
+
+
+def render_certification(
+    document: Mapping[str, Any],
+    *,
+    facts: Any = None,
+    platform: str | None = None,
+    gpu_arch: str | None = None,
+    catalog: Catalog | None = None,
+    overlays: OverlaySet | None = None,
+    check_purity: bool = False,
+) -> Rendered:
+    """Lower every category of ``document``; raise CompileError with every error found."""
+    from .detect import detect_cluster
+
+    problems = _validate(document)
+    if any(d.is_error for d in problems):
+        raise CompileError(problems)
+    if document.get("kind") != "Certification":
+        raise CompileError([error("WrongKind", "kind", f"expected a Certification, got {document.get('kind')!r}")])
+    catalog = catalog or load_catalog()
+    overlays = overlays or load_overlays()
+    spec = document["spec"]
+    name = document["metadata"]["name"]
+
+    categories = spec.get("categories") or []
+    unknown = [
+        error("CategoryNotFound", f"spec.categories[{i}]", f"unknown certification category: {c.get('domain')}/{c.get('variant')}")
+        for i, c in enumerate(categories)
+        if catalog.lookup(c.get("domain", ""), c.get("variant", "")) is None
+    ]
+    if unknown:
+        raise CompileError(problems + unknown)
+
+    detection, detect_diags = detect_cluster(facts, target=dict(spec.get("target") or {}), platform=platform, gpu_arch=gpu_arch)
+    diagnostics = problems + list(detect_diags)
+    if any(d.is_error for d in detect_diags):
+        raise CompileError(diagnostics)
+    view = cluster_view(detection)
+    gang = gang_spec(spec)
+
+    workflows: list[dict[str, Any]] = []
+    provenance: list[tuple[dict[str, Any], ...]] = []
+    for index, category in enumerate(categories):
+        entry = catalog.lookup(category["domain"], category["variant"])
+        ctx = Context(
+            source_kind="Certification",
+            source_name=name,
+            spec=spec,
+            entry=entry.info(),
+            cluster=view,
+            path=f"spec.categories[{index}]",
+            category_index=index,
+            gang=gang,
+            catalog=catalog,
+            overlays=overlays,
+        )
+        unit, found = run_passes(Unit(category=category), ctx, check_purity=check_purity)
+        diagnostics.extend(found)
+        if unit.workflow is not None and not any(d.is_error for d in found):
+            workflows.append(dict(unit.workflow))
+            provenance.append(tuple(dict(r) for r in unit.provenance))
+    if any(d.is_error for d in diagnostics):
+        raise CompileError(_dedupe(diagnostics))
+    return Rendered(workflows=workflows, diagnostics=_dedupe(diagnostics), provenance=provenance, cluster=view)
+
+
+def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for diag in diagnostics:
+        key = (diag.code, diag.path, diag.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(diag)
+    return out

@@ -1,0 +1,1 @@
+"""Platform data: detection tables and overlays."""

@@ -1,0 +1,21 @@
+"""Shared pytest set-up: the golden update switch and the control-plane fixture plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["nvcre.testing.pytest_plugin"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files from the current output instead of comparing (review every change)",
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))

@@ -1,0 +1,625 @@
+#!/usr/bin/env python3
+"""Build the pinned test control plane (etcd, kube-apiserver and, optionally,
+kube-scheduler and kube-controller-manager) from Go modules into a user cache.
+
+Nothing is downloaded except Go modules through the ordinary ``go`` command:
+two throw-away wrapper modules are written into the cache, one depending on
+``k8s.io/kubernetes`` and one on ``go.etcd.io/etcd/server/v3``, and the
+commands are compiled from them with ``go build -trimpath``.
+
+The script uses the standard library only, so it runs with any Python 3.11+
+(``python tests/controlplane/build.py --help``). The test harness imports it
+by path to find or build the binaries.
+
+Layout of the cache (``NVCRE_CONTROLPLANE_CACHE`` overrides the root, else
+``$XDG_CACHE_HOME/nvcre/controlplane``, else ``~/.cache/nvcre/controlplane``)::
+
+    <root>/<BUILD_ID>/bin/{etcd,kube-apiserver,kube-scheduler,kube-controller-manager}
+    <root>/<BUILD_ID>/src/{kube,etcd}/      generated wrapper modules
+    <root>/<BUILD_ID>/build.json            what was built, with time and memory
+
+A second run with the same inputs does nothing and says so in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Iterator, Sequence
+
+KUBERNETES_VERSION = "v1.36.3"
+STAGING_VERSION = "v0.36.3"
+ETCD_VERSION = "v3.6.16"
+BUILD_ID = f"k8s-{KUBERNETES_VERSION}-etcd-{ETCD_VERSION}"
+
+KUBERNETES_MODULE = "k8s.io/kubernetes"
+ETCD_SERVER_MODULE = "go.etcd.io/etcd/server/v3"
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+MANIFEST_NAME = "build.json"
+LOCK_NAME = ".build.lock"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One binary of the control plane and the wrapper module it is built from."""
+
+    name: str
+    module: str  # "kube" or "etcd": which wrapper module builds it
+    package: str  # Go package path (relative to the wrapper module for etcd)
+
+
+COMPONENTS: dict[str, Component] = {
+    c.name: c
+    for c in (
+        Component("etcd", "etcd", "./cmd/etcd"),
+        Component("kube-apiserver", "kube", f"{KUBERNETES_MODULE}/cmd/kube-apiserver"),
+        Component("kube-scheduler", "kube", f"{KUBERNETES_MODULE}/cmd/kube-scheduler"),
+        Component(
+            "kube-controller-manager",
+            "kube",
+            f"{KUBERNETES_MODULE}/cmd/kube-controller-manager",
+        ),
+    )
+}
+REQUIRED_COMPONENTS = ("etcd", "kube-apiserver")
+CONTROLLER_COMPONENTS = ("kube-scheduler", "kube-controller-manager")
+DEFAULT_COMPONENTS = REQUIRED_COMPONENTS + CONTROLLER_COMPONENTS
+
+
+class BuildError(RuntimeError):
+    """A build step failed; the message says which command and why."""
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def cache_root() -> Path:
+    """Root of the control-plane cache, honouring the documented overrides."""
+    override = os.environ.get("NVCRE_CONTROLPLANE_CACHE")
+    if override:
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "nvcre" / "controlplane"
+
+
+def build_dir() -> Path:
+    """Directory holding this pinned release's sources, binaries and manifest."""
+    return cache_root() / BUILD_ID
+
+
+def bin_dir() -> Path:
+    """Directory holding the built binaries."""
+    return build_dir() / "bin"
+
+
+def binary_path(component: str) -> Path:
+    """Path of one component's binary (it may not exist yet)."""
+    if component not in COMPONENTS:
+        raise KeyError(f"unknown control-plane component {component!r}")
+    return bin_dir() / component
+
+
+def find_go() -> str | None:
+    """The ``go`` executable: ``$GO``, then PATH, then the usual install location."""
+    explicit = os.environ.get("GO")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    found = shutil.which("go")
+    if found:
+        return found
+    fallback = Path("/usr/local/go/bin/go")
+    return str(fallback) if fallback.is_file() else None
+
+
+# ------------------------------------------------------------------------ manifest
+
+
+def _inputs_digest() -> str:
+    """Digest of everything that decides the binaries' content (not the Go version)."""
+    h = hashlib.sha256()
+    for part in (KUBERNETES_VERSION, STAGING_VERSION, ETCD_VERSION):
+        h.update(part.encode() + b"\0")
+    for template in sorted(TEMPLATE_DIR.glob("*.in")):
+        h.update(template.name.encode() + b"\0" + template.read_bytes())
+    h.update(_kube_ldflags().encode())
+    return h.hexdigest()
+
+
+def read_manifest() -> dict:
+    """The manifest of the current build directory, or an empty dict."""
+    path = build_dir() / MANIFEST_NAME
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def built_components() -> list[str]:
+    """Components whose binary exists and was produced from the current inputs."""
+    manifest = read_manifest()
+    if manifest.get("inputs") != _inputs_digest():
+        return []
+    recorded = manifest.get("components", {})
+    return [
+        name for name in COMPONENTS if name in recorded and os.access(binary_path(name), os.X_OK)
+    ]
+
+
+def missing_components(components: Sequence[str] = REQUIRED_COMPONENTS) -> list[str]:
+    """Requested components that still need building."""
+    have = set(built_components())
+    return [c for c in components if c not in have]
+
+
+# ----------------------------------------------------------------- measured runs
+
+
+@dataclass
+class StepResult:
+    """Wall time and memory of one measured command."""
+
+    seconds: float
+    max_rss_kib: int  # largest single process in the tree (compiler or linker)
+    tree_rss_peak_kib: int  # sampled sum over the whole process tree (Linux only)
+
+
+def _process_tree_rss_kib(root_pid: int) -> int:
+    """Sum of resident memory of ``root_pid`` and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name; ppid is the 2nd, rss the 22nd.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21]) * page_kib
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+class _TreeSampler(threading.Thread):
+    """Samples the total resident memory of a process tree twice a second."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_kib = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        if not Path("/proc/self/stat").exists():
+            return
+        while not self._stop_event.wait(0.5):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                self.peak_kib = max(self.peak_kib, _process_tree_rss_kib(self.pid))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+
+def _parse_gnu_time(path: Path) -> int:
+    """Maximum resident set size (KiB) from a ``/usr/bin/time -v`` report."""
+    match = re.search(r"Maximum resident set size \(kbytes\):\s*(\d+)", path.read_text())
+    return int(match.group(1)) if match else 0
+
+
+def run_measured(argv: Sequence[str], *, cwd: Path, env: dict[str, str], label: str) -> StepResult:
+    """Run ``argv`` (never through a shell), streaming its output, and measure it."""
+    gnu_time = Path("/usr/bin/time")
+    report = None
+    full_argv = list(argv)
+    if gnu_time.is_file() and os.access(gnu_time, os.X_OK):
+        fd, name = tempfile.mkstemp(prefix="nvcre-time-", suffix=".txt")
+        os.close(fd)
+        report = Path(name)
+        full_argv = [str(gnu_time), "-v", "-o", str(report), *full_argv]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.monotonic()
+    proc = subprocess.Popen(full_argv, cwd=cwd, env=env)
+    sampler = _TreeSampler(proc.pid)
+    sampler.start()
+    try:
+        rc = proc.wait()
+    except BaseException:
+        proc.terminate()
+        proc.wait()
+        raise
+    finally:
+        sampler.stop()
+    seconds = time.monotonic() - started
+    try:
+        if rc != 0:
+            raise BuildError(
+                f"{label} failed (exit {rc}): {' '.join(argv)}\n  in {cwd}; see the Go output above"
+            )
+        if report is not None:
+            max_rss = _parse_gnu_time(report)
+        else:
+            # ru_maxrss of children is the largest child so far: exact only when
+            # this step is the biggest, which the compiler/linker steps are.
+            max_rss = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+        return StepResult(seconds, max_rss, sampler.peak_kib)
+    finally:
+        if report is not None:
+            report.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------- go helpers
+
+
+def _go_env(go: str) -> dict[str, str]:
+    """Environment for the go command: module mode, no cgo, default GOPATH/GOMODCACHE."""
+    env = dict(os.environ)
+    env["GO111MODULE"] = "on"
+    env["CGO_ENABLED"] = "0"
+    env["GOTOOLCHAIN"] = "local"
+    flags = [f for f in env.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    env["GOFLAGS"] = " ".join([*flags, "-mod=mod"])
+    env["PATH"] = os.pathsep.join([str(Path(go).parent), env.get("PATH", "")])
+    return env
+
+
+def _go_json(go: str, args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> dict:
+    """Run a go subcommand that prints one JSON object and decode it."""
+    proc = subprocess.run(
+        [go, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise BuildError(
+            f"`go {' '.join(args)}` failed (exit {proc.returncode}):\n"
+            f"{proc.stderr.strip() or proc.stdout.strip()}"
+        )
+    try:
+        return json.loads(proc.stdout)
+    except ValueError as exc:
+        raise BuildError(f"`go {' '.join(args)}` printed no JSON: {exc}") from exc
+
+
+def _module_gomod(go: str, module: str, version: str, *, env: dict[str, str]) -> dict:
+    """Download ``module@version`` and return its go.mod as ``go mod edit -json`` sees it."""
+    with tempfile.TemporaryDirectory(prefix="nvcre-gomod-") as scratch:
+        info = _go_json(
+            go, ["mod", "download", "-json", f"{module}@{version}"], cwd=Path(scratch), env=env
+        )
+        if info.get("Error") or not info.get("GoMod"):
+            raise BuildError(f"cannot download {module}@{version}: {info.get('Error')}")
+        return _go_json(go, ["mod", "edit", "-json", info["GoMod"]], cwd=Path(scratch), env=env)
+
+
+def _go_directive(gomod: dict, fallback: str = "1.24") -> str:
+    return gomod.get("Go") or fallback
+
+
+def staging_replacements(kube_gomod: dict) -> list[str]:
+    """``k8s.io/*`` modules that k8s.io/kubernetes requires and serves from ./staging.
+
+    Only modules that are also required get a replacement: the others (the
+    samples) are never part of the build graph and are not all published.
+    """
+    required = {r["Path"] for r in kube_gomod.get("Require") or []}
+    staged = []
+    for rep in kube_gomod.get("Replace") or []:
+        old, new = rep["Old"]["Path"], rep["New"]
+        if (
+            old.startswith("k8s.io/")
+            and not new.get("Version")
+            and new.get("Path", "").startswith("./staging/")
+            and old in required
+        ):
+            staged.append(old)
+    if not staged:
+        raise BuildError(
+            f"{KUBERNETES_MODULE}@{KUBERNETES_VERSION}'s go.mod lists no ./staging "
+            "replacements; the wrapper module cannot be generated"
+        )
+    return sorted(staged)
+
+
+def etcd_siblings(etcd_gomod: dict) -> list[str]:
+    """etcd modules that server/v3 resolves through relative replace directives."""
+    siblings = []
+    for rep in etcd_gomod.get("Replace") or []:
+        old, new = rep["Old"]["Path"], rep["New"]
+        path = new.get("Path", "")
+        if old.startswith("go.etcd.io/etcd/") and not new.get("Version") and path.startswith("../"):
+            siblings.append(old)
+    return sorted(siblings)
+
+
+def _render(template: str, **values: str) -> str:
+    return Template((TEMPLATE_DIR / template).read_text()).substitute(values)
+
+
+def _kube_ldflags() -> str:
+    """Version stamps the Kubernetes release build puts into its binaries."""
+    match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+", KUBERNETES_VERSION)
+    if not match:
+        raise BuildError(f"unexpected Kubernetes version {KUBERNETES_VERSION!r}")
+    stamps = {
+        "gitVersion": KUBERNETES_VERSION,
+        "gitMajor": match.group(1),
+        "gitMinor": match.group(2),
+        "gitTreeState": "clean",
+    }
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        for key, value in stamps.items():
+            flags.append(f"-X={pkg}.{key}={value}")
+    return " ".join(flags)
+
+
+def write_kube_module(go: str, src: Path, env: dict[str, str]) -> None:
+    """Generate the wrapper module for the Kubernetes commands from upstream's go.mod."""
+    upstream = _module_gomod(go, KUBERNETES_MODULE, KUBERNETES_VERSION, env=env)
+    replaces = "\n".join(
+        f"\t{mod} => {mod} {STAGING_VERSION}" for mod in staging_replacements(upstream)
+    )
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "go.sum").unlink(missing_ok=True)
+    (src / "go.mod").write_text(
+        _render(
+            "kube.go.mod.in",
+            go_version=_go_directive(upstream),
+            kubernetes_version=KUBERNETES_VERSION,
+            staging_replaces=replaces,
+        )
+    )
+
+
+def write_etcd_module(go: str, src: Path, env: dict[str, str]) -> None:
+    """Generate the wrapper module and main package for etcd."""
+    upstream = _module_gomod(go, ETCD_SERVER_MODULE, ETCD_VERSION, env=env)
+    siblings = etcd_siblings(upstream)
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "go.sum").unlink(missing_ok=True)
+    (src / "go.mod").write_text(
+        _render(
+            "etcd.go.mod.in",
+            go_version=_go_directive(upstream),
+            etcd_version=ETCD_VERSION,
+            sibling_requires="\n".join(f"\t{m} {ETCD_VERSION}" for m in siblings),
+            sibling_replaces="\n".join(f"\t{m} => {m} {ETCD_VERSION}" for m in siblings),
+        )
+    )
+    main_dir = src / "cmd" / "etcd"
+    main_dir.mkdir(parents=True, exist_ok=True)
+    (main_dir / "main.go").write_text(_render("etcd_main.go.in"))
+
+
+# ----------------------------------------------------------------------- build
+
+
+def _say(message: str) -> None:
+    print(f"[controlplane {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """Serialise concurrent builds into the same cache directory."""
+    build_dir().mkdir(parents=True, exist_ok=True)
+    with open(build_dir() / LOCK_NAME, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say("another build of this control plane is running; waiting for it")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_group(
+    go: str, group: str, names: list[str], env: dict[str, str], manifest: dict
+) -> None:
+    """Resolve and compile the components of one wrapper module, recording costs."""
+    src = build_dir() / "src" / group
+    packages = [COMPONENTS[n].package for n in names]
+    _say(f"generating the {group} wrapper module in {src}")
+    if group == "kube":
+        write_kube_module(go, src, env)
+    else:
+        write_etcd_module(go, src, env)
+
+    _say(f"resolving and downloading Go modules for {', '.join(names)}")
+    resolve = run_measured(
+        [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", *packages],
+        cwd=src,
+        env=env,
+        label=f"resolving modules for {group}",
+    )
+
+    staging = build_dir() / "bin.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    argv = [go, "build", "-trimpath", "-o", str(staging) + os.sep]
+    if group == "kube":
+        argv.append(f"-ldflags={_kube_ldflags()}")
+    argv.extend(packages)
+    _say(f"compiling {', '.join(names)} (this is the slow part)")
+    compiled = run_measured(argv, cwd=src, env=env, label=f"compiling {group}")
+
+    bin_dir().mkdir(parents=True, exist_ok=True)
+    for name in names:
+        built = staging / Path(COMPONENTS[name].package).name
+        if not built.is_file():
+            raise BuildError(f"go build reported success but {built} is missing")
+        os.replace(built, binary_path(name))
+    shutil.rmtree(staging, ignore_errors=True)
+
+    step = {
+        "components": names,
+        "resolve_seconds": round(resolve.seconds, 1),
+        "compile_seconds": round(compiled.seconds, 1),
+        "max_process_rss_mib": round(max(resolve.max_rss_kib, compiled.max_rss_kib) / 1024),
+        "peak_tree_rss_mib": round(
+            max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024
+        ),
+    }
+    manifest.setdefault("steps", []).append(step)
+    for name in names:
+        manifest.setdefault("components", {})[name] = {
+            "package": COMPONENTS[name].package,
+            "bytes": binary_path(name).stat().st_size,
+        }
+    _say(
+        f"built {', '.join(names)}: resolve {step['resolve_seconds']}s, "
+        f"compile {step['compile_seconds']}s, largest process {step['max_process_rss_mib']} MiB, "
+        f"whole build tree {step['peak_tree_rss_mib']} MiB"
+    )
+
+
+def _go_cache_was_empty(go: str, env: dict[str, str]) -> bool:
+    proc = subprocess.run(
+        [go, "env", "GOCACHE"], env=env, capture_output=True, text=True, check=False
+    )
+    cache = Path(proc.stdout.strip()) if proc.returncode == 0 else None
+    return cache is None or not cache.is_dir() or not any(cache.iterdir())
+
+
+def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False) -> Path:
+    """Build the requested components unless they are already built; return bin dir.
+
+    Raises :class:`BuildError` when Go is missing or a step fails.
+    """
+    unknown = [c for c in components if c not in COMPONENTS]
+    if unknown:
+        raise BuildError(
+            f"unknown component(s) {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}"
+        )
+    wanted = list(dict.fromkeys([*REQUIRED_COMPONENTS, *components]))
+    if not force and not missing_components(wanted):
+        _say(f"{', '.join(wanted)} already built in {bin_dir()}; nothing to do")
+        return bin_dir()
+
+    go = find_go()
+    if go is None:
+        raise BuildError(
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
+            "install Go 1.26+ to build the test control plane"
+        )
+    env = _go_env(go)
+    with _build_lock():
+        # Another process may have finished the same build while we waited.
+        todo = wanted if force else missing_components(wanted)
+        if not todo:
+            _say(f"{', '.join(wanted)} already built in {bin_dir()}; nothing to do")
+            return bin_dir()
+        manifest = read_manifest()
+        if manifest.get("inputs") != _inputs_digest():
+            manifest = {}
+        go_version = subprocess.run(
+            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        cold = _go_cache_was_empty(go, env)
+        manifest.update(
+            {
+                "build_id": BUILD_ID,
+                "inputs": _inputs_digest(),
+                "kubernetes": KUBERNETES_VERSION,
+                "staging": STAGING_VERSION,
+                "etcd": ETCD_VERSION,
+                "go": go_version,
+                "cpus": os.cpu_count(),
+            }
+        )
+        _say(
+            f"building {', '.join(todo)} with {go_version} into {bin_dir()}"
+            f" ({'cold' if cold else 'warm'} Go build cache)"
+        )
+        started = time.monotonic()
+        for group in ("etcd", "kube"):
+            names = [n for n in todo if COMPONENTS[n].module == group]
+            if names:
+                _build_group(go, group, names, env, manifest)
+                # Persist after each group so a later failure keeps earlier work.
+                (build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        total = time.monotonic() - started
+        manifest.setdefault("runs", []).append(
+            {
+                "built": todo,
+                "seconds": round(total, 1),
+                "cold_go_cache": cold,
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+        )
+        (build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        _say(f"done in {total:.0f}s; binaries in {bin_dir()}")
+    return bin_dir()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=(
+            f"Build etcd {ETCD_VERSION} and Kubernetes {KUBERNETES_VERSION} control-plane "
+            "binaries from Go modules for the nvcre integration tests."
+        )
+    )
+    parser.add_argument(
+        "--components",
+        default=",".join(DEFAULT_COMPONENTS),
+        help="comma-separated subset of: "
+        + ", ".join(COMPONENTS)
+        + " (etcd and kube-apiserver are always built)",
+    )
+    parser.add_argument(
+        "--minimal",
+        action="store_true",
+        help="build only etcd and kube-apiserver (no scheduler/controller-manager)",
+    )
+    parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
+    parser.add_argument(
+        "--print-bin-dir", action="store_true", help="print the binary directory and exit"
+    )
+    args = parser.parse_args(argv)
+    if args.print_bin_dir:
+        print(bin_dir())
+        return 0
+    components = (
+        list(REQUIRED_COMPONENTS)
+        if args.minimal
+        else [c.strip() for c in args.components.split(",") if c.strip()]
+    )
+    try:
+        build(components, force=args.force)
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Small helpers shared by the integration tests: sample loading, CRD
+conditions, throw-away namespaces and polling."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def sample(name: str) -> dict[str, Any]:
+    """A fresh copy of ``data/<name>.yaml``."""
+    return copy.deepcopy(yaml.safe_load((DATA / f"{name}.yaml").read_text()))
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def crd_conditions(api_client, name: str) -> dict[str, str]:
+    """``{condition type: status}`` of a CustomResourceDefinition."""
+    from kubernetes import client
+
+    raw = client.ApiextensionsV1Api(api_client).read_custom_resource_definition(
+        name, _preload_content=False
+    )
+    conditions = json.loads(raw.data).get("status", {}).get("conditions") or []
+    return {c["type"]: c["status"] for c in conditions}
+
+
+def error_causes(exc) -> list[dict[str, Any]]:
+    """``details.causes`` of a Status returned with an ``ApiException``."""
+    body = json.loads(exc.body)
+    return (body.get("details") or {}).get("causes") or []
+
+
+def eventually(check: Callable[[], Any], *, timeout: float = 30.0, what: str) -> Any:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.25)
