@@ -37,7 +37,6 @@ CATALOG_DEFAULTS: dict[str, Any] = {
     "measurementTimeout": "5m",
     "enableCheckpoint": False,
     "rdmaDeviceAccess": "devicePlugin",
-    "dcgmHost": "nvidia-dcgm.gpu-operator.svc:5555",
     "sourceRepo": "https://github.com/NVIDIA/Megatron-LM.git",
 }
 
