@@ -63,7 +63,7 @@ def up(
             return
 
         def announce(plane: object) -> None:
-            typer.echo(f"export KUBECONFIG={plane.kubeconfig}")  # type: ignore[attr-defined]
+            typer.echo(plane.export_line())  # type: ignore[attr-defined]
             typer.echo("# running; press Ctrl-C to stop", err=True)
 
         code = serve(controllers=controllers, crd_dirs=crd_dirs, on_ready=announce)

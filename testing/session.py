@@ -77,7 +77,7 @@ def _is(pid: int, marker: str) -> bool:
 
 
 def read_state() -> dict | None:
-    """The recorded running control plane, or None (stale records are removed)."""
+    """The recorded control plane if its supervisor is still alive, else None."""
     path = state_path()
     try:
         state = json.loads(path.read_text())

@@ -216,7 +216,7 @@ def test_unlabelled_nodes_do_not_vote_and_are_left_out():
     assert found.fact.value == "b200"
     assert [name_of(n) for n in found.nodes] == ["c"]
     assert [e.name for e in found.excluded] == ["a", "b"]
-    assert any("report no GPU product" in d.message for d in diags)
+    assert any("2 nodes report no GPU product" in d.message for d in diags)
 
 
 def test_products_of_one_architecture_may_differ():

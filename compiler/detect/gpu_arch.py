@@ -253,7 +253,7 @@ def detect_gpu_arch(
             warning(
                 "NodeExcluded",
                 target_path,
-                f"{plural(len(no_product), 'node')} report no GPU product ({GPU_PRODUCT_LABEL} label or gpu.nvidia.com "
+                f"{plural(len(no_product), 'node')} {'reports' if len(no_product) == 1 else 'report'} no GPU product ({GPU_PRODUCT_LABEL} label or gpu.nvidia.com "
                 f"ResourceSlice) and {'is' if len(no_product) == 1 else 'are'} left out: {name_list(no_product)}",
             )
         )
@@ -263,7 +263,8 @@ def detect_gpu_arch(
             info(
                 "GPUArchitectureAssumed",
                 target_path,
-                f"{plural(len(assumed), 'node')} report no GPU product and {'is' if len(assumed) == 1 else 'are'} taken to be {arch}: {name_list(assumed)}",
+                f"{plural(len(assumed), 'node')} {'reports' if len(assumed) == 1 else 'report'} no GPU product and "
+                f"{'is' if len(assumed) == 1 else 'are'} taken to be {arch}: {name_list(assumed)}",
             )
         )
 

@@ -128,14 +128,15 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
                 )
             )
         elif total % (tp * pp) != 0:
-            lower = max(n for n in range(0, nodes + 1) if n == 0 or (n * gpus) % (tp * pp) == 0)
+            lower = max((n for n in range(1, nodes) if (n * gpus) % (tp * pp) == 0 and n * gpus >= min_gpus), default=0)
             upper = next(n for n in range(nodes + 1, nodes + tp * pp + 1) if (n * gpus) % (tp * pp) == 0)
+            suggestion = f"{lower} or {upper}" if lower else str(upper)
             diags.append(
                 error(
                     "ParallelismMismatch",
                     f"{where}.nodesPerJob",
                     f"{label}: totalGPUs={total} ({nodes} nodes x {gpus} GPUs/node) must be divisible by "
-                    f"TPxPP={tp * pp} (TP={tp}, PP={pp}); try nodesPerJob={lower or upper} or {upper}",
+                    f"TPxPP={tp * pp} (TP={tp}, PP={pp}); try nodesPerJob={suggestion}",
                 )
             )
         records.append({"decision": "parallelism", "value": {"tp": tp, "pp": pp}, "source": "catalog"})

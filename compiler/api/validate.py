@@ -1,0 +1,247 @@
+"""Offline validation that reaches the same verdicts as the installed CRDs.
+
+``validate(data, old=None)`` runs, against the committed CRD of the document's kind:
+
+1. the structural schema checks (``schema_check``) on the document as the API server sees
+   it: nulls in non-nullable fields dropped, schema defaults filled in;
+2. every ``x-kubernetes-validations`` rule, evaluated with cel-python on the node it sits on
+   (``self``), and transition rules against the correlated node of ``old`` (``oldSelf``) when
+   an old object is given;
+3. the metadata checks the API server makes (name, namespace, label and annotation keys);
+4. the pydantic models, as a backstop: a pydantic error is kept only where no other check
+   already reported a problem at that path.
+
+Unlike the API server, rules still run after a schema error, so one pass reports every
+problem. Two exceptions keep the output free of noise: a rule is not run when a value of the
+wrong type sits at or below its node, and a rule that cannot be evaluated because a value
+below it is missing or malformed is dropped (the schema error already explains the
+rejection). Diagnostics are deduplicated
+and sorted by field path. ``parse_document`` returns the typed model when nothing is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Iterator
+
+from ..diagnostics import Diagnostic, PathPart, error, format_path
+from ..yamlio import load_documents
+from .cel_eval import RuleError, evaluate_rule
+from .common import ApiObject
+from .crdgen import CRD_DIR, crd_file_name
+from .dispatch import kind_of, load_model
+from .markers import REASON_CODES
+from .patterns import LABEL_KEY, LABEL_VALUE
+from .schema_check import BLOCKING_CODES, normalize, check_schema
+
+__all__ = ["validate", "parse_document", "installed_schema", "iter_rules"]
+
+_MISSING = object()
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_KEY = re.compile(LABEL_KEY)
+_LABEL_VALUE = re.compile(LABEL_VALUE)
+
+
+def validate(data: Any, old: Any = None) -> list[Diagnostic]:
+    """Every problem in ``data`` (and in the change from ``old``, when given), sorted by path."""
+    return _run(data, old)[1]
+
+
+def parse_document(data: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
+    """The typed model of a document and its diagnostics; the model is None when any is an error."""
+    return _run(data, None)
+
+
+@lru_cache(maxsize=None)
+def installed_schema(cls: type[ApiObject]) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of a kind, read from its committed CRD file."""
+    path = CRD_DIR / crd_file_name(cls)
+    (crd,) = load_documents(path.read_text(encoding="utf-8"), str(path))
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def iter_rules(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every validation rule in a schema with the schema path of the node it sits on."""
+    for rule in schema.get("x-kubernetes-validations", []):
+        yield path, rule
+    for key, sub in schema.get("properties", {}).items():
+        yield from iter_rules(sub, f"{path}.{key}" if path else key)
+    if isinstance(schema.get("items"), dict):
+        yield from iter_rules(schema["items"], f"{path}[*]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from iter_rules(schema["additionalProperties"], f"{path}.*")
+
+
+def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
+    cls, problems = kind_of(data)
+    if cls is None:
+        return None, _finish(problems)
+    schema = installed_schema(cls)
+    current = normalize(schema, data)
+    found = check_schema(schema, current)
+    found += _check_metadata(cls, data.get("metadata"))
+    previous = _MISSING
+    if old is not None:
+        old_cls, old_problems = kind_of(old)
+        if old_cls is not cls:
+            found.append(error("OldObjectInvalid", "", "the old object must be a valid object of the same kind"))
+            found += [error(d.code, d.path, f"old object: {d.message}") for d in old_problems]
+        else:
+            previous = normalize(schema, old)
+    found += _check_rules(schema, current, previous, (), _Blocked(found))
+    model, model_problems = load_model(cls, data)
+    reported = {d.path for d in found}
+    found += [d for d in model_problems if d.path not in reported]
+    found = _finish(found)
+    if any(d.is_error for d in found):
+        model = None
+    return model, found
+
+
+class _Blocked:
+    """Where the schema checks found values of the wrong shape."""
+
+    def __init__(self, found: list[Diagnostic]):
+        self.shape = {d.path for d in found if d.code in BLOCKING_CODES}
+        self.types = {d.path for d in found if d.code == "FieldTypeInvalid"}
+
+    def ill_typed(self, path: tuple[PathPart, ...]) -> bool:
+        """A value at or below ``path`` has the wrong type: rules there would see garbage."""
+        return _touches(format_path(path), self.types)
+
+    def misshapen(self, path: tuple[PathPart, ...]) -> bool:
+        return _touches(format_path(path), self.shape)
+
+
+def _check_rules(
+    schema: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], blocked: _Blocked
+) -> list[Diagnostic]:
+    """Evaluate the rules on this node, then on every node below it that is present."""
+    if value is None:
+        return []
+    out: list[Diagnostic] = []
+    for rule in schema.get("x-kubernetes-validations", []):
+        transition = "oldSelf" in rule["rule"]
+        if (transition and old is _MISSING) or blocked.ill_typed(path):
+            continue
+        diagnostic = _evaluate(rule, value, old, path, transition, blocked)
+        if diagnostic is not None:
+            out.append(diagnostic)
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                out += _check_rules(sub, item, _child(old, key), path + (key,), blocked)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        old_items = _correlate(schema, old)
+        for index, item in enumerate(value):
+            out += _check_rules(schema["items"], item, old_items(item), path + (index,), blocked)
+    return out
+
+
+def _evaluate(
+    rule: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], transition: bool, blocked: _Blocked
+) -> Diagnostic | None:
+    where = path + _field_path_parts(rule.get("fieldPath", ""))
+    try:
+        holds = evaluate_rule(rule["rule"], value, old, transition=transition)
+    except RuleError as exc:
+        if blocked.misshapen(path):
+            return None
+        return error("RuleEvaluationError", where, f"{rule['message']} (the rule could not be evaluated: {exc})")
+    if holds:
+        return None
+    return error(REASON_CODES[rule.get("reason", "FieldValueInvalid")], where, rule["message"])
+
+
+def _child(old: Any, key: str) -> Any:
+    if isinstance(old, dict) and old.get(key) is not None:
+        return old[key]
+    return _MISSING
+
+
+def _correlate(schema: dict[str, Any], old: Any):
+    """Old list items pair with new ones only in ``x-kubernetes-list-type: map`` lists, by key."""
+    keys = schema.get("x-kubernetes-list-map-keys")
+    if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(old, list):
+        return lambda item: _MISSING
+    by_key = {
+        tuple(entry.get(k) for k in keys): entry for entry in old if isinstance(entry, dict)
+    }
+
+    def lookup(item: Any) -> Any:
+        if not isinstance(item, dict):
+            return _MISSING
+        return by_key.get(tuple(item.get(k) for k in keys), _MISSING)
+
+    return lookup
+
+
+def _field_path_parts(field_path: str) -> tuple[PathPart, ...]:
+    return tuple(part for part in field_path.split(".") if part)
+
+
+def _touches(path: str, blocked: set[str]) -> bool:
+    """True when a blocking schema error sits at ``path`` or below it."""
+    for other in blocked:
+        if other == path or not path or other.startswith(path + ".") or other.startswith(path + "["):
+            return True
+    return False
+
+
+def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
+    """The object-metadata checks the API server makes on every object."""
+    if not isinstance(meta, dict):
+        return [] if meta is not None else [error("FieldRequired", "metadata", "Required value")]
+    out: list[Diagnostic] = []
+    name, generate_name, namespace = meta.get("name"), meta.get("generateName"), meta.get("namespace")
+    if not name and not generate_name:
+        out.append(error("FieldRequired", "metadata.name", "Required value: name or generateName is required"))
+    if isinstance(name, str) and name and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+        out.append(
+            error(
+                "FieldInvalid",
+                "metadata.name",
+                "must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', at most 253 characters",
+            )
+        )
+    if namespace is not None and not cls.namespaced:
+        out.append(error("FieldForbidden", "metadata.namespace", f"not allowed on this type: {cls.kind_name()} is cluster-scoped"))
+    elif isinstance(namespace, str) and namespace and (len(namespace) > 63 or not _DNS_LABEL.match(namespace)):
+        out.append(error("FieldInvalid", "metadata.namespace", "must be a lowercase RFC 1123 label of at most 63 characters"))
+    for field, check_values in (("labels", True), ("annotations", False)):
+        entries = meta.get(field)
+        if not isinstance(entries, dict):
+            continue
+        for key, item in entries.items():
+            if not _is_qualified_key(key):
+                out.append(error("FieldInvalid", ("metadata", field), f"{key!r} is not a valid key: [prefix/]name, name at most 63 characters"))
+            if check_values and isinstance(item, str) and (len(item) > 63 or not _LABEL_VALUE.match(item)):
+                out.append(error("FieldInvalid", ("metadata", field, key), f"{item!r} is not a valid label value"))
+    return out
+
+
+def _is_qualified_key(key: Any) -> bool:
+    if not isinstance(key, str) or not _LABEL_KEY.match(key):
+        return False
+    prefix, _, _ = key.rpartition("/")
+    return len(prefix) <= 253
+
+
+def _finish(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Drop repeats (same path and message) and sort by path, indexes compared as numbers."""
+    unique: dict[tuple[str, str], Diagnostic] = {}
+    for item in diagnostics:
+        unique.setdefault((item.path, item.message), item)
+    return sorted(unique.values(), key=lambda d: (_path_key(d.path), d.message, d.code))
+
+
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def _path_key(path: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, int(index)) if index else (1, name) for index, name in _PART.findall(path))
