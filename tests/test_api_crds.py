@@ -4,15 +4,16 @@ reached by the offline validator, and shown to reject something."""
 from __future__ import annotations
 
 import copy
+import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
 from nvcre.compiler.api import KINDS, validate
-from nvcre.compiler.api import validate as validate_module
 from nvcre.compiler.api.cel_eval import compile_rule
 from nvcre.compiler.api.cel_rules import (
+    LABEL_KEY_RULES,
     MERGED_ENV_CAP,
     MERGED_LABEL_CAP,
     NIC_RESOURCE_NAME_RULES,
@@ -22,7 +23,6 @@ from nvcre.compiler.api.cel_rules import (
     SPEC_IMMUTABLE,
     THRESHOLD_KEYS_RULE,
     UNIQUE_CATEGORIES,
-    LABEL_KEY_RULES,
     VALUE_FROM_MESSAGE,
 )
 from nvcre.compiler.api.crdgen import CRD_DIR, crd_file_name, render_crds
@@ -30,8 +30,8 @@ from nvcre.compiler.api.validate import installed_schema, iter_rules
 from nvcre.compiler.yamlio import load_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "api"
-validate_fn = validate_module.validate if callable(getattr(validate_module, "validate", None)) else validate
-_validate_impl = __import__("nvcre.compiler.api.validate", fromlist=["_evaluate"])
+# The package exports the function ``validate``, which hides the module of the same name.
+VALIDATE_MODULE = importlib.import_module("nvcre.compiler.api.validate")
 
 
 def load(name: str) -> dict:
@@ -154,13 +154,13 @@ def _corpus() -> list[tuple[dict, dict | None]]:
 
 def test_the_validator_evaluates_every_rule_of_every_crd(monkeypatch):
     seen: set[int] = set()
-    real = _validate_impl._evaluate
+    real = VALIDATE_MODULE._evaluate
 
     def recording(rule, *args, **kwargs):
         seen.add(id(rule))
         return real(rule, *args, **kwargs)
 
-    monkeypatch.setattr(_validate_impl, "_evaluate", recording)
+    monkeypatch.setattr(VALIDATE_MODULE, "_evaluate", recording)
     for doc, old in _corpus():
         assert validate(doc, old=old) == [], doc["kind"]
     missing = [(kind, path, rule["message"]) for kind, path, rule in _all_rules() if id(rule) not in seen]
