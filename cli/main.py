@@ -24,7 +24,7 @@ def _mount_optional() -> None:
     """Command groups that live in their own modules."""
     from importlib import import_module
 
-    for module, name in (("nvcre.cli.cluster", "cluster"), ("nvcre.cli.dev", "dev")):
+    for module, name in (("nvcre.cli.workloadrun", "workloadrun"), ("nvcre.cli.cluster", "cluster"), ("nvcre.cli.dev", "dev")):
         try:
             sub = import_module(module)
         except ModuleNotFoundError as exc:

@@ -39,9 +39,11 @@ def gang_spec(spec: Mapping[str, Any]) -> GangSpec | None:
     )
 
 
-def cluster_view(detection: Any) -> ClusterView:
+def cluster_view(detection: Any, facts: Any = None) -> ClusterView:
     """Turn the detector's result into the immutable view the passes read."""
     return ClusterView(
+        facts=facts,
+        nodes=tuple(detection.nodes),
         platform=detection.platform,
         gpu_arch=detection.gpu_arch,
         gpu_products=tuple(detection.gpu_products),
@@ -93,7 +95,7 @@ def render_certification(
     diagnostics = problems + list(detect_diags)
     if any(d.is_error for d in detect_diags):
         raise CompileError(diagnostics)
-    view = cluster_view(detection)
+    view = cluster_view(detection, facts)
     gang = gang_spec(spec)
 
     workflows: list[dict[str, Any]] = []

@@ -54,6 +54,9 @@ class ClusterView:
     provenance: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: platform specific detections (GKE networks, TCPXO profile, allocatable NIC resources...)
     extras: Mapping[str, Any] = field(default_factory=dict)
+    #: the cluster facts and target Node objects, for per-category checks (None offline)
+    facts: Any = field(default=None, repr=False, compare=False)
+    nodes: tuple[Mapping[str, Any], ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass(frozen=True)

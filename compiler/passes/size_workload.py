@@ -6,6 +6,8 @@
 * training entries: tensor/pipeline parallelism from the entry's rows for the configuration
   architecture, checked against the GPU count (minimum GPUs, TP x PP divisibility).
 * catalog defaults for the rest (timeoutPerJob, NCCL sweep, training steps, checkpoint sizes...).
+* with cluster facts: the capacity filter (nodes that cannot supply gpusPerNode GPUs leave this
+  category's target, and say so) and NIC resource detection where the platform asks for it.
 
 Every value the pass fills in is recorded in the provenance with where it came from.
 """
@@ -55,6 +57,43 @@ def _parallelism(ctx: Context) -> tuple[int, int] | None:
     return row.tp, row.pp
 
 
+def _check_nodes(
+    ctx: Context, options: dict[str, Any], records: list[dict[str, Any]], *, label: str, where: str, own: Any
+) -> tuple[tuple[Any, ...], list[Diagnostic]]:
+    """Capacity filter and NIC detection over the target nodes; fills ``nicResourceName``.
+
+    Diagnostics point at the field the user would change: the category's own option when it
+    sets one, else the spec-level field.
+    """
+    from ..detect import detect_nic_resource, filter_by_capacity, nic_detection_applies
+
+    def field_path(name: str) -> str:
+        return f"{where}.{name}" if name in own else f"spec.{name}"
+
+    path = field_path("gpusPerNode")
+    kept, excluded, diags = filter_by_capacity(
+        ctx.cluster.facts, ctx.cluster.nodes, gpus_per_node=int(options["gpusPerNode"]), category=label, path=path
+    )
+    if excluded:
+        records.append({"decision": "excludedNodes", "value": [e.name for e in excluded], "source": "capacity filter"})
+    if any(d.is_error for d in diags):
+        return kept, diags
+    fact, found = detect_nic_resource(
+        kept,
+        platform=ctx.cluster.platform,
+        gpu_arch=ctx.cluster.gpu_arch,
+        mlnx_per_node=int(options["mlnxPerNode"]),
+        nic_resource_name=options.get("nicResourceName"),
+        path=field_path("nicResourceName"),
+    )
+    diags = [*diags, *found]
+    if fact.value:
+        options["nicResourceName"] = fact.value
+    if fact.source != "supplied" and nic_detection_applies(ctx.cluster.platform, ctx.cluster.gpu_arch):
+        records.append({"decision": "nicResourceName", "value": fact.value, "source": fact.source})
+    return kept, diags
+
+
 def _valid_nodes(n: int, gpus: int, min_gpus: int, tp_pp: int) -> bool:
     total = n * gpus
     return total >= min_gpus and total % tp_pp == 0
@@ -82,6 +121,13 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         options["startupStallTimeoutSeconds"] = entry.startup_stall_timeout_seconds
 
     gpus = int(options["gpusPerNode"])
+    targets = len(ctx.cluster.target_nodes)
+    if ctx.cluster.facts is not None and ctx.cluster.nodes:
+        kept, diags_nodes = _check_nodes(ctx, options, records, label=entry.key, where=where, own=unit.category.get("options") or {})
+        diags.extend(diags_nodes)
+        if any(d.is_error for d in diags_nodes):
+            return unit, diags
+        targets = len(kept)
     par = _parallelism(ctx)
     min_gpus = entry.min_gpus or 0
     label = entry.key
@@ -91,8 +137,8 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         source = "entry is single-node" if not entry.multi_node else "testScale intra-node"
     elif "nodesPerJob" in unit.options:
         nodes, source = int(unit.options["nodesPerJob"]), "option"
-    elif ctx.cluster.target_nodes:
-        nodes, source = len(ctx.cluster.target_nodes), "target nodes"
+    elif targets:
+        nodes, source = targets, "target nodes"
         if par is not None:
             tp_pp = par[0] * par[1]
             while nodes > 0 and not _valid_nodes(nodes, gpus, min_gpus, tp_pp):
@@ -102,7 +148,7 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
                     error(
                         "NoValidNodeCount",
                         where,
-                        f"{label}: no valid node count <= {len(ctx.cluster.target_nodes)} satisfies model "
+                        f"{label}: no valid node count <= {targets} satisfies model "
                         f"constraints (gpusPerNode={gpus}, arch={ctx.cluster.gpu_arch})",
                     )
                 )
