@@ -9,6 +9,7 @@ Programs are compiled once per rule text.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -17,13 +18,17 @@ import celpy
 from celpy import celtypes
 
 from ..cel import to_cel
-from .quantity import is_quantity, parse_quantity
+from ..facts import parse_quantity
+from .patterns import QUANTITY
 
 __all__ = ["RuleError", "compile_rule", "evaluate_rule"]
 
 
 class RuleError(ValueError):
     """A rule that does not compile, fails while evaluating, or does not give a boolean."""
+
+
+_QUANTITY = re.compile(QUANTITY)
 
 
 class _Quantity:
@@ -36,14 +41,17 @@ class _Quantity:
 
 
 def _quantity(text: Any) -> _Quantity:
+    """The quantity a string spells exactly as Kubernetes writes it; RuleError otherwise."""
     try:
+        if not _QUANTITY.fullmatch(str(text)):
+            raise ValueError(f"{str(text)!r} is not a quantity")
         return _Quantity(parse_quantity(str(text)))
     except ValueError as exc:
         raise RuleError(str(exc)) from None
 
 
 def _is_quantity(text: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(is_quantity(str(text)))
+    return celtypes.BoolType(_QUANTITY.fullmatch(str(text)) is not None)
 
 
 def _compare_to(left: _Quantity, right: _Quantity) -> celtypes.IntType:

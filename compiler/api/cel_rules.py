@@ -131,12 +131,18 @@ def requests_within_limits(resource: str) -> Rule:
     )
 
 
+# The two merged caps below first try the cheap bound (the plain sum of both sizes) and only
+# count distinct names or keys when that bound is exceeded; the conditional operator is the
+# one CEL construct that skips its untaken branch in every evaluator.
+
 #: Spec-level rule on a Certification: global env plus one category's env, merged by name.
 MERGED_ENV_CAP = Rule(
     rule=(
-        "!has(self.categories) || self.categories.all(c, !has(c.options) || !has(c.options.env) || "
-        "(has(self.env) ? size(self.env) + size(c.options.env.filter(e, !self.env.exists(g, g.name == e.name)))"
-        f" : size(c.options.env)) <= {MAX_ENV})"
+        "!has(self.categories) || self.categories.all(c, (!has(c.options) || !has(c.options.env)) ? true : "
+        f"!has(self.env) ? size(c.options.env) <= {MAX_ENV} : "
+        f"size(self.env) + size(c.options.env) <= {MAX_ENV} ? true : "
+        "size(self.env) + size(c.options.env.filter(e, !self.env.exists(g, g.name == e.name)))"
+        f" <= {MAX_ENV})"
     ),
     message=f"spec.env and a category's options.env together name more than {MAX_ENV} variables",
     field_path=".categories",
@@ -145,11 +151,14 @@ MERGED_ENV_CAP = Rule(
 #: Spec-level rule on a Certification: global workload labels plus one category's, merged by key.
 MERGED_LABEL_CAP = Rule(
     rule=(
-        "!has(self.categories) || self.categories.all(c, !has(c.options) || !has(c.options.workloadMetadata) || "
-        "!has(c.options.workloadMetadata.labels) || "
-        "(has(self.workloadMetadata) && has(self.workloadMetadata.labels) ? "
-        "size(self.workloadMetadata.labels) + size(c.options.workloadMetadata.labels.filter(k, !(k in self.workloadMetadata.labels)))"
-        f" : size(c.options.workloadMetadata.labels)) <= {MAX_LABELS})"
+        "!has(self.categories) || self.categories.all(c, "
+        "(!has(c.options) || !has(c.options.workloadMetadata) || !has(c.options.workloadMetadata.labels)) ? true : "
+        "(!has(self.workloadMetadata) || !has(self.workloadMetadata.labels)) ? "
+        f"size(c.options.workloadMetadata.labels) <= {MAX_LABELS} : "
+        f"size(self.workloadMetadata.labels) + size(c.options.workloadMetadata.labels) <= {MAX_LABELS} ? true : "
+        "size(self.workloadMetadata.labels)"
+        " + size(c.options.workloadMetadata.labels.filter(k, !(k in self.workloadMetadata.labels)))"
+        f" <= {MAX_LABELS})"
     ),
     message=(
         f"spec.workloadMetadata.labels and a category's options.workloadMetadata.labels together hold more than {MAX_LABELS} labels"
@@ -160,7 +169,7 @@ MERGED_LABEL_CAP = Rule(
 #: Rule on the categories list: an identical entry twice would run the same Workflow twice.
 #: The same domain/variant with different options is allowed (for example MNNVL on and off).
 UNIQUE_CATEGORIES = Rule(
-    rule="self.all(c, self.exists_one(d, d == c))",
+    rule="self.all(c, self.exists_one(d, d.variant == c.variant ? d == c : false))",
     message="categories must not repeat an identical entry (same domain, variant and options)",
     reason="FieldValueDuplicate",
 )

@@ -57,7 +57,7 @@ class ApiModel(BaseModel):
 
     #: CEL rules on this type's object node (copied into the CRD, evaluated offline).
     crd_rules: ClassVar[tuple[Rule, ...]] = ()
-    #: Other schema keywords for this type's object node (minProperties, ...).
+    #: Other schema keywords for this type's object node (x-kubernetes-embedded-resource, ...).
     crd_extra: ClassVar[dict[str, Any]] = {}
 
     @classmethod

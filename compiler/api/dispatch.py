@@ -86,7 +86,7 @@ def _field_path(loc: tuple[Any, ...], data: Any) -> list[PathPart]:
     for position, part in enumerate(loc):
         last = position == len(loc) - 1
         if isinstance(node, dict) and part in node:
-            path.append(part)
+            path.append(str(part))  # a map key, even a non-string one, is a name in the path
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             path.append(part)

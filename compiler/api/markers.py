@@ -7,15 +7,15 @@ word for lives here:
 * ``Rule``: one ``x-kubernetes-validations`` entry (a CEL expression, its message, and
   optionally the field it blames and the Kubernetes error reason it raises).
 * ``Crd``: per-field schema extras put in ``Annotated[...]`` metadata (rules on that node,
-  list/map semantics, preserved unknown fields, embedded resources, a schema default, a format).
+  list semantics, preserved unknown fields, a schema default, a format).
 
 A model class lists rules for its own object node in the ``crd_rules`` class attribute and
-other object-level extras (``minProperties``...) in ``crd_extra``.
+other object-level keywords (``x-kubernetes-embedded-resource``...) in ``crd_extra``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Rule", "Crd", "NO_DEFAULT", "REASON_CODES"]
@@ -78,9 +78,6 @@ class Crd:
     list_type: str | None = None  # atomic | set | map
     list_map_keys: tuple[str, ...] = ()
     preserve_unknown: bool = False
-    embedded_resource: bool = False
     object_type: bool = False  # give a free-form node ``type: object``
     format: str | None = None
     default: Any = NO_DEFAULT
-    nullable: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)

@@ -125,7 +125,7 @@ def _check_string(schema: dict[str, Any], value: str, path: tuple[PathPart, ...]
     pattern = schema.get("pattern")
     if pattern is not None and _compiled(pattern).search(value) is None:
         yield error("FieldInvalid", path, f"should match '{pattern}'")
-    if schema.get("format") == "date-time" and not _DATE_TIME.match(value):
+    if schema.get("format") == "date-time" and not _DATE_TIME.fullmatch(value):
         yield error("FieldInvalid", path, "must be an RFC 3339 date-time, for example 2026-10-21T12:00:00Z")
 
 
@@ -191,7 +191,9 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], path: tuple[Pat
     if "minProperties" in schema and len(present) < schema["minProperties"]:
         yield error("FieldInvalid", path, f"should have at least {schema['minProperties']} properties")
     for key, item in value.items():
-        if key == "metadata" and (not path or schema.get("x-kubernetes-embedded-resource")):
+        if not isinstance(key, str):
+            yield error("FieldTypeInvalid", path + (str(key),), f"keys must be strings, got {_type_name(key)}: quote the key")
+        elif key == "metadata" and (not path or schema.get("x-kubernetes-embedded-resource")):
             # Object metadata follows ObjectMeta, which the schema leaves as a bare object.
             if item is not None and not isinstance(item, dict):
                 yield error("FieldTypeInvalid", path + (key,), f"must be of type object, got {_type_name(item)}")

@@ -165,17 +165,12 @@ def _apply_marker(node: dict[str, Any], marker: Crd) -> None:
         node["x-kubernetes-list-map-keys"] = list(marker.list_map_keys)
     if marker.preserve_unknown:
         node["x-kubernetes-preserve-unknown-fields"] = True
-    if marker.embedded_resource:
-        node["x-kubernetes-embedded-resource"] = True
     if marker.object_type:
         node["type"] = "object"
     if marker.format:
         node["format"] = marker.format
     if marker.default is not NO_DEFAULT:
         node["default"] = marker.default
-    if marker.nullable:
-        node["nullable"] = True
-    node.update(marker.extra)
 
 
 def _is_harmless(item: Any) -> bool:

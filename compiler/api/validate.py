@@ -15,8 +15,8 @@ Unlike the API server, rules still run after a schema error, so one pass reports
 problem. Two exceptions keep the output free of noise: a rule is not run when a value of the
 wrong type sits at or below its node, and a rule that cannot be evaluated because a value
 below it is missing or malformed is dropped (the schema error already explains the
-rejection). Diagnostics are deduplicated
-and sorted by field path. ``parse_document`` returns the typed model when nothing is wrong.
+rejection). Diagnostics are deduplicated and sorted by field path. ``parse_document`` returns
+the typed model when nothing is wrong.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .crdgen import CRD_DIR, crd_file_name
 from .dispatch import kind_of, load_model
 from .markers import REASON_CODES
 from .patterns import LABEL_KEY, LABEL_VALUE
-from .schema_check import BLOCKING_CODES, normalize, check_schema
+from .schema_check import BLOCKING_CODES, check_schema, normalize
 
 __all__ = ["validate", "parse_document", "installed_schema", "iter_rules"]
 
@@ -201,7 +201,7 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
     name, generate_name, namespace = meta.get("name"), meta.get("generateName"), meta.get("namespace")
     if not name and not generate_name:
         out.append(error("FieldRequired", "metadata.name", "Required value: name or generateName is required"))
-    if isinstance(name, str) and name and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+    if isinstance(name, str) and name and (len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name)):
         out.append(
             error(
                 "FieldInvalid",
@@ -211,7 +211,7 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
         )
     if namespace is not None and not cls.namespaced:
         out.append(error("FieldForbidden", "metadata.namespace", f"not allowed on this type: {cls.kind_name()} is cluster-scoped"))
-    elif isinstance(namespace, str) and namespace and (len(namespace) > 63 or not _DNS_LABEL.match(namespace)):
+    elif isinstance(namespace, str) and namespace and (len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace)):
         out.append(error("FieldInvalid", "metadata.namespace", "must be a lowercase RFC 1123 label of at most 63 characters"))
     for field, check_values in (("labels", True), ("annotations", False)):
         entries = meta.get(field)
@@ -220,13 +220,13 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
         for key, item in entries.items():
             if not _is_qualified_key(key):
                 out.append(error("FieldInvalid", ("metadata", field), f"{key!r} is not a valid key: [prefix/]name, name at most 63 characters"))
-            if check_values and isinstance(item, str) and (len(item) > 63 or not _LABEL_VALUE.match(item)):
+            if check_values and isinstance(item, str) and (len(item) > 63 or not _LABEL_VALUE.fullmatch(item)):
                 out.append(error("FieldInvalid", ("metadata", field, key), f"{item!r} is not a valid label value"))
     return out
 
 
 def _is_qualified_key(key: Any) -> bool:
-    if not isinstance(key, str) or not _LABEL_KEY.match(key):
+    if not isinstance(key, str) or not _LABEL_KEY.fullmatch(key):
         return False
     prefix, _, _ = key.rpartition("/")
     return len(prefix) <= 253
