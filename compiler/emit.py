@@ -60,7 +60,7 @@ class _CanonicalRepresenter(SafeRepresenter):
     def represent_str(self, data: str) -> Any:
         if "\n" in data and _block_safe(data):
             return self.represent_scalar(_STR_TAG, data, style="|")
-        if _ambiguous(data):
+        if _ambiguous(data) or not data.isprintable():
             return self.represent_scalar(_STR_TAG, data, style='"')
         return self.represent_scalar(_STR_TAG, data)
 
@@ -82,8 +82,8 @@ def _key_bytes(item: tuple[Any, Any]) -> bytes:
 
 
 def _block_safe(text: str) -> bool:
-    """A literal block cannot carry trailing spaces on lines, tabs-only lines, or leading blank lines."""
-    if text.startswith((" ", "\n")) or "\r" in text or "\t" in text:
+    """A literal block cannot carry control characters, trailing spaces on lines, or a leading blank line."""
+    if text.startswith((" ", "\n")) or not all(line.isprintable() for line in text.split("\n")):
         return False
     return all(line == line.rstrip(" ") for line in text.split("\n"))
 

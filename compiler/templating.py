@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound
+from jinja2 import FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .diagnostics import CompileError, error
@@ -30,12 +30,16 @@ __all__ = ["TemplateSet", "template_set"]
 
 
 def _as_json(value: Any) -> str:
+    if isinstance(value, Undefined):
+        str(value)  # strict undefined (and sandbox refusals) raise here, with the template's own message
     if isinstance(value, str) and value == "":
         return '""'
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
 def _as_shell_word(value: Any) -> str:
+    if isinstance(value, Undefined):
+        str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -90,7 +94,7 @@ class TemplateSet:
             text = self.yaml_env.get_template(name).render(**values)
         except TemplateNotFound as exc:
             raise CompileError([error("TemplateNotFound", where, f"template {exc.name!r} does not exist")]) from None
-        except TemplateError as exc:
+        except (TemplateError, TypeError) as exc:
             raise CompileError([error("TemplateRender", where, f"rendering {name}: {exc}")]) from None
         docs = load_documents(text, f"{name} (rendered)")
         if len(docs) != 1:
