@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
+from passkit import FIXTURES
 from nvcre.compiler.mpi_args import NoForwardAnchor, drop_forwarded, forwarded_names, set_forwarded
 from nvcre.compiler.passes.merge_env import merge_env
 from nvcre.compiler.unit import ClusterView, Context, EntryInfo, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
 ENTRIES = {
     "mpi-all-reduce": EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher"),
     "loopback": EntryInfo("communication", "nccl-loopback", "single"),

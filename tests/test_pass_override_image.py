@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
+from passkit import ENTRIES, FIXTURES, pod_specs
 from nvcre.compiler.passes.override_image import override_image
 from nvcre.compiler.passes.rewrite_gang import rewrite_gang
-from nvcre.compiler.unit import ClusterView, Context, EntryInfo, GangSpec, Unit
+from nvcre.compiler.unit import ClusterView, Context, GangSpec, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
-ENTRIES = {
-    "mpi-all-reduce": EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher"),
-    "loopback": EntryInfo("communication", "nccl-loopback", "single"),
-    "dcgm-level4": EntryInfo("diagnostics", "dcgm-level4", "single"),
-    "nemotron5-8b": EntryInfo("training", "nemotron5-8b", "torch"),
-}
 IMAGE = "registry.example.com/mirror/pytorch:26.01-py3"
 
 
@@ -29,13 +22,6 @@ def render(fixture: str, options: dict, gang: GangSpec | None = None):
     )
     return Unit(category={}, options=options, workflow=workflow), ctx
 
-
-def pod_specs(workflow: dict) -> dict[str, dict]:
-    runtime = next(dep for dep in workflow["spec"]["dependencies"] if dep["kind"] == "TrainingRuntime")
-    return {
-        job["name"]: job["template"]["spec"]["template"]["spec"]
-        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    }
 
 
 def trainer_image(workflow: dict) -> str:

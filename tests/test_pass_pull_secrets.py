@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
+from passkit import ENTRIES, FIXTURES, pod_specs
 from nvcre.compiler.passes.inject_pull_secrets import inject_pull_secrets
-from nvcre.compiler.unit import ClusterView, Context, EntryInfo, Unit
+from nvcre.compiler.unit import ClusterView, Context, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
-ENTRIES = {
-    "mpi-all-reduce": EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher"),
-    "loopback": EntryInfo("communication", "nccl-loopback", "single"),
-    "dcgm-level4": EntryInfo("diagnostics", "dcgm-level4", "single"),
-    "nemotron5-8b": EntryInfo("training", "nemotron5-8b", "torch"),
-}
 
 
 def render(fixture: str, secrets: list | None, source_kind: str = "Certification"):
@@ -27,13 +20,6 @@ def render(fixture: str, secrets: list | None, source_kind: str = "Certification
     options = {} if secrets is None else {"imagePullSecrets": secrets}
     return Unit(category={}, options=options, workflow=workflow), ctx
 
-
-def pod_specs(workflow: dict) -> dict[str, dict]:
-    runtime = next(dep for dep in workflow["spec"]["dependencies"] if dep["kind"] == "TrainingRuntime")
-    return {
-        job["name"]: job["template"]["spec"]["template"]["spec"]
-        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    }
 
 
 @pytest.mark.parametrize("fixture", sorted(ENTRIES))

@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from passkit import ENTRIES, FIXTURES
 from nvcre.compiler.emit import dump_yaml
 from nvcre.compiler.passes.rewrite_gang import WAIT_FOR_WORKERS_SCRIPT, rewrite_gang
-from nvcre.compiler.unit import ClusterView, Context, EntryInfo, GangSpec, Unit
+from nvcre.compiler.unit import ClusterView, Context, GangSpec, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
-ENTRIES = {
-    "mpi-all-reduce": EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher"),
-    "loopback": EntryInfo("communication", "nccl-loopback", "single"),
-    "dcgm-level4": EntryInfo("diagnostics", "dcgm-level4", "single"),
-    "nemotron5-8b": EntryInfo("training", "nemotron5-8b", "torch"),
-}
 KAI = GangSpec("kai-scheduler", queue="high-priority")
 RUNAI = GangSpec("runai-scheduler", queue="team-a", queue_label_key="runai/queue")
 

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
+from passkit import ENTRIES, FIXTURES
 from nvcre.compiler.passes.merge_workload_labels import merge_workload_labels
 from nvcre.compiler.passes.rewrite_gang import rewrite_gang
 from nvcre.compiler.passes.validate_workflow import validate_workflow
-from nvcre.compiler.unit import ClusterView, Context, EntryInfo, GangSpec, Unit
+from nvcre.compiler.unit import ClusterView, Context, GangSpec, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
-ENTRIES = {
-    "mpi-all-reduce": EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher"),
-    "loopback": EntryInfo("communication", "nccl-loopback", "single"),
-    "dcgm-level4": EntryInfo("diagnostics", "dcgm-level4", "single"),
-    "nemotron5-8b": EntryInfo("training", "nemotron5-8b", "torch"),
-}
 KAI = GangSpec("kai-scheduler")
 RUNTIME = "workflow.spec.dependencies[0].spec.template.spec.replicatedJobs"
 TRAINER = "workflow.spec.jobTemplate.spec.workload.trainJob.trainer"

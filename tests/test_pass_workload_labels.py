@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
+from passkit import FIXTURES
 from nvcre.compiler.passes.merge_workload_labels import merge_workload_labels
 from nvcre.compiler.unit import ClusterView, Context, EntryInfo, GangSpec, Unit
 from nvcre.compiler.yamlio import load_file
 
-FIXTURES = Path(__file__).parent / "fixtures" / "workflows"
 ENTRY = EntryInfo("communication", "nccl-all-reduce", "mpi", launcher_job="launcher")
 FIELD = "spec.jobTemplate.spec.workloadMetadata.labels"
 WORKFLOW_FIELD = f"workflow.{FIELD}"
