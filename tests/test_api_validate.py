@@ -572,3 +572,22 @@ def test_paths_sort_indexes_as_numbers(cert):
 def test_null_required_field_is_reported_once(cert):
     cert["spec"]["categories"][0]["domain"] = None
     assert found(validate(cert)) == [("spec.categories[0].domain", "FieldRequired")]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda d: d.update(spec=[]), [("spec", "FieldTypeInvalid")]),
+        (lambda d: d["spec"].update(categories={"a": 1}), [("spec.categories", "FieldTypeInvalid")]),
+        (lambda d: d["spec"].update(env=["A=1"]), [("spec.env[0]", "FieldTypeInvalid")]),
+        (lambda d: d["spec"]["env"].append(None), [("spec.env[2]", "FieldTypeInvalid")]),
+        (lambda d: d["spec"]["workloadMetadata"].update(labels=["a"]), [("spec.workloadMetadata.labels", "FieldTypeInvalid")]),
+        (lambda d: d["spec"]["workloadMetadata"].update(labels={1: "a"}), [("spec.workloadMetadata.labels.1", "FieldTypeInvalid")]),
+        (lambda d: d.update(metadata="x"), [("metadata", "FieldTypeInvalid")]),
+        (lambda d: d.pop("metadata"), [("metadata", "FieldRequired")]),
+        (lambda d: d["spec"]["categories"][0].update(options=None), []),
+    ],
+)
+def test_misshapen_documents_give_one_diagnostic_per_problem(cert, change, expected):
+    change(cert)
+    assert found(validate(cert)) == expected
