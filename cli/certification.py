@@ -53,11 +53,19 @@ def render(
     explain: bool = typer.Option(False, "--explain", help="Print every render decision and where it came from to stderr."),
 ) -> None:
     """Print one Workflow per category, in spec order, exactly as the controller would create them."""
-    from nvcre.compiler.emit import dump_json, dump_yaml_stream
     from nvcre.compiler.render import render_certification
 
-    document = _load_single(file)
-    rendered = render_certification(document, facts=_load_facts(facts), platform=platform, gpu_arch=gpu_arch)
+    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)
+
+
+def render_to_stdout(renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool) -> None:
+    """Shared body of the render commands: load, render, report diagnostics, then print the documents.
+
+    Everything is rendered before anything is printed, so a failing render leaves stdout empty.
+    """
+    from nvcre.compiler.emit import dump_json, dump_yaml_stream
+
+    rendered = renderer(_load_single(file), facts=_load_facts(facts), platform=platform, gpu_arch=gpu_arch)
     print_diagnostics(rendered.diagnostics)
     if explain:
         _explain(rendered)

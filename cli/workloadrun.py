@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .certification import Format, _explain, _load_facts, _load_single
-from .output import guarded, print_diagnostics
+from .certification import Format, render_to_stdout
+from .output import guarded
 
 app = typer.Typer(help="Render WorkloadRuns: ad-hoc MPI, torch or exec workloads.", no_args_is_help=True)
 
@@ -25,13 +24,6 @@ def render(
     explain: bool = typer.Option(False, "--explain", help="Print every render decision and where it came from to stderr."),
 ) -> None:
     """Print the one Workflow the WorkloadRun becomes, exactly as the controller would create it."""
-    from nvcre.compiler.emit import dump_json, dump_yaml_stream
     from nvcre.compiler.workloadrun import render_workloadrun
 
-    document = _load_single(file)
-    rendered = render_workloadrun(document, facts=_load_facts(facts), platform=platform, gpu_arch=gpu_arch)
-    print_diagnostics(rendered.diagnostics)
-    if explain:
-        _explain(rendered)
-    text = dump_json(rendered.workflows) if output is Format.json else dump_yaml_stream(rendered.workflows)
-    sys.stdout.write(text)
+    render_to_stdout(render_workloadrun, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)

@@ -27,7 +27,7 @@ from .passes.stamp_provenance import stamp_provenance
 from .passes.validate_workflow import validate_workflow
 from .unit import Context, Unit
 
-__all__ = ["Pass", "PASSES", "run_passes", "PassPurityError"]
+__all__ = ["Pass", "PASSES", "WORKFLOW_PASSES", "run_passes", "PassPurityError"]
 
 PassFn = Callable[[Unit, Context], "tuple[Unit, list[Diagnostic]]"]
 
@@ -40,11 +40,8 @@ class Pass:
     validator: bool = False
 
 
-PASSES: tuple[Pass, ...] = (
-    Pass("resolve_options", resolve_options),
-    Pass("apply_gpu_defaults", apply_gpu_defaults),
-    Pass("size_workload", size_workload),
-    Pass("instantiate_catalog", instantiate_catalog),
+#: The passes that work on an instantiated Workflow; a Certification category and a WorkloadRun share them.
+WORKFLOW_PASSES: tuple[Pass, ...] = (
     Pass("apply_overlays", apply_overlays),
     Pass("merge_env", merge_env),
     Pass("rewrite_gang", rewrite_gang),
@@ -54,6 +51,14 @@ PASSES: tuple[Pass, ...] = (
     Pass("stamp_provenance", stamp_provenance),
     Pass("validate_workflow", validate_workflow, validator=True),
 )
+
+#: A Certification category: options and sizing, the catalog entry, then the shared Workflow passes.
+PASSES: tuple[Pass, ...] = (
+    Pass("resolve_options", resolve_options),
+    Pass("apply_gpu_defaults", apply_gpu_defaults),
+    Pass("size_workload", size_workload),
+    Pass("instantiate_catalog", instantiate_catalog),
+) + WORKFLOW_PASSES
 
 
 class PassPurityError(AssertionError):

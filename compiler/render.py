@@ -16,7 +16,7 @@ from .overlays import OverlaySet, load_overlays
 from .pipeline import run_passes
 from .unit import ClusterView, Context, GangSpec, Unit
 
-__all__ = ["Rendered", "render_certification", "cluster_view", "gang_spec"]
+__all__ = ["Rendered", "render_certification", "cluster_view", "gang_spec", "validate_kind", "decide_cluster", "dedupe"]
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,28 @@ def cluster_view(detection: Any, facts: Any = None) -> ClusterView:
     )
 
 
-def _validate(document: Mapping[str, Any]) -> list[Diagnostic]:
+def validate_kind(document: Mapping[str, Any], kind: str) -> list[Diagnostic]:
+    """API validation of ``document``, which must be a ``kind``; raises CompileError on any error."""
     from .api.validate import validate
 
-    return validate(dict(document))
+    problems = validate(dict(document))
+    if any(d.is_error for d in problems):
+        raise CompileError(problems)
+    if document.get("kind") != kind:
+        raise CompileError([error("WrongKind", "kind", f"expected a {kind}, got {document.get('kind')!r}")])
+    return problems
+
+
+def decide_cluster(
+    facts: Any, target: Mapping[str, Any], platform: str | None, gpu_arch: str | None
+) -> tuple[ClusterView, list[Diagnostic]]:
+    """Detect (or take from the flags) the cluster facts a render uses; raises CompileError on any error."""
+    from .detect import detect_cluster
+
+    detection, found = detect_cluster(facts, target=dict(target), platform=platform, gpu_arch=gpu_arch)
+    if any(d.is_error for d in found):
+        raise CompileError(found)
+    return cluster_view(detection, facts), list(found)
 
 
 def render_certification(
@@ -70,13 +88,7 @@ def render_certification(
     check_purity: bool = False,
 ) -> Rendered:
     """Lower every category of ``document``; raise CompileError with every error found."""
-    from .detect import detect_cluster
-
-    problems = _validate(document)
-    if any(d.is_error for d in problems):
-        raise CompileError(problems)
-    if document.get("kind") != "Certification":
-        raise CompileError([error("WrongKind", "kind", f"expected a Certification, got {document.get('kind')!r}")])
+    problems = validate_kind(document, "Certification")
     catalog = catalog or load_catalog()
     overlays = overlays or load_overlays()
     spec = document["spec"]
@@ -91,11 +103,11 @@ def render_certification(
     if unknown:
         raise CompileError(problems + unknown)
 
-    detection, detect_diags = detect_cluster(facts, target=dict(spec.get("target") or {}), platform=platform, gpu_arch=gpu_arch)
-    diagnostics = problems + list(detect_diags)
-    if any(d.is_error for d in detect_diags):
-        raise CompileError(diagnostics)
-    view = cluster_view(detection, facts)
+    try:
+        view, found = decide_cluster(facts, spec.get("target") or {}, platform, gpu_arch)
+    except CompileError as exc:
+        raise CompileError(problems + exc.diagnostics) from None
+    diagnostics = problems + found
     gang = gang_spec(spec)
 
     workflows: list[dict[str, Any]] = []
@@ -120,11 +132,11 @@ def render_certification(
             workflows.append(dict(unit.workflow))
             provenance.append(tuple(dict(r) for r in unit.provenance))
     if any(d.is_error for d in diagnostics):
-        raise CompileError(_dedupe(diagnostics))
-    return Rendered(workflows=workflows, diagnostics=_dedupe(diagnostics), provenance=provenance, cluster=view)
+        raise CompileError(dedupe(diagnostics))
+    return Rendered(workflows=workflows, diagnostics=dedupe(diagnostics), provenance=provenance, cluster=view)
 
 
-def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+def dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     seen: set[tuple[str, str, str]] = set()
     out = []
     for diag in diagnostics:

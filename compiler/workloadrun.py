@@ -22,23 +22,15 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from .catalog import Catalog, CatalogEntry, load_catalog
-from .diagnostics import CompileError, Diagnostic, error
+from .diagnostics import CompileError, error
 from .overlays import OverlaySet, load_overlays
-from .passes.apply_overlays import apply_overlays
 from .passes.apply_workloadrun_gpu_defaults import apply_workloadrun_gpu_defaults
 from .passes.check_workloadrun import check_workloadrun
-from .passes.inject_pull_secrets import inject_pull_secrets
 from .passes.instantiate_workloadrun import framework_of, instantiate_workloadrun
-from .passes.merge_env import merge_env
-from .passes.merge_workload_labels import merge_workload_labels
-from .passes.override_image import override_image
 from .passes.resolve_workloadrun import resolve_workloadrun
-from .passes.rewrite_gang import rewrite_gang
 from .passes.size_workloadrun import size_workloadrun
-from .passes.stamp_provenance import stamp_provenance
-from .passes.validate_workflow import validate_workflow
-from .pipeline import Pass, run_passes
-from .render import Rendered, _dedupe, cluster_view, gang_spec
+from .pipeline import WORKFLOW_PASSES, Pass, run_passes
+from .render import Rendered, decide_cluster, dedupe, gang_spec, validate_kind
 from .unit import Context, Unit
 from .yamlio import load_file
 
@@ -62,15 +54,7 @@ WORKLOADRUN_PASSES: tuple[Pass, ...] = (
     Pass("apply_workloadrun_gpu_defaults", apply_workloadrun_gpu_defaults),
     Pass("size_workloadrun", size_workloadrun),
     Pass("instantiate_workloadrun", instantiate_workloadrun),
-    Pass("apply_overlays", apply_overlays),
-    Pass("merge_env", merge_env),
-    Pass("rewrite_gang", rewrite_gang),
-    Pass("override_image", override_image),
-    Pass("inject_pull_secrets", inject_pull_secrets),
-    Pass("merge_workload_labels", merge_workload_labels),
-    Pass("stamp_provenance", stamp_provenance),
-    Pass("validate_workflow", validate_workflow, validator=True),
-)
+) + WORKFLOW_PASSES
 
 
 @lru_cache(maxsize=None)
@@ -107,12 +91,6 @@ def workloadrun_catalog(catalog: Catalog) -> Catalog:
     )
 
 
-def _validate(document: Mapping[str, Any]) -> list[Diagnostic]:
-    from .api.validate import validate
-
-    return validate(dict(document))
-
-
 def render_workloadrun(
     document: Mapping[str, Any],
     *,
@@ -124,13 +102,7 @@ def render_workloadrun(
     check_purity: bool = False,
 ) -> Rendered:
     """Lower ``document`` to one Workflow; raise CompileError with every error found."""
-    from .detect import detect_cluster
-
-    problems = _validate(document)
-    if any(d.is_error for d in problems):
-        raise CompileError(problems)
-    if document.get("kind") != "WorkloadRun":
-        raise CompileError([error("WrongKind", "kind", f"expected a WorkloadRun, got {document.get('kind')!r}")])
+    problems = validate_kind(document, "WorkloadRun")
     catalog = workloadrun_catalog(catalog or load_catalog())
     overlays = overlays or load_overlays()
     name = document["metadata"]["name"]
@@ -140,11 +112,11 @@ def render_workloadrun(
     framework = framework_of(spec)
     entry = catalog.lookup(DOMAIN, framework)
 
-    detection, detect_diags = detect_cluster(facts, target=dict(spec["target"]), platform=platform, gpu_arch=gpu_arch)
-    diagnostics = problems + list(detect_diags)
-    if any(d.is_error for d in detect_diags):
-        raise CompileError(diagnostics)
-    view = cluster_view(detection, facts)
+    try:
+        view, found = decide_cluster(facts, spec["target"], platform, gpu_arch)
+    except CompileError as exc:
+        raise CompileError(problems + exc.diagnostics) from None
+    diagnostics = problems + found
     ctx = Context(
         source_kind="WorkloadRun",
         source_name=name,
@@ -161,10 +133,10 @@ def render_workloadrun(
     )
     diagnostics.extend(found)
     if any(d.is_error for d in diagnostics) or unit.workflow is None:
-        raise CompileError(_dedupe(diagnostics))
+        raise CompileError(dedupe(diagnostics))
     return Rendered(
         workflows=[dict(unit.workflow)],
-        diagnostics=_dedupe(diagnostics),
+        diagnostics=dedupe(diagnostics),
         provenance=[tuple(dict(r) for r in unit.provenance)],
         cluster=view,
     )
