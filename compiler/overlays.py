@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
