@@ -348,7 +348,7 @@ def test_loopback_shape(key, arch):
     spec = spec_of(key, arch=arch)
     rt = runtime(spec, variant)
     assert rt["metadata"]["labels"] == {"app": variant}
-    assert rt["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {"numProcPerNode": 1}}
+    assert rt["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}  # Trainer 2.2 has no torch.numProcPerNode
     pod = pod_spec(spec, variant)
     assert pod["tolerations"] == [{"operator": "Exists"}]
     assert pod["restartPolicy"] == "OnFailure"
@@ -410,7 +410,7 @@ def test_dcgm_default_host_and_shape(arch):
     assert t["args"] == dcgm_args(DEFAULT_DCGM_HOST)
     assert (t["numNodes"], t["numProcPerNode"]) == (1, 1)
     rt = runtime(spec, "dcgm-level4")
-    assert rt["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {"numProcPerNode": 1}}
+    assert rt["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}  # Trainer 2.2 has no torch.numProcPerNode
     job = replicated_job(spec, "dcgm-level4")
     assert job["template"]["spec"]["backoffLimit"] == 0
     pod = pod_spec(spec, "dcgm-level4")
@@ -459,7 +459,7 @@ def test_training_objects_and_images(key, arch):
     rt = runtime(spec, variant)
     assert rt["metadata"]["labels"] == {"app": variant, "trainer.kubeflow.org/framework": "torch"}
     gpus = GPUS_PER_NODE[arch]
-    assert rt["spec"]["mlPolicy"] == {"numNodes": 8, "torch": {"numProcPerNode": gpus}}
+    assert rt["spec"]["mlPolicy"] == {"numNodes": 8, "torch": {}}  # ranks per node come from trainer.numProcPerNode
     pod = pod_spec(spec, variant)
     assert pod["schedulerName"] == "default-scheduler"
     assert pod["terminationGracePeriodSeconds"] == 30

@@ -172,7 +172,7 @@ def test_torch_runs_torchrun_under_the_torch_policy(torch, args):
     doc = run_doc("torch")
     doc["spec"]["framework"]["torch"] = torch
     wf = workflow_of(doc)
-    assert runtime(wf)["spec"]["mlPolicy"] == {"numNodes": 2, "torch": {"numProcPerNode": 8}}
+    assert runtime(wf)["spec"]["mlPolicy"] == {"numNodes": 2, "torch": {}}  # ranks per node: trainer.numProcPerNode
     assert runtime(wf)["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "torch"
     assert trainer(wf)["command"] == ["torchrun"] and trainer(wf)["args"] == args
     assert [j["name"] for j in runtime(wf)["spec"]["template"]["spec"]["replicatedJobs"]] == ["node"]
