@@ -53,16 +53,22 @@ def cluster_view(detection: Any, facts: Any = None) -> ClusterView:
     )
 
 
-def validate_kind(document: Mapping[str, Any], kind: str) -> list[Diagnostic]:
-    """API validation of ``document``, which must be a ``kind``; raises CompileError on any error."""
-    from .api.validate import validate
+def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """API validation of ``document``, which must be a ``kind``; raises CompileError on any error.
+
+    Returns the document as the API server would decode it (whole-valued floats such as
+    ``2.0`` become integers), so the passes never see a number the server would not store.
+    """
+    from .api.kinds import kind_class
+    from .api.schema_check import whole_numbers_as_integers
+    from .api.validate import installed_schema, validate
 
     problems = validate(dict(document))
     if any(d.is_error for d in problems):
         raise CompileError(problems)
     if document.get("kind") != kind:
         raise CompileError([error("WrongKind", "kind", f"expected a {kind}, got {document.get('kind')!r}")])
-    return problems
+    return whole_numbers_as_integers(installed_schema(kind_class(kind)), dict(document)), problems
 
 
 def decide_cluster(
@@ -88,7 +94,7 @@ def render_certification(
     check_purity: bool = False,
 ) -> Rendered:
     """Lower every category of ``document``; raise CompileError with every error found."""
-    problems = validate_kind(document, "Certification")
+    document, problems = validate_kind(document, "Certification")
     catalog = catalog or load_catalog()
     overlays = overlays or load_overlays()
     spec = document["spec"]

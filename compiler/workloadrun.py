@@ -102,7 +102,7 @@ def render_workloadrun(
     check_purity: bool = False,
 ) -> Rendered:
     """Lower ``document`` to one Workflow; raise CompileError with every error found."""
-    problems = validate_kind(document, "WorkloadRun")
+    document, problems = validate_kind(document, "WorkloadRun")
     catalog = workloadrun_catalog(catalog or load_catalog())
     overlays = overlays or load_overlays()
     name = document["metadata"]["name"]

@@ -111,3 +111,22 @@ def test_help_path_imports_neither_compiler_nor_yaml() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_whole_floats_render_like_the_integers_the_api_server_stores(tmp_path: Path) -> None:
+    text = (
+        "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: Certification\nmetadata: {name: c}\nspec:\n  target: {}\n"
+        "  categories:\n  - {domain: communication, variant: nccl-all-reduce, options: {nodesPerJob: NODES}}\n"
+    )
+    outputs = []
+    for nodes in ("2", "2.0"):
+        path = tmp_path / f"c{nodes}.yaml"
+        path.write_text(text.replace("NODES", nodes))
+        result = run("certification", "render", str(path), "--gpu-arch", "h100")
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("NODES", "2.5"))
+    result = run("certification", "render", str(bad), "--gpu-arch", "h100")
+    assert result.returncode == 2 and "spec.categories[0].options.nodesPerJob" in result.stderr

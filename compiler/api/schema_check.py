@@ -49,6 +49,21 @@ def normalize(schema: dict[str, Any], value: Any) -> Any:
     return result
 
 
+def whole_numbers_as_integers(schema: dict[str, Any] | None, value: Any) -> Any:
+    """A copy of ``value`` with whole-valued floats (``2.0``) turned into ints where the schema
+    wants an integer, the way the API server decodes JSON numbers; nothing else changes."""
+    if isinstance(value, float) and value.is_integer() and schema is not None and (
+        schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string")
+    ):
+        return int(value)
+    if isinstance(value, dict):
+        return {key: whole_numbers_as_integers(_field_schema(schema, key), item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = schema.get("items") if schema is not None else None
+        return [whole_numbers_as_integers(items if isinstance(items, dict) else None, item) for item in value]
+    return value
+
+
 def _field_schema(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
     if schema is None:
         return None
@@ -118,18 +133,26 @@ def _check(schema: dict[str, Any], value: Any, path: tuple[PathPart, ...]) -> It
 
 
 def _check_string(schema: dict[str, Any], value: str, path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
+    # Like the API server: length first, then the pattern, and only the first failure is reported.
+    pattern = schema.get("pattern")
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         yield error("FieldTooLong", path, f"Too long: may not be more than {schema['maxLength']} characters")
-    if "minLength" in schema and len(value) < schema["minLength"]:
+    elif "minLength" in schema and len(value) < schema["minLength"]:
         yield error("FieldInvalid", path, f"should be at least {schema['minLength']} characters long")
-    pattern = schema.get("pattern")
-    if pattern is not None and _compiled(pattern).search(value) is None:
+    elif pattern is not None and _compiled(pattern).search(value) is None:
         yield error("FieldInvalid", path, f"should match '{pattern}'")
     if schema.get("format") == "date-time" and not _DATE_TIME.fullmatch(value):
         yield error("FieldInvalid", path, "must be an RFC 3339 date-time, for example 2026-10-21T12:00:00Z")
 
 
+_INT_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
 def _check_number(schema: dict[str, Any], value: int | float, path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
+    bounds = _INT_FORMATS.get(schema.get("format", ""))
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        yield error("FieldInvalid", path, f"must be of type integer with format {schema['format']}")
+        return
     if "minimum" in schema:
         low = schema["minimum"]
         if value < low or (schema.get("exclusiveMinimum") and value == low):
@@ -214,6 +237,9 @@ def _compiled(pattern: str) -> Any:
 
 
 def _is_int(value: Any) -> bool:
+    """JSON has one number type: the API server takes a whole-valued float (2.0) as an integer."""
+    if isinstance(value, float):
+        return value.is_integer()
     return isinstance(value, int) and not isinstance(value, bool)
 
 

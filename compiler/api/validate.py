@@ -33,7 +33,7 @@ from .crdgen import CRD_DIR, crd_file_name
 from .dispatch import kind_of, load_model
 from .markers import REASON_CODES
 from .patterns import LABEL_KEY, LABEL_VALUE
-from .schema_check import BLOCKING_CODES, check_schema, normalize
+from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
 
 __all__ = ["validate", "parse_document", "installed_schema", "iter_rules"]
 
@@ -91,7 +91,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
         else:
             previous = normalize(schema, old)
     found += _check_rules(schema, current, previous, (), _Blocked(found))
-    model, model_problems = load_model(cls, data)
+    model, model_problems = load_model(cls, whole_numbers_as_integers(schema, data))
     reported = {d.path for d in found}
     found += [d for d in model_problems if d.path not in reported]
     found = _finish(found)
@@ -221,7 +221,8 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
             if not _is_qualified_key(key):
                 out.append(error("FieldInvalid", ("metadata", field), f"{key!r} is not a valid key: [prefix/]name, name at most 63 characters"))
             if check_values and isinstance(item, str) and (len(item) > 63 or not _LABEL_VALUE.fullmatch(item)):
-                out.append(error("FieldInvalid", ("metadata", field, key), f"{item!r} is not a valid label value"))
+                # The API server reports label values at the map, like label keys.
+                out.append(error("FieldInvalid", ("metadata", field), f"{item!r} is not a valid label value (key {key!r})"))
     return out
 
 
