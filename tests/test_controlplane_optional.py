@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ BUILD = Path(__file__).resolve().parent / "controlplane" / "build.py"
 def build(monkeypatch: pytest.MonkeyPatch):
     spec = importlib.util.spec_from_file_location("controlplane_build", BUILD)
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, "find_go", lambda: None)
     monkeypatch.setattr(module, "missing_components", lambda wanted: list(wanted))
