@@ -16,7 +16,7 @@ __all__ = ["CELError", "evaluate_bool", "to_cel"]
 
 
 class CELError(ValueError):
-    pass
+    """A CEL expression that does not parse, or that evaluates to something other than a boolean."""
 
 
 @lru_cache(maxsize=256)
