@@ -237,13 +237,15 @@ def test_overlays_see_the_framework_as_a_workloadrun_entry():
     assert [r["value"] for r in records if r["decision"] == "overlay"] == ["lab-trainer-env"]
 
 
-def test_env_cannot_be_forwarded_when_the_binary_args_hold_x():
-    doc = run_doc(env=[{"name": "A", "value": "1"}])
+@pytest.mark.parametrize("env", [[{"name": "A", "value": "1"}], None])
+def test_binary_args_holding_x_are_refused_with_or_without_env(env):
+    # Platform overlays forward variables too, so the ambiguity exists even without spec.env.
+    doc = run_doc(**({"env": env} if env else {}))
     doc["spec"]["framework"]["mpi"] = {**MPI, "args": ["-x", "3"]}
     (problem,) = errors_of(doc)
     assert problem.code == "MPIEnvAmbiguous" and problem.path == "spec.framework.mpi.args[0]"
-    del doc["spec"]["env"]
-    assert trainer(workflow_of(doc))["args"][-2:] == ["-x", "3"]
+    doc["spec"]["framework"]["mpi"] = {**MPI, "args": ["-x3"]}
+    assert trainer(workflow_of(doc))["args"][-1] == "-x3"
 
 
 def test_env_value_from_is_refused_with_its_path():
@@ -468,7 +470,7 @@ def test_orchestration_fields_map_onto_the_workflow():
     target = {"nodeSelector": {"pool": "a"}, "taintSelectors": [{"key": "gpu-test", "value": "yes", "effect": "NoSchedule"}]}
     doc = run_doc(target=target, orchestration={"testScale": "intra-rack", "repeatCount": 3, "maxConcurrent": 2,
                                                 "timeoutPerJob": "90m"})
-    wf = workflow_of(doc, gpu_arch="gb200")
+    wf = workflow_of(doc, gpu_arch="gb200", platform="aws")  # a platform that adds no tolerations of its own
     assert wf["spec"]["orchestration"] == {
         "target": target,
         "topology": {"topologyKey": "nvidia.com/gpu.clique", "strictDomain": True},

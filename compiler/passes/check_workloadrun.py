@@ -225,18 +225,18 @@ def _mpi(spec: Mapping[str, Any], ctx: Context) -> list[Diagnostic]:
                 f"so mpiImplementation {implementation!r} is not supported; use OpenMPI",
             )
         )
-    if spec.get("env"):
-        for index, arg in enumerate(mpi.get("args") or []):
-            if arg == FORWARD_FLAG:
-                problems.append(
-                    error(
-                        "MPIEnvAmbiguous",
-                        f"spec.framework.mpi.args[{index}]",
-                        f"{ctx.entry.key}: the binary's arguments hold {FORWARD_FLAG}, and mpirun's {FORWARD_FLAG} "
-                        "pairs are found by scanning the whole command line, so spec.env would land among the "
-                        "binary's arguments instead of reaching the ranks; spell that argument another way or "
-                        "drop spec.env",
-                    )
+    # Refused whether or not spec.env is set: platform overlays forward variables too.
+    for index, arg in enumerate(mpi.get("args") or []):
+        if arg == FORWARD_FLAG:
+            problems.append(
+                error(
+                    "MPIEnvAmbiguous",
+                    f"spec.framework.mpi.args[{index}]",
+                    f"{ctx.entry.key}: the binary's arguments hold {FORWARD_FLAG}, and mpirun's {FORWARD_FLAG} "
+                    "pairs are found by scanning the whole command line, so variables forwarded to the ranks "
+                    "(spec.env and the platform's NCCL settings) would land among the binary's arguments; "
+                    "spell that argument another way",
                 )
-                break
+            )
+            break
     return problems

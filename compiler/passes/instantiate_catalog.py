@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..diagnostics import CompileError, Diagnostic
-from ..naming import workflow_name
+from ..naming import truncate_name, workflow_name
 from ..templating import template_set
 from ..unit import Context, Unit
 
@@ -65,6 +65,8 @@ def template_values(unit: Unit, ctx: Context) -> dict[str, Any]:
             "configArch": ctx.catalog.gpu_defaults.configuration_arch(ctx.cluster.gpu_arch),
             "extras": dict(ctx.cluster.extras),
         },
+        # Who the render is for: overlays that add objects to a WorkloadRun name them after its Workflow.
+        "source": {"kind": ctx.source_kind, "name": ctx.source_name, "workflow": truncate_name(ctx.source_name)},
         "target": target,
         "tolerations": tolerations_for(target, bool(entry.vars.get("blanketToleration"))),
         "health_monitor": health_monitor_for(target),
