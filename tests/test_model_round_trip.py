@@ -12,7 +12,7 @@ from nvcre.compiler.yamlio import load_documents, load_file
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
-RENDERED = sorted((REPO / "golden").glob("*/*/expected.yaml"))
+RENDERED = sorted(p for suite in ("render", "workloadrun") for p in (REPO / "golden" / suite).glob("*/expected.yaml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
