@@ -64,3 +64,39 @@ def check(golden_file: Path, actual: str, update: bool, parse: Callable[[str], A
         + text_diff[:6000],
         pytrace=False,
     )
+
+
+def diagnostics_text(diagnostics) -> str:
+    """Diagnostics the way the CLI prints them on stderr."""
+    return "".join(f"{d.severity.value}: {d.render()}\n" for d in diagnostics)
+
+
+def check_render_case(case: Path, source: str, renderer, update: bool) -> None:
+    """Render ``case/source`` (+ optional ``facts.yaml``, ``flags.yaml``) and compare with the case.
+
+    A case expects ``expected.yaml`` (the YAML stream, plus ``diagnostics.txt`` when the render
+    warns) or ``error.txt`` (every diagnostic of a failed render). Every render runs with the
+    purity check, so a pass that mutates its input fails the golden suite too.
+    """
+    from nvcre.compiler.diagnostics import CompileError
+    from nvcre.compiler.emit import dump_yaml_stream
+    from nvcre.compiler.facts import load_facts
+    from nvcre.compiler.yamlio import load_documents, load_file
+
+    flags = load_file(case / "flags.yaml")[0] if (case / "flags.yaml").exists() else {}
+    facts = load_facts(case / "facts.yaml") if (case / "facts.yaml").exists() else None
+    try:
+        rendered = renderer(
+            load_file(case / source)[0], facts=facts, platform=flags.get("platform"), gpu_arch=flags.get("gpuArch"),
+            check_purity=True,
+        )
+    except CompileError as exc:
+        notes = diagnostics_text(exc.diagnostics)
+        assert not (case / "expected.yaml").exists() or update, f"{case.name}: render failed:\n{notes}"
+        check(case / "error.txt", notes, update)
+        return
+    notes = diagnostics_text(rendered.diagnostics)
+    assert not (case / "error.txt").exists() or update, f"{case.name}: expected an error, render succeeded"
+    check(case / "expected.yaml", dump_yaml_stream(rendered.workflows), update, parse=lambda text: load_documents(text))
+    if notes or (case / "diagnostics.txt").exists():
+        check(case / "diagnostics.txt", notes, update)

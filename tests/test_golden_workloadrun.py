@@ -13,33 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from goldenharness import cases, check
-from nvcre.compiler.diagnostics import CompileError
-from nvcre.compiler.emit import dump_yaml_stream
-from nvcre.compiler.yamlio import load_documents, load_file
+from goldenharness import cases, check_render_case
 
 CASES = cases("workloadrun")
-
-
-def _lines(diagnostics) -> str:
-    return "".join(f"{d.severity.value}: {d.render()}\n" for d in diagnostics)
-
-
-def _render_case(case: Path) -> tuple[str, str, bool]:
-    """(stdout, diagnostics text, failed) for one case, as the CLI would produce them."""
-    from nvcre.compiler.facts import load_facts
-    from nvcre.compiler.workloadrun import render_workloadrun
-
-    flags = load_file(case / "flags.yaml")[0] if (case / "flags.yaml").exists() else {}
-    document = load_file(case / "workloadrun.yaml")[0]
-    facts = load_facts(case / "facts.yaml") if (case / "facts.yaml").exists() else None
-    try:
-        rendered = render_workloadrun(
-            document, facts=facts, platform=flags.get("platform"), gpu_arch=flags.get("gpuArch"), check_purity=True
-        )
-    except CompileError as exc:
-        return "", _lines(exc.diagnostics), True
-    return dump_yaml_stream(rendered.workflows), _lines(rendered.diagnostics), False
 
 
 def test_there_are_enough_cases() -> None:
@@ -49,12 +25,6 @@ def test_there_are_enough_cases() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_workloadrun_case(case: Path, update_golden: bool) -> None:
-    stdout, notes, failed = _render_case(case)
-    if failed:
-        assert not (case / "expected.yaml").exists() or update_golden, f"{case.name}: render failed:\n{notes}"
-        check(case / "error.txt", notes, update_golden)
-        return
-    assert not (case / "error.txt").exists() or update_golden, f"{case.name}: expected an error, render succeeded"
-    check(case / "expected.yaml", stdout, update_golden, parse=lambda text: load_documents(text))
-    if notes or (case / "diagnostics.txt").exists():
-        check(case / "diagnostics.txt", notes, update_golden)
+    from nvcre.compiler.workloadrun import render_workloadrun
+
+    check_render_case(case, "workloadrun.yaml", render_workloadrun, update_golden)

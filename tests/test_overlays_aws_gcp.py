@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from platform_profiles import GPU_PRESENT, LOOPBACKS, MPI, TRAINING
 from nvcre.compiler.facts import load_facts
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays
@@ -22,9 +23,6 @@ from nvcre.compiler.render import render_certification
 
 FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 
-MPI = ["communication/nccl-all-reduce", "communication/nccl-all-gather", "communication/nccl-alltoall"]
-LOOPBACKS = ["communication/nccl-loopback", "communication/nccl-loopback-nvswitch"]
-TRAINING = ["training/nemotron5-8b", "training/nemotron5-56b"]
 ALL_ENTRIES = MPI + LOOPBACKS + TRAINING + ["diagnostics/dcgm-level4"]
 
 EFA_IMAGE = "public.ecr.aws/hpc-cloud/nccl-tests:cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9"
@@ -40,7 +38,6 @@ TRANSPORT_ARGS = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "b
 GB200_MPIRUN = ["-bind-to", "none", "--mca", "pml", "^cm,ucx", "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--mca", "plm_rsh_agent", "ssh"]
 EFA_CLEANUP = "rm -rf /opt/amazon/efa /opt/amazon/ofi-nccl /opt/aws-ofi-nccl"
-GPU_PRESENT = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
 DEFAULT_GKE_NETWORKS = [f"gpu-nic{i}" for i in range(8)]
 TCPXO_V1015 = {
     "ncclImage": "nvcr.io/nvidia/pytorch:25.06-py3",

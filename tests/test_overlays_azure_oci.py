@@ -17,16 +17,13 @@ from typing import Any
 
 import pytest
 
+from platform_profiles import DCGM, FORGE_IB, LOOPBACKS, MPI, TRAINING
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays
 from nvcre.compiler.render import render_certification
 
 PLATFORMS_ROOT = Path(load_overlays().root)
 
-MPI = ["communication/nccl-all-reduce", "communication/nccl-all-gather", "communication/nccl-alltoall"]
-LOOPBACKS = ["communication/nccl-loopback", "communication/nccl-loopback-nvswitch"]
-TRAINING = ["training/nemotron5-8b", "training/nemotron5-56b"]
-DCGM = "diagnostics/dcgm-level4"
 
 BASE_FORWARDS = ["NCCL_DEBUG", "NCCL_MNNVL_ENABLE"]
 LEADING = ["--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no"]
@@ -101,7 +98,6 @@ TOGETHER_IB = {
     "NCCL_IB_HCA": TOGETHER_HCAS,
     "NCCL_CUMEM_ENABLE": "1",
 }
-FORGE_IB = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
 SRIOV_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NICS = "nvidia.com/mlnxnics"
 

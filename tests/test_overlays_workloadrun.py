@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from platform_profiles import FORGE_IB, GPU_ANY, GPU_PRESENT, MISTRAL_IB, NSCALE_IB, ONPREM_IB
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect import platform_names
 from nvcre.compiler.facts import load_facts
@@ -47,8 +48,6 @@ PLATFORMS = list(platform_names())
 
 ARM64 = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
 ARM64_ANY_EFFECT = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64"}
-GPU_PRESENT = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-GPU_ANY = {"key": "nvidia.com/gpu", "operator": "Exists"}
 
 # --- the profiles, written out independently of the overlay templates -------------------------------
 
@@ -64,15 +63,6 @@ AWS_GB300 = {
 ROCE_TCP_ARGS = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
                  "--mca", "oob", "tcp", "--mca", "oob_tcp_if_include", "eth0"]
 UCC_HCOLL_OFF_ARGS = ["--mca", "coll_ucc_enable", "0", "--mca", "coll_hcoll_enable", "0"]
-ONPREM_IB = {
-    "NCCL_CUMEM_ENABLE": "1",
-    "NCCL_P2P_NET_CHUNKSIZE": "2097152",
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "SHARP_COLL_ENABLE_PCI_RELAXED_ORDERING": "1",
-    "OMPI_MCA_btl_openib_warn_default_gid_prefix": "0",
-    "PMIX_MCA_gds": "^ds12",
-}
-NSCALE_IB = {"NCCL_SOCKET_IFNAME": "eth0", **ONPREM_IB, "NCCL_NVLS_ENABLE": "1"}
 OCI_SHARED = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",
     "NCCL_IB_TC": "41",
@@ -125,18 +115,6 @@ TOGETHERAI_IB = {
     "NCCL_IB_AR_THRESHOLD": "0",
     "NCCL_IB_HCA": "=mlx5_7:1,mlx5_8:1,mlx5_9:1,mlx5_10:1,mlx5_11:1,mlx5_12:1,mlx5_5:1,mlx5_6:1,mlx5_2:1,mlx5_3:1,mlx5_0:1,mlx5_1:1",
     "NCCL_CUMEM_ENABLE": "1",
-}
-FORGE_IB = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
-MISTRAL_HCAS = "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1"
-MISTRAL_IB = {
-    "NCCL_IB_HCA": MISTRAL_HCAS,
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "UCX_NET_DEVICES": MISTRAL_HCAS,
-    "SHARP_COLL_ENABLE_PCI_RELAXED_ORDERING": "1",
-    "OMPI_MCA_btl_openib_warn_default_gid_prefix": "0",
-    "PMIX_MCA_gds": "^ds12",
-    "CUDA_CACHE_DISABLE": "1",
-    "NCCL_DMABUF_ENABLE": "0",
 }
 GKE_DEFAULT_IFNAMES = "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"
 FASTRAK = {
