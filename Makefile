@@ -25,7 +25,7 @@ test: setup controlplane
 	$(BIN)/python -m pytest
 
 golden-update: setup
-	$(BIN)/python -m pytest tests/test_golden_render.py --update-golden
+	$(BIN)/python -m pytest tests/test_golden_render.py tests/test_golden_workloadrun.py tests/test_golden_platforms.py --update-golden
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
