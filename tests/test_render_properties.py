@@ -113,3 +113,55 @@ def _render_or_clean_error(spec_doc: dict, flag: tuple, name: str) -> None:
     for workflow, cat in zip(rendered.workflows, spec_doc["categories"]):
         assert workflow["metadata"]["labels"]["nvcre.nvidia.com/category-variant"] == cat["variant"]
         assert len(workflow["metadata"]["name"]) <= 31
+
+
+# --- WorkloadRuns -------------------------------------------------------------------------------
+
+frameworks = st.one_of(
+    st.builds(lambda args, mpi_args: {"mpi": {"binary": "/opt/nccl-tests/build/all_reduce_perf", "mpirunPath": "/usr/local/mpi/bin/mpirun",
+                                               "args": args, "mpiArgs": mpi_args}},
+              st.lists(st.sampled_from(["-b", "8", "-e", "8G", "-x", "-g"]), max_size=4),
+              st.lists(st.sampled_from(["--bind-to", "none", "-x", "A"]), max_size=3)),
+    st.builds(lambda script: {"torch": {"script": script}}, st.sampled_from(["/config/train.py", "train.py"])),
+    st.just({"exec": {"command": ["python", "-c", "print(1)"]}}),
+    st.just({"torch": {"script": "a.py", "module": "b"}}),
+)
+volumes = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["data", "dshm", "scratch", "config-volume"]), "emptyDir": st.just({})}), max_size=2)
+mounts = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["data", "scratch", "missing"]),
+                                         "mountPath": st.sampled_from(["/data", "/dev/shm", "/config", "/scratch"])}), max_size=2)
+workloadrun_spec = st.fixed_dictionaries(
+    # mostly plausible values, sometimes junk, so both renders and refusals are exercised
+    {"image": st.just("nvcr.io/nvidia/pytorch:26.01-py3"), "numNodes": st.integers(0, 6),
+     "framework": frameworks},
+    optional={
+        "env": valid_values["env"],
+        "orchestration": st.fixed_dictionaries({}, optional={
+            "placement": st.sampled_from(["Pinned", "Unpinned", "Sideways"]),
+            "testScale": st.sampled_from(["full-scale", "intra-node", "intra-rack", "diagnose"]),
+            "repeatCount": st.integers(0, 3)}),
+        "volumes": volumes,
+        "volumeMounts": mounts,
+        "config": st.one_of(st.just({"inline": {"train.py": "print(1)"}}), st.just({"configMapRef": {"name": "cm"}}),
+                            st.just({"inline": {"a": "1"}, "configMapRef": {"name": "cm"}})),
+        "gpusPerNode": st.sampled_from([1, 4, 8]),
+        "imagePullSecrets": st.just([{"name": "regcred"}]),
+        "gangScheduler": st.just({"schedulerName": "kai-scheduler"}),
+        "enableMNNVL": st.booleans(),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloadrun_spec, st.one_of(flags, st.tuples(st.sampled_from(["onprem", "aws", "oci", "nscale", "gcp"]),
+                                                     st.sampled_from(["h100", "gb200", "gb300", "b200"]))))
+def test_workloadruns_render_or_explain(spec_doc: dict, flag: tuple) -> None:
+    from nvcre.compiler.workloadrun import render_workloadrun
+
+    document = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun", "metadata": {"name": "wr"}, "spec": spec_doc}
+    try:
+        rendered = render_workloadrun(document, platform=flag[0], gpu_arch=flag[1], check_purity=True)
+    except CompileError as exc:
+        assert any(d.is_error for d in exc.diagnostics) and all(d.message for d in exc.diagnostics)
+        return
+    assert len(rendered.workflows) == 1
+    assert dump_yaml_stream(render_workloadrun(document, platform=flag[0], gpu_arch=flag[1]).workflows) == dump_yaml_stream(rendered.workflows)
