@@ -8,6 +8,7 @@ documents are reported with the file name and position instead of a traceback.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,29 @@ def _position(exc: YAMLError) -> str:
     return f":{mark.line + 1}:{mark.column + 1}"
 
 
+#: Nodes a stream may expand to once its aliases are followed. Aliases load as shared objects,
+#: but everything downstream (validation, rendering, copies) walks them expanded, so a few nested
+#: anchors ("billion laughs") would otherwise cost billions of steps later.
+MAX_EXPANDED_NODES = 2_000_000
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s]")
+
+
+def _check_expansion(docs: list[Any], source: str) -> None:
+    budget = MAX_EXPANDED_NODES
+    stack = list(docs)
+    while stack:
+        node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise CompileError(
+                [error("YAMLTooLarge", source, f"the YAML expands to more than {MAX_EXPANDED_NODES} values once its aliases are followed")]
+            )
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def load_documents(text: str, source: str = "<input>") -> list[Any]:
     """Parse a (multi-document) YAML stream; empty documents are dropped."""
     try:
@@ -45,6 +69,8 @@ def load_documents(text: str, source: str = "<input>") -> list[Any]:
     except YAMLError as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompileError([error("YAMLSyntax", source, f"invalid YAML: {first_line}")]) from None
+    if _ANCHOR.search(text):  # only a stream with anchors can expand beyond its own size
+        _check_expansion(docs, source)
     return docs
 
 

@@ -164,3 +164,13 @@ def test_operations_never_guess() -> None:
     out = apply_operation(_workflow(), {"container": {"name": "node", "image": "x"}}, {}, "o")
     pod = out["spec"]["dependencies"][0]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["containers"] == [{"name": "node", "image": "x"}]
+
+
+def test_alias_bombs_are_refused_but_ordinary_aliases_load() -> None:
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+    for name, prev in zip("bcdefghi", "abcdefgh"):
+        bomb += f"{name}: &{name} [{','.join(['*' + prev] * 9)}]\n"
+    with pytest.raises(CompileError) as exc:
+        load_documents(bomb, "bomb.yaml")
+    assert exc.value.diagnostics[0].code == "YAMLTooLarge"
+    assert load_documents("base: &b {x: 1}\nother: *b\n") == [{"base": {"x": 1}, "other": {"x": 1}}]
