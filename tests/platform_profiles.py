@@ -27,3 +27,49 @@ MISTRAL_IB = {
     "NCCL_DMABUF_ENABLE": "0",
 }
 FORGE_IB = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+
+GB200_BASE = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
+AZURE_IB = {
+    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
+}
+AZURE_H100_EXTRA = {
+    "OMPI_MCA_coll_hcoll_enable": "0",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "t",
+    "UCX_IB_PCI_RELAXED_ORDERING": "on",
+    "UCX_MEM_EVENTS": "n",
+    "UCX_NET_DEVICES": "eth0",
+    "UCX_TLS": "tcp",
+    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    "NCCL_MIN_NCHANNELS": "32",
+    "NCCL_NET_GDR_LEVEL": "5",
+    "NCCL_NVLS_ENABLE": "1",
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+    "NCCL_IGNORE_CPU_AFFINITY": "1",
+    "NCCL_P2P_NET_CHUNKSIZE": "2097152",
+}
+AZURE_A100 = {
+    "NCCL_COLLNET_ENABLE": "1",
+    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
+    "NCCL_IB_HCA": "mlx5",
+    "NCCL_IGNORE_CPU_AFFINITY": "1",
+    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
+    "NCCL_IB_AR_THRESHOLD": "0",
+    "UCX_TLS": "rc,cuda_copy,cuda_ipc",
+    "UCX_NET_DEVICES": "all",
+}
+TOGETHER_HCAS = "=mlx5_7:1,mlx5_8:1,mlx5_9:1,mlx5_10:1,mlx5_11:1,mlx5_12:1,mlx5_5:1,mlx5_6:1,mlx5_2:1,mlx5_3:1,mlx5_0:1,mlx5_1:1"
+TOGETHER_IB = {
+    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+    "NCCL_IGNORE_CPU_AFFINITY": "1",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "NCCL_IB_QPS_PER_CONNECTION": "2",
+    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
+    "NCCL_IB_AR_THRESHOLD": "0",
+    "NCCL_IB_HCA": TOGETHER_HCAS,
+    "NCCL_CUMEM_ENABLE": "1",
+}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from platform_profiles import DCGM, FORGE_IB, LOOPBACKS, MPI, TRAINING
+from platform_profiles import AZURE_A100, AZURE_H100_EXTRA, AZURE_IB, GB200_BASE, TOGETHER_HCAS, TOGETHER_IB, DCGM, FORGE_IB, LOOPBACKS, MPI, TRAINING
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays
 from nvcre.compiler.render import render_certification
@@ -27,41 +27,7 @@ PLATFORMS_ROOT = Path(load_overlays().root)
 
 BASE_FORWARDS = ["NCCL_DEBUG", "NCCL_MNNVL_ENABLE"]
 LEADING = ["--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no"]
-GB200_BASE = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
 
-AZURE_IB = {
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "NCCL_SOCKET_IFNAME": "eth0",
-    "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
-}
-AZURE_H100_EXTRA = {
-    "OMPI_MCA_coll_hcoll_enable": "0",
-    "OMPI_MCA_orte_keep_fqdn_hostnames": "t",
-    "UCX_IB_PCI_RELAXED_ORDERING": "on",
-    "UCX_MEM_EVENTS": "n",
-    "UCX_NET_DEVICES": "eth0",
-    "UCX_TLS": "tcp",
-    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-    "NCCL_MIN_NCHANNELS": "32",
-    "NCCL_NET_GDR_LEVEL": "5",
-    "NCCL_NVLS_ENABLE": "1",
-    "NCCL_IB_QPS_PER_CONNECTION": "4",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_P2P_NET_CHUNKSIZE": "2097152",
-}
-AZURE_TUNED = {
-    "NCCL_COLLNET_ENABLE": "1",
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "NCCL_IB_QPS_PER_CONNECTION": "4",
-    "NCCL_SOCKET_IFNAME": "eth0",
-    "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
-    "NCCL_IB_HCA": "mlx5",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
-    "NCCL_IB_AR_THRESHOLD": "0",
-    "UCX_TLS": "rc,cuda_copy,cuda_ipc",
-    "UCX_NET_DEVICES": "all",
-}
 OCI_ROCE = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",
     "NCCL_IB_TC": "41",
@@ -87,17 +53,6 @@ OCI_TRANSPORT = [
     "--mca", "coll_ucc_enable", "0",
     "--mca", "coll_hcoll_enable", "0",
 ]  # fmt: skip
-TOGETHER_HCAS = "=mlx5_7:1,mlx5_8:1,mlx5_9:1,mlx5_10:1,mlx5_11:1,mlx5_12:1,mlx5_5:1,mlx5_6:1,mlx5_2:1,mlx5_3:1,mlx5_0:1,mlx5_1:1"
-TOGETHER_IB = {
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_SOCKET_IFNAME": "eth0",
-    "NCCL_IB_QPS_PER_CONNECTION": "2",
-    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
-    "NCCL_IB_AR_THRESHOLD": "0",
-    "NCCL_IB_HCA": TOGETHER_HCAS,
-    "NCCL_CUMEM_ENABLE": "1",
-}
 SRIOV_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 NICS = "nvidia.com/mlnxnics"
 
@@ -261,7 +216,7 @@ def test_only_azure_h100_forces_nvls_among_these_platforms() -> None:
 def test_azure_a100_collective_uses_its_own_profile_and_topology() -> None:
     workflow = render("azure", "a100", MPI[0])
     assert applied(workflow) == ["azure-a100-ib-env", "azure-ib-topo"]
-    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "0", **AZURE_TUNED}
+    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "0", **AZURE_A100}
     topo = assert_topology_mount(workflow, "nccl-all-reduce-azure-topo")
     assert topo == (PLATFORMS_ROOT / "azure" / "topo-nd-a100-v4.xml").read_text()
     layout = rails(topo)
@@ -312,7 +267,7 @@ def test_azure_training(arch: str, overlay: str, key: str) -> None:
     node = container(workflow)
     assert "IPC_LOCK" in node["securityContext"]["capabilities"]["add"]
     env = env_map(node["env"])
-    assert {k: env[k] for k in AZURE_TUNED} == AZURE_TUNED
+    assert {k: env[k] for k in AZURE_A100} == AZURE_A100
     assert "NCCL_NVLS_ENABLE" not in env
     assert env["NCCL_DEBUG"] == "INFO"
     assert_nics(workflow, 8)

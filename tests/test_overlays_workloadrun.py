@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from platform_profiles import FORGE_IB, GPU_ANY, GPU_PRESENT, MISTRAL_IB, NSCALE_IB, ONPREM_IB
+from platform_profiles import AZURE_A100, AZURE_H100_EXTRA, AZURE_IB, GB200_BASE, TOGETHER_IB, FORGE_IB, GPU_ANY, GPU_PRESENT, MISTRAL_IB, NSCALE_IB, ONPREM_IB
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect import platform_names
 from nvcre.compiler.facts import load_facts
@@ -75,47 +75,7 @@ OCI_SHARED = {
 OCI_QP = {"NCCL_IB_GID_INDEX": "3", "NCCL_IB_SPLIT_DATA_ON_QPS": "0"}
 OCI_GB300 = {"NCCL_IB_GID_INDEX": "3", "NCCL_IB_ADAPTIVE_ROUTING": "1", "NCCL_IB_SPLIT_DATA_ON_QPS": "1"}
 UCX_GID = {"UCX_IB_GID_INDEX": "3"}
-AZURE_IB = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_TOPO_FILE": "/etc/nccl/topo.xml"}
-AZURE_H100 = {
-    **AZURE_IB,
-    "OMPI_MCA_coll_hcoll_enable": "0",
-    "OMPI_MCA_orte_keep_fqdn_hostnames": "t",
-    "UCX_IB_PCI_RELAXED_ORDERING": "on",
-    "UCX_MEM_EVENTS": "n",
-    "UCX_NET_DEVICES": "eth0",
-    "UCX_TLS": "tcp",
-    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-    "NCCL_MIN_NCHANNELS": "32",
-    "NCCL_NET_GDR_LEVEL": "5",
-    "NCCL_NVLS_ENABLE": "1",
-    "NCCL_IB_QPS_PER_CONNECTION": "4",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_P2P_NET_CHUNKSIZE": "2097152",
-}
-AZURE_A100 = {
-    "NCCL_COLLNET_ENABLE": "1",
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "NCCL_IB_QPS_PER_CONNECTION": "4",
-    "NCCL_SOCKET_IFNAME": "eth0",
-    "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
-    "NCCL_IB_HCA": "mlx5",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
-    "NCCL_IB_AR_THRESHOLD": "0",
-    "UCX_TLS": "rc,cuda_copy,cuda_ipc",
-    "UCX_NET_DEVICES": "all",
-}
-GB200_BASE = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
-TOGETHERAI_IB = {
-    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-    "NCCL_IGNORE_CPU_AFFINITY": "1",
-    "NCCL_SOCKET_IFNAME": "eth0",
-    "NCCL_IB_QPS_PER_CONNECTION": "2",
-    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
-    "NCCL_IB_AR_THRESHOLD": "0",
-    "NCCL_IB_HCA": "=mlx5_7:1,mlx5_8:1,mlx5_9:1,mlx5_10:1,mlx5_11:1,mlx5_12:1,mlx5_5:1,mlx5_6:1,mlx5_2:1,mlx5_3:1,mlx5_0:1,mlx5_1:1",
-    "NCCL_CUMEM_ENABLE": "1",
-}
+AZURE_H100 = {**AZURE_IB, **AZURE_H100_EXTRA}
 GKE_DEFAULT_IFNAMES = "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8"
 FASTRAK = {
     "NCCL_FASTRAK_IFNAME": GKE_DEFAULT_IFNAMES,
@@ -172,7 +132,7 @@ def rank_env(platform: str, arch: str, framework: str) -> dict[str, str]:
         }.get(arch, {})
     if platform == "togetherai":
         chunk = {"NCCL_P2P_NET_CHUNKSIZE": "2097152"} if arch in ("gb200", "gb300") else {}
-        return {**TOGETHERAI_IB, **chunk}
+        return {**TOGETHER_IB, **chunk}
     if platform == "forge":
         return FORGE_IB if arch == "l40" else {}
     if platform == "mistral":
