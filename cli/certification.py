@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -22,6 +22,17 @@ class Format(str, Enum):
 class ListFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+# Options shared by every render command (certification and workloadrun).
+PlatformOption = Annotated[Optional[str], typer.Option("--platform", help="Platform to render for (overrides detection).")]
+GPUArchOption = Annotated[
+    Optional[str], typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")
+]
+FactsOption = Annotated[Optional[Path], typer.Option("--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML.")]
+ExplainOption = Annotated[
+    bool, typer.Option("--explain", help="Print every render decision and where it came from to stderr.")
+]
 
 
 def _load_single(path: Path) -> dict:
@@ -46,11 +57,11 @@ def _load_facts(path: Optional[Path]):
 @guarded
 def render(
     file: Path = typer.Argument(..., help="Certification YAML file ('-' reads standard input)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="Platform to render for (overrides detection)."),
-    gpu_arch: Optional[str] = typer.Option(None, "--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'."),
-    facts: Optional[Path] = typer.Option(None, "--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML."),
+    platform: PlatformOption = None,
+    gpu_arch: GPUArchOption = None,
+    facts: FactsOption = None,
     output: Format = typer.Option(Format.yaml, "--output", "-o", help="yaml (documents separated by ---) or json (one array)."),
-    explain: bool = typer.Option(False, "--explain", help="Print every render decision and where it came from to stderr."),
+    explain: ExplainOption = False,
 ) -> None:
     """Print one Workflow per category, in spec order, exactly as the controller would create them."""
     from nvcre.compiler.render import render_certification
