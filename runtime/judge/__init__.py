@@ -1,0 +1,1 @@
+"""Pure judgement: observations and measurements -> the verdict model."""

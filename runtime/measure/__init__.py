@@ -1,0 +1,1 @@
+"""Pure parsers: log text plus a LogProfile -> measurements."""

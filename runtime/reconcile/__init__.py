@@ -1,0 +1,1 @@
+"""One reconciler per tier: sequences compile -> apply -> observe -> judge -> report."""

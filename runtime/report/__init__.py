@@ -1,0 +1,1 @@
+"""Projections of the verdict model: status, text report, JSON, metrics, MCP."""
