@@ -1,0 +1,222 @@
+"""Compose the Certification that ``nvcrectl certification run`` submits, and the wait budget.
+
+``certification run --category ...`` turns command-line flags into a Certification document; this
+module does that turn, purely: the caller supplies the name, namespace and flag values (the clock
+that names a run lives in the CLI), and gets back a plain document or a :class:`CompileError`
+listing every problem with the flag it came from. The same module derives how long ``--wait``
+waits when ``--timeout`` is not given: for each category its effective ``timeoutPerJob`` times its
+iterations, the largest of those times 1.5, and never less than 30 minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalog import Catalog
+from .diagnostics import CompileError, Diagnostic, error
+
+__all__ = [
+    "MIN_WAIT_SECONDS",
+    "RunFlags",
+    "compose_certification",
+    "derived_wait_seconds",
+    "format_duration",
+    "parse_categories",
+    "parse_duration",
+]
+
+#: ``--wait`` never waits less than this when the budget is derived from the categories.
+MIN_WAIT_SECONDS = 30 * 60
+_DIAGNOSE_TIMEOUT = "15m"
+_DIAGNOSE_ITERATIONS = 5
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration such as ``1h30m``, ``90s`` or ``250ms``; ``ValueError`` if malformed."""
+    value = text.strip()
+    if not value:
+        raise ValueError("empty duration")
+    sign = -1.0 if value.startswith("-") else 1.0
+    body = value.lstrip("+-")
+    if body == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(body):
+        match = _DURATION_PART.match(body, pos)
+        if match is None:
+            raise ValueError(f"invalid duration {text!r}: expected a number and a unit (h, m, s, ms)")
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos == 0:
+        raise ValueError(f"invalid duration {text!r}")
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """A Go-style rendering of a duration: ``36h0m0s``, ``1h30m0s``, ``45s``."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s"
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The ``certification run`` flags that shape the submitted Certification (0 / None = unset)."""
+
+    categories: tuple[str, ...] = ()
+    nodes_per_job: int = 0
+    placement: str = ""
+    gpus_per_node: int = 0
+    enable_checkpoint: bool | None = None
+    enable_mnnvl: bool | None = None
+    max_steps: int = 0
+    exit_duration_mins: int = 0
+    startup_stall_timeout_seconds: int = 0
+    repeat_count: int = 0
+    max_restarts: int = 0
+    storage_class: str = ""
+    image_pull_secrets: tuple[str, ...] = field(default=())
+
+
+def parse_categories(values: Sequence[str], catalog: Catalog) -> tuple[list[tuple[str, str]], list[Diagnostic]]:
+    """``domain/variant`` words (repeatable, comma-separated allowed) checked against the catalog."""
+    found: list[tuple[str, str]] = []
+    diags: list[Diagnostic] = []
+    known = sorted(entry.key for entry in catalog.entries)
+    for index, raw in enumerate(word.strip() for value in values for word in value.split(",")):
+        if not raw:
+            continue
+        path = f"--category[{index}]"
+        domain, sep, variant = raw.partition("/")
+        if not sep or not domain or not variant or "/" in variant:
+            diags.append(error("InvalidCategory", path, f'invalid category format "{raw}": expected domain/variant'))
+            continue
+        if catalog.lookup(domain, variant) is None:
+            listing = "\n".join(f"  {key}" for key in known)
+            diags.append(
+                error("CategoryNotFound", path, f'unknown category "{raw}"\n\nAvailable categories:\n{listing}')
+            )
+            continue
+        if (domain, variant) not in found:
+            found.append((domain, variant))
+    return found, diags
+
+
+def compose_certification(name: str, namespace: str, flags: RunFlags, catalog: Catalog) -> dict[str, Any]:
+    """The Certification ``certification run --category`` submits; raises :class:`CompileError`."""
+    categories, diags = parse_categories(flags.categories, catalog)
+    if not flags.categories:
+        diags.append(
+            error(
+                "MissingCategory",
+                "--category",
+                "either --cert-file or at least one --category is required\n\n"
+                "Use 'nvcrectl certification list-categories' to see available categories",
+            )
+        )
+    if flags.placement not in ("", "Pinned", "Unpinned"):
+        diags.append(error("InvalidPlacement", "--placement", f'--placement must be Pinned or Unpinned, got "{flags.placement}"'))
+    if flags.placement == "Unpinned" and flags.nodes_per_job < 1:
+        diags.append(
+            error(
+                "InvalidPlacement",
+                "--placement",
+                "--placement Unpinned requires --nodes-per-job: Unpinned runs exactly one job of the size you ask "
+                "for and will not fall back to running across all matching nodes",
+            )
+        )
+    if flags.startup_stall_timeout_seconds < 0:
+        diags.append(
+            error(
+                "InvalidValue",
+                "--startup-stall-timeout-seconds",
+                f"--startup-stall-timeout-seconds must not be negative (got {flags.startup_stall_timeout_seconds}); "
+                "use 0 for the catalog entry's default",
+            )
+        )
+    for flag, value in (
+        ("--nodes-per-job", flags.nodes_per_job),
+        ("--gpus-per-node", flags.gpus_per_node),
+        ("--max-steps", flags.max_steps),
+        ("--exit-duration-mins", flags.exit_duration_mins),
+        ("--repeat-count", flags.repeat_count),
+        ("--max-restarts", flags.max_restarts),
+    ):
+        if value < 0:
+            diags.append(error("InvalidValue", flag, f"{flag} must not be negative (got {value})"))
+    if diags:
+        raise CompileError(diags)
+
+    spec: dict[str, Any] = {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}
+    for key, value in (
+        ("nodesPerJob", flags.nodes_per_job),
+        ("gpusPerNode", flags.gpus_per_node),
+        ("maxSteps", flags.max_steps),
+        ("exitDurationMins", flags.exit_duration_mins),
+        ("startupStallTimeoutSeconds", flags.startup_stall_timeout_seconds),
+        ("repeatCount", flags.repeat_count),
+        ("maxRestarts", flags.max_restarts),
+    ):
+        if value > 0:
+            spec[key] = value
+    if flags.placement:
+        spec["placement"] = flags.placement
+    if flags.enable_checkpoint is not None:
+        spec["enableCheckpoint"] = flags.enable_checkpoint
+    if flags.enable_mnnvl is not None:
+        spec["enableMNNVL"] = flags.enable_mnnvl
+    if flags.storage_class:
+        spec["storageClassName"] = flags.storage_class
+    if flags.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": secret} for secret in flags.image_pull_secrets]
+    spec["categories"] = [{"domain": domain, "variant": variant} for domain, variant in categories]
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "nvcre", "app.kubernetes.io/created-by": "nvcrectl"},
+        },
+        "spec": spec,
+    }
+
+
+def _option(spec: Mapping[str, Any], category: Mapping[str, Any], key: str) -> Any:
+    options = category.get("options") or {}
+    if options.get(key) is not None:
+        return options[key]
+    return spec.get(key)
+
+
+def derived_wait_seconds(certification: Mapping[str, Any], catalog: Catalog) -> tuple[float, bool]:
+    """How long ``--wait`` waits without ``--timeout``: ``(seconds, derived)``.
+
+    ``derived`` is False when the 30-minute floor won (the CLI then prints no "derived" note).
+    Unknown categories are skipped here; submission reports them.
+    """
+    spec = certification.get("spec") or {}
+    longest = 0.0
+    for category in spec.get("categories") or []:
+        entry = catalog.lookup(str(category.get("domain")), str(category.get("variant")))
+        if entry is None:
+            continue
+        diagnose = _option(spec, category, "testScale") == "diagnose"
+        timeout = _option(spec, category, "timeoutPerJob") or (_DIAGNOSE_TIMEOUT if diagnose else entry.timeout_per_job)
+        repeat = _option(spec, category, "repeatCount")
+        iterations = int(repeat) if isinstance(repeat, int) and repeat > 0 else (_DIAGNOSE_ITERATIONS if diagnose else 1)
+        longest = max(longest, parse_duration(str(timeout)) * max(iterations, 1))
+    budget = longest * 1.5
+    if budget <= MIN_WAIT_SECONDS:
+        return float(MIN_WAIT_SECONDS), False
+    return budget, True
