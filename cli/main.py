@@ -24,7 +24,17 @@ def _mount_optional() -> None:
     """Command groups that live in their own modules."""
     from importlib import import_module
 
-    for module, name in (("nvcre.cli.workloadrun", "workloadrun"), ("nvcre.cli.cluster", "cluster"), ("nvcre.cli.dev", "dev")):
+    from . import operate
+
+    operate.register(certification.app)
+    for module, name in (
+        ("nvcre.cli.workloadrun", "workloadrun"),
+        ("nvcre.cli.cluster", "cluster"),
+        ("nvcre.cli.dev", "dev"),
+        ("nvcre.cli.rbac", "rbac"),
+        ("nvcre.cli.mcp", "mcp"),
+        ("nvcre.cli.controller", "controller"),
+    ):
         try:
             sub = import_module(module)
         except ModuleNotFoundError as exc:

@@ -220,3 +220,90 @@ def derived_wait_seconds(certification: Mapping[str, Any], catalog: Catalog) -> 
     if budget <= MIN_WAIT_SECONDS:
         return float(MIN_WAIT_SECONDS), False
     return budget, True
+
+
+#: Where ``setup init`` installs the controller: its namespace and service account.
+CONTROLLER_NAMESPACE = "nvcre"
+CONTROLLER_SERVICE_ACCOUNT = "nvcre-manager"
+RUN_ROLE = "nvcre-run-role"
+RUN_BINDING = "nvcre-manager-run"
+
+
+def run_namespace(name: str) -> dict[str, Any]:
+    """The namespace ``certification run`` creates for one run."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nvcrectl"}},
+    }
+
+
+def run_access_binding(
+    namespace: str,
+    *,
+    controller_namespace: str = CONTROLLER_NAMESPACE,
+    service_account: str = CONTROLLER_SERVICE_ACCOUNT,
+    managed_by: str | None = "nvcrectl",
+) -> dict[str, Any]:
+    """The RoleBinding that grants the controller its write access in one run namespace."""
+    metadata: dict[str, Any] = {"name": RUN_BINDING, "namespace": namespace}
+    if managed_by:
+        metadata["labels"] = {"app.kubernetes.io/managed-by": managed_by}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": RUN_ROLE},
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": controller_namespace}],
+    }
+
+
+def pull_secret_name(certification: str) -> str:
+    """The name of the pull Secret ``--workload-registry`` creates for a run."""
+    return f"nvcrectl-pull-{certification}"[:253]
+
+
+def registry_pull_secret(
+    certification: str, namespace: str, registry: str, username: str, password: str
+) -> dict[str, Any]:
+    """A ``kubernetes.io/dockerconfigjson`` Secret for the workload registry.
+
+    The password only ever lives in this object's data; nothing here or in the callers prints it.
+    """
+    import base64
+    import json
+
+    auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+    config = {"auths": {registry: {"username": username, "password": password, "auth": auth}}}
+    payload = base64.b64encode(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {
+            "name": pull_secret_name(certification),
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "nvcrectl"},
+        },
+        "data": {".dockerconfigjson": payload},
+    }
+
+
+def owned_by(obj: Mapping[str, Any], owner: Mapping[str, Any], *, controller: bool = False) -> dict[str, Any]:
+    """A copy of ``obj`` with an ownerReference to ``owner`` (a live object with a uid)."""
+    import copy
+
+    meta = owner.get("metadata") or {}
+    ref: dict[str, Any] = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": meta["name"],
+        "uid": meta["uid"],
+    }
+    if controller:
+        ref["controller"] = True
+        ref["blockOwnerDeletion"] = True
+    out = copy.deepcopy(dict(obj))
+    refs = [r for r in out.setdefault("metadata", {}).get("ownerReferences") or [] if r.get("uid") != ref["uid"]]
+    out["metadata"]["ownerReferences"] = [*refs, ref]
+    return out

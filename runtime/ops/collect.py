@@ -1,0 +1,164 @@
+"""Collect everything a run's verdict is built from, as the API server holds it.
+
+A Certification's verdict needs the Certification, its Workflows (by ``categoryStatuses`` refs
+and the certification label), their Jobs, the measurement objects, the node-results ConfigMaps
+and, for failed groups, the failure-log excerpt the Job recorded. This module reads them (list
+calls by label, one namespace) and hands plain dicts to the pure verdict code; it judges nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..kube.client import Kube
+from ..kube.errors import NotFound
+from ..kube.resources import (
+    BANDWIDTH_MEASUREMENTS,
+    CERTIFICATIONS,
+    CONFIGMAPS,
+    GOODPUT_MEASUREMENTS,
+    JOBS,
+    WORKFLOWS,
+    WORKLOADRUNS,
+)
+
+__all__ = ["Collected", "RunNotFound", "collect_run", "decode_failed_nodes", "decode_succeeded_nodes"]
+
+_FAILED_KEY = "failed-nodes.json.gz"
+_SUCCEEDED_KEY = "succeeded-nodes.csv.gz"
+_MAX_DECODED = 64 * 1024 * 1024
+
+
+class RunNotFound(Exception):
+    """No run object of that name in that namespace."""
+
+    def __init__(self, kind: str, name: str, namespace: str) -> None:
+        self.kind, self.name, self.namespace = kind, name, namespace
+        super().__init__(f'{kind.lower()} "{name}" not found in namespace "{namespace}"')
+
+
+@dataclass(frozen=True)
+class Collected:
+    """A run and everything below it, as plain dicts."""
+
+    run: dict[str, Any]
+    workflows: tuple[dict[str, Any], ...]
+    jobs: tuple[dict[str, Any], ...]
+    measurements: tuple[dict[str, Any], ...]
+    failed_nodes: Mapping[str, tuple[dict[str, Any], ...]]
+    succeeded_nodes: Mapping[str, tuple[str, ...]]
+
+
+def _binary(configmap: Mapping[str, Any], key: str) -> bytes | None:
+    raw = (configmap.get("binaryData") or {}).get(key)
+    if raw is None:
+        return None
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(base64.b64decode(raw))) as fh:
+            return fh.read(_MAX_DECODED)
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def decode_failed_nodes(configmap: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The ``{name, reason, message}`` entries of a failed-nodes ConfigMap; () when unreadable."""
+    data = _binary(configmap, _FAILED_KEY)
+    if not data:
+        return ()
+    try:
+        entries = json.loads(data)
+    except ValueError:
+        return ()
+    if not isinstance(entries, list):
+        return ()
+    out = []
+    for entry in entries:
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            out.append({k: str(entry.get(k) or "") for k in ("name", "reason", "message")})
+    return tuple(out)
+
+
+def decode_succeeded_nodes(configmap: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node names of a succeeded-nodes ConfigMap; () when unreadable."""
+    data = _binary(configmap, _SUCCEEDED_KEY)
+    if not data:
+        return ()
+    return tuple(sorted({n.strip() for n in data.decode("utf-8", "replace").split(",") if n.strip()}))
+
+
+def _refs(status: Mapping[str, Any], key: str) -> str | None:
+    ref = status.get(key) or {}
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return str(name) if name else None
+
+
+def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
+    """Read a Certification or WorkloadRun and everything its verdict needs."""
+    resource = CERTIFICATIONS if kind == "Certification" else WORKLOADRUNS
+    try:
+        run = kube.get(resource, name, namespace)
+    except NotFound:
+        raise RunNotFound(kind, name, namespace) from None
+
+    uid = (run.get("metadata") or {}).get("uid")
+    workflows = [
+        wf
+        for wf in kube.list(WORKFLOWS, namespace).items
+        if any(ref.get("uid") == uid for ref in (wf.get("metadata") or {}).get("ownerReferences") or [])
+    ]
+    workflows.sort(key=lambda wf: wf["metadata"]["name"])
+    names = {wf["metadata"]["name"] for wf in workflows}
+
+    jobs = [
+        job
+        for job in kube.list(JOBS, namespace).items
+        if ((job.get("metadata") or {}).get("labels") or {}).get("nvcre.nvidia.com/workflow") in names
+    ]
+    job_names = {job["metadata"]["name"] for job in jobs}
+    measurements = [
+        m
+        for res in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS)
+        for m in kube.list(res, namespace).items
+        if ((m.get("spec") or {}).get("jobRef") or {}).get("name") in job_names
+        or ((m.get("metadata") or {}).get("labels") or {}).get("nvcre.nvidia.com/job") in job_names
+    ]
+
+    failed: dict[str, tuple[dict[str, Any], ...]] = {}
+    succeeded: dict[str, tuple[str, ...]] = {}
+    for wf in workflows:
+        status = wf.get("status") or {}
+        for key, decode, into in (
+            ("failedNodesRef", decode_failed_nodes, failed),
+            ("succeededNodesRef", decode_succeeded_nodes, succeeded),
+        ):
+            ref = _refs(status, key)
+            if not ref:
+                continue
+            try:
+                into[wf["metadata"]["name"]] = decode(kube.get(CONFIGMAPS, ref, namespace))  # type: ignore[operator]
+            except NotFound:
+                continue
+    return Collected(
+        run=run,
+        workflows=tuple(workflows),
+        jobs=tuple(sorted(jobs, key=lambda j: j["metadata"]["name"])),
+        measurements=tuple(sorted(measurements, key=lambda m: (m["kind"], m["metadata"]["name"]))),
+        failed_nodes=failed,
+        succeeded_nodes=succeeded,
+    )
+
+
+def phase_of(obj: Mapping[str, Any]) -> str:
+    """Succeeded / Failed / InProgress / Pending from an object's lifecycle conditions."""
+    conditions: Sequence[Mapping[str, Any]] = (obj.get("status") or {}).get("conditions") or []
+    true = {c.get("type") for c in conditions if c.get("status") == "True"}
+    for phase in ("Failed", "Succeeded", "InProgress"):
+        if phase in true:
+            return phase
+    return "Pending"

@@ -1,0 +1,204 @@
+"""Submit a run: its namespace, the controller's access there, a pull Secret, then the run object.
+
+The order follows what a user can undo: nothing is created in a namespace that existed before
+unless the controller can work there; the run object is created last, so a failure earlier leaves
+no half-started run. Progress lines go to a callback (the CLI prints them on stderr); secret values
+never reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvcre.compiler import compose
+
+from ..kube.client import Kube
+from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
+from ..kube.resources import CERTIFICATIONS, WORKLOADRUNS, Resource
+
+__all__ = ["AccessMissing", "Registry", "SubmitResult", "rbac_scope", "submit_run"]
+
+Say = Callable[[str], None]
+_NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+_SECRETS = Resource("", "v1", "secrets", "Secret")
+_ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+_CLUSTERROLEBINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+
+
+class AccessMissing(Exception):
+    """The controller may not write in an existing namespace and the user did not grant it."""
+
+    def __init__(self, namespace: str, binding: Mapping[str, Any]) -> None:
+        self.namespace = namespace
+        self.binding = dict(binding)
+        super().__init__(
+            f"the nvcre controller has no write access in namespace {namespace!r} (rbac.scope: namespaced). "
+            "Run in a namespace nvcrectl creates (omit -n), pass --grant-run-access, or apply this RoleBinding "
+            "first (nvcrectl rbac print --namespace " + namespace + ")"
+        )
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A workload registry and its credentials (``--workload-registry*``)."""
+
+    server: str
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What a submission created; the CLI's cleanup undoes exactly this."""
+
+    name: str
+    namespace: str
+    kind: str
+    created_namespace: bool
+    created_binding: bool
+    pull_secret: str | None
+    object: dict[str, Any]
+
+
+def rbac_scope(kube: Kube) -> str:
+    """``cluster`` when a ClusterRoleBinding grants the run role everywhere, else ``namespaced``."""
+    try:
+        bindings = kube.list(_CLUSTERROLEBINDINGS).items
+    except (Forbidden, NotFound):
+        return "namespaced"
+    for binding in bindings:
+        role = binding.get("roleRef") or {}
+        if role.get("kind") == "ClusterRole" and role.get("name") == compose.RUN_ROLE:
+            return "cluster"
+    return "namespaced"
+
+
+def _ensure_namespace(kube: Kube, namespace: str) -> bool:
+    """Create the namespace if absent; True when this call created it."""
+    try:
+        kube.get(_NAMESPACES, namespace)
+        return False
+    except NotFound:
+        pass
+    try:
+        kube.create(compose.run_namespace(namespace))
+        return True
+    except AlreadyExists:
+        return False
+
+
+def submit_run(
+    kube: Kube,
+    document: Mapping[str, Any],
+    *,
+    grant_run_access: bool = False,
+    registry: Registry | None = None,
+    say: Say = lambda line: None,
+) -> SubmitResult:
+    """Create the namespace if needed, grant access, add a pull Secret, create the run object."""
+    meta = document.get("metadata") or {}
+    name, namespace, kind = str(meta["name"]), str(meta["namespace"]), str(document["kind"])
+
+    created_namespace = _ensure_namespace(kube, namespace)
+    created_binding = False
+    if rbac_scope(kube) == "namespaced":
+        binding = compose.run_access_binding(namespace)
+        try:
+            kube.get(_ROLEBINDINGS, compose.RUN_BINDING, namespace)
+        except NotFound:
+            if not (created_namespace or grant_run_access):
+                raise AccessMissing(namespace, binding) from None
+            kube.create(binding)
+            created_binding = True
+            if not created_namespace:
+                say(
+                    f"Granted the nvcre controller write access in namespace {namespace} "
+                    f"(RoleBinding {compose.RUN_BINDING}); it stays after the run."
+                )
+
+    secret_name = None
+    submitted = dict(document)
+    if registry is not None:
+        secret = compose.registry_pull_secret(name, namespace, registry.server, registry.username, registry.password)
+        try:
+            kube.create(secret)
+        except AlreadyExists:
+            kube.replace(_SECRETS, secret)
+        secret_name = compose.pull_secret_name(name)
+        say(f'Created image pull secret "{secret_name}" in namespace {namespace}.')
+        spec = dict(submitted.get("spec") or {})
+        secrets = [s for s in spec.get("imagePullSecrets") or [] if s.get("name") != secret_name]
+        spec["imagePullSecrets"] = [*secrets, {"name": secret_name}]
+        submitted["spec"] = spec
+
+    live = kube.create(submitted)
+    if secret_name is not None:
+        owned = compose.owned_by(kube.get(_SECRETS, secret_name, namespace), live)
+        kube.replace(_SECRETS, owned)
+    say(f"{kind} {name} created in namespace {namespace}.")
+    return SubmitResult(name, namespace, kind, created_namespace, created_binding, secret_name, live)
+
+
+def resource_for_kind(kind: str) -> Resource:
+    """The resource of a run kind (Certification or WorkloadRun)."""
+    return CERTIFICATIONS if kind == "Certification" else WORKLOADRUNS
+
+
+def delete_object(
+    kube: Kube,
+    kind: str,
+    name: str,
+    namespace: str,
+    *,
+    wait: bool = True,
+    timeout: float = 300.0,
+    say: Say = lambda line: None,
+) -> bool:
+    """Delete a run object; with ``wait``, until the API server no longer has it (finalizers done)."""
+    import time
+
+    resource = resource_for_kind(kind)
+    try:
+        live = kube.get(resource, name, namespace)
+    except NotFound:
+        say(f'{kind} "{name}" not found in namespace "{namespace}"')
+        return False
+    kube.delete(resource, name, namespace, uid=(live.get("metadata") or {}).get("uid"), propagation="Foreground")
+    say(f"Deleting {kind.lower()} {name}...")
+    if not wait:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            kube.get(resource, name, namespace)
+        except NotFound:
+            say(f"{kind} {name} deleted.")
+            return True
+        time.sleep(2.0)
+    say("Timed out waiting for deletion.")
+    return False
+
+
+def delete_run(kube: Kube, result: SubmitResult, *, say: Say = lambda line: None) -> list[str]:
+    """Undo a submission: the run object, then the namespace if this submission created it."""
+    warnings: list[str] = []
+    try:
+        if not delete_object(kube, result.kind, result.name, result.namespace, say=say):
+            warnings.append("run object not confirmed deleted")
+    except ApiError as exc:  # cleanup reports and goes on
+        say(f"Warning: failed to delete {result.kind.lower()} {result.name}: {exc}")
+        warnings.append(str(exc))
+    if result.created_namespace:
+        say(f"Deleting namespace {result.namespace}...")
+        try:
+            kube.delete(_NAMESPACES, result.namespace)
+        except NotFound:
+            pass
+        except ApiError as exc:
+            say(f"Warning: failed to delete namespace {result.namespace}: {exc}")
+            warnings.append(str(exc))
+    return warnings
