@@ -41,6 +41,8 @@ def _mount_optional() -> None:
             if exc.name != module:
                 raise
             continue
+        if name == "workloadrun":
+            operate.register_workloadrun(sub.app)
         app.add_typer(sub.app, name=name)
 
 

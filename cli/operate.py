@@ -338,7 +338,7 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
     sys.stderr.write("\n")
     if derived:
         sys.stderr.write(f"Waiting up to {format_duration(budget)} (derived from category timeouts; pass --timeout to override).\n")
-    sys.stderr.write("[watch] Watching certification progress...\n")
+    sys.stderr.write(f"[watch] Watching {kind.lower()} progress...\n")
     view = progress_view()
     try:
         outcome = wait_for_run(kube, kind, name, namespace, timeout=budget, on_progress=view)
@@ -346,7 +346,7 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
         view.close()
         sys.stderr.write(
             f"interrupted: the {kind.lower()} keeps running in namespace {namespace}; "
-            f"print its report with: nvcrectl certification report {name} -n {namespace}\n"
+            f"print its report with: nvcrectl {kind.lower()} report {name} -n {namespace}\n"
         )
         return 130
     view.close()
@@ -365,16 +365,17 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
             f"The {kind.lower()} is still running in namespace {namespace}.\nMonitor its progress:\n"
             f"  kubectl get {kind.lower()} {name} -n {namespace} --watch\n"
             "Print an updated report (exits nonzero while still running):\n"
-            f"  nvcrectl certification report {name} -n {namespace}\n"
-            f"Stop it:\n  kubectl delete {kind.lower()} {name} -n {namespace}\n"
+            f"  nvcrectl {kind.lower()} report {name} -n {namespace}\n"
+            + (f"Stop it:\n  nvcrectl workloadrun cancel {name} -n {namespace}\n" if kind == "WorkloadRun"
+               else f"Stop it:\n  kubectl delete {kind.lower()} {name} -n {namespace}\n")
         )
         return EXIT_TIMEOUT
     if result == "PASSED":
-        sys.stderr.write(f"[watch] Certification succeeded. ({_elapsed(outcome.elapsed)})\n")
-        sys.stdout.write(report)
+        sys.stderr.write(f"[watch] {kind} succeeded. ({_elapsed(outcome.elapsed)})\n")
+        (sys.stderr if kind == "WorkloadRun" else sys.stdout).write(report)
         code = 0
     else:
-        sys.stderr.write(f"[watch] Certification failed. ({_elapsed(outcome.elapsed)})\n")
+        sys.stderr.write(f"[watch] {kind} failed. ({_elapsed(outcome.elapsed)})\n")
         failed = sorted({n.name for n in getattr(verdict, "failed_nodes", ())})
         if failed:
             sys.stderr.write("Failed nodes: " + ", ".join(failed) + "\n")
@@ -536,4 +537,134 @@ def delete_command(
     gone = delete_object(kube, "Certification", name, namespace, wait=wait,
                          say=lambda line: sys.stderr.write(line + "\n"))
     if not gone:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+# ------------------------------------------------------------------ workloadrun
+
+
+def register_workloadrun(app: typer.Typer) -> None:
+    """Mount ``run``, ``report``, ``status`` and ``cancel`` on the ``workloadrun`` group."""
+    app.command("run")(workloadrun_run_command)
+    app.command("report")(workloadrun_report_command)
+    app.command("status")(workloadrun_status_command)
+    app.command("cancel")(workloadrun_cancel_command)
+
+
+@guarded
+def workloadrun_run_command(
+    file: Annotated[Path, typer.Argument(help="A WorkloadRun YAML.")],
+    name: Annotated[str | None, typer.Option("--name", help="Overrides metadata.name.")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Default: metadata.namespace, else default.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report (on stderr).")] = False,
+    timeout: Annotated[str, typer.Option("--timeout", help="With --wait: how long to wait (Go duration).")] = "30m",
+    results_file: Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")] = None,
+    workload_registry: Annotated[str | None, typer.Option("--workload-registry")] = None,
+    workload_registry_username: Annotated[str | None, typer.Option("--workload-registry-username")] = None,
+    workload_registry_password: Annotated[str | None, typer.Option("--workload-registry-password")] = None,
+    grant_run_access: Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")] = False,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="After --wait: delete the WorkloadRun (and a namespace this run created).")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Submit a WorkloadRun and optionally wait for its verdict."""
+    from nvcre.compiler import compose
+    from nvcre.compiler.api.validate import validate
+    from nvcre.compiler.diagnostics import CompileError, error, errors_in
+
+    from .certification import load_single
+
+    budget = 0.0
+    if wait:
+        try:
+            budget = compose.parse_duration(timeout)
+        except ValueError as exc:
+            raise _fail_invalid(f"--timeout: {exc}") from None
+        if budget < 1:
+            raise _fail_invalid(f"--timeout must be at least 1s when --wait is set, got {timeout}")
+    creds = _registry(workload_registry, workload_registry_username, workload_registry_password)
+    document = load_single(file)
+    if document.get("kind") != "WorkloadRun":
+        raise CompileError([error("WrongKind", f"{file}: kind", f"expected kind WorkloadRun, got {document.get('kind')!r}")])
+    meta = document.setdefault("metadata", {})
+    if name:
+        meta["name"] = name
+    meta["namespace"] = namespace or meta.get("namespace") or "default"
+    problems = errors_in(validate(document))
+    if problems:
+        raise CompileError(problems)
+
+    from nvcre.runtime.ops.submit import AccessMissing, submit_run
+
+    kube = kube_client(kubeconfig, context)
+    try:
+        result = submit_run(kube, document, grant_run_access=grant_run_access, registry=creds,
+                            say=lambda line: sys.stderr.write(line + "\n"))
+    except AccessMissing as exc:
+        from nvcre.compiler.emit import dump_yaml
+
+        sys.stderr.write(f"error: {exc}\n")
+        sys.stdout.write(dump_yaml(exc.binding))
+        raise typer.Exit(EXIT_FAILURE) from None
+    if not wait:
+        sys.stderr.write(f"\nTo check status:\n  kubectl get workloadrun {result.name} -n {result.namespace}\n")
+        return
+    sys.stderr.write(f"Waiting for completion (timeout: {timeout})...\n")
+    try:
+        code = _wait_and_report("WorkloadRun", result.name, result.namespace, budget, False, results_file, kube)
+    finally:
+        if cleanup:
+            _cleanup(kube, result)
+    if code:
+        raise typer.Exit(code)
+
+
+@guarded
+def workloadrun_report_command(
+    name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
+    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    results_file: Annotated[Path | None, typer.Option("--results-file")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Print a WorkloadRun's report; exit 0 only when it PASSED."""
+    report_runs("WorkloadRun", [name], namespace, output, results_file, kubeconfig, context)
+
+
+@guarded
+def workloadrun_status_command(
+    name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
+    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Print Pending, InProgress, Succeeded or Failed."""
+    status_of("WorkloadRun", name, namespace, output, kubeconfig, context)
+
+
+@guarded
+def workloadrun_cancel_command(
+    names: Annotated[list[str], typer.Argument(help="WorkloadRun name(s).")],
+    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Delete WorkloadRuns; the controller removes their workloads first."""
+    from nvcre.runtime.kube.errors import ApiError, NotFound
+    from nvcre.runtime.ops.submit import resource_for_kind
+
+    kube = kube_client(kubeconfig, context)
+    failed = False
+    for run_name in names:
+        try:
+            kube.delete(resource_for_kind("WorkloadRun"), run_name, namespace)
+            sys.stdout.write(f"Cancelled {run_name}\n")
+        except NotFound:
+            sys.stderr.write(f'WorkloadRun "{run_name}" not found in namespace "{namespace}"\n')
+        except ApiError as exc:
+            sys.stderr.write(f'Failed to cancel "{run_name}": {exc}\n')
+            failed = True
+    if failed:
         raise typer.Exit(EXIT_FAILURE)

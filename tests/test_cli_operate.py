@@ -136,3 +136,26 @@ def test_mcp_tools_are_the_four_read_only_ones_and_errors_are_tool_errors(tmp_pa
     assert "nccl-all-reduce" in text and "dcgm-level4" in text
     assert missing.is_error
     assert "cannot load cluster credentials" in "".join(getattr(c, "text", "") for c in missing.content)
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [
+        (["examples/workloadrun-nccl-all-reduce.yaml", "--wait", "--timeout", "0s"],
+         "--timeout must be at least 1s when --wait is set, got 0s", 2),
+        (["examples/certification.yaml"], "expected kind WorkloadRun, got 'Certification'", 2),
+        (["examples/workloadrun-nccl-all-reduce.yaml", "--workload-registry-username", "u"],
+         "must all be set together and non-empty", 2),
+        (["examples/workloadrun-nccl-all-reduce.yaml"], "cannot load cluster credentials", 1),
+    ],
+)
+def test_workloadrun_run_validation(args: list[str], message: str, code: int) -> None:
+    result = run("workloadrun", "run", *args)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["run", "report", "status", "cancel"])
+def test_workloadrun_operate_commands_have_help(command: str) -> None:
+    assert run("workloadrun", command, "--help").returncode == 0
