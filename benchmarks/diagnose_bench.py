@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Diagnose planners side by side on the offline model (benchmarks/diagnose_sim.py).
+
+For N in {8, 16, 64, 512, 2000}, k in {0, 1, 2, 4} faults of each kind (slow, crash, link, flaky),
+with measurement noise: median rounds, jobs, node-units and wall minutes, false positives (healthy
+nodes blamed), false negatives, links named exactly, and the information-theoretic bound
+``log2 C(N, k)`` bits. Then a noise sweep of 10,000 seeded trials counting healthy nodes blamed.
+Prints a Markdown table; ``--png PATH`` also draws rounds and node-units (needs matplotlib).
+
+    python benchmarks/diagnose_bench.py [--trials 200] [--noise-trials 10000] [--png docs/diagnose.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from diagnose_sim import make_scenario, simulate  # noqa: E402
+
+from nvcre.compiler.diagnose import Options, planner  # noqa: E402
+
+SIZES = (8, 16, 64, 512, 2000)
+KS = (0, 1, 2, 4)
+KINDS = ("slow", "crash", "link", "flaky")
+
+
+def _cell(name: str, n: int, kind: str, k: int, trials: int, noise: float, options: Options) -> dict:
+    outs = []
+    for seed in range(trials):
+        rng = random.Random(hash((n, kind, k, seed)) & 0xFFFFFFFF)
+        outs.append(simulate(planner(name), make_scenario(n, kind, k, rng, noise=noise), options, seed))
+    bad = k if kind != "link" else 0
+    return {
+        "rounds": statistics.median(o.rounds for o in outs),
+        "jobs": statistics.median(o.jobs for o in outs),
+        "units": statistics.median(o.node_units for o in outs),
+        "minutes": statistics.median(o.minutes for o in outs),
+        "fp": sum(o.false_positives for o in outs),
+        "fn": sum(o.false_negatives for o in outs),
+        "found": (sum(1 for o in outs if o.false_negatives == 0) / trials) if bad else None,
+        "links": (sum(o.links_exact for o in outs) / max(sum(o.links_total for o in outs), 1)) if kind == "link" else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200, help="trials per cell for N <= 64 (a tenth above)")
+    parser.add_argument("--noise-trials", type=int, default=10_000)
+    parser.add_argument("--noise", type=float, default=0.05)
+    parser.add_argument("--png", type=Path)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    configs = (("baseline", Options()), ("adaptive", Options()), ("adaptive x6", Options(screen_cycles=6, retests=10)))
+    rows = []
+    print("| N | fault | k | bound (bits) | planner | rounds | jobs | node-units | minutes | found | links exact | FP | FN |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in SIZES:
+        trials = args.trials if n <= 64 else max(args.trials // 10, 10)
+        for kind in KINDS:
+            for k in KS:
+                if (kind == "link" and k == 0) or (kind != "slow" and k == 0):
+                    if not (kind == "slow" and k == 0):
+                        continue
+                label = "none" if k == 0 else kind
+                bound = math.log2(math.comb(n * (n - 1) // 2, k)) if kind == "link" else math.log2(math.comb(n, k))
+                for name, options in configs:
+                    if name == "adaptive x6" and kind != "flaky":
+                        continue
+                    cell = _cell(name.split()[0], n, "none" if k == 0 else kind, k, trials, args.noise, options)
+                    rows.append((n, label, k, name, cell))
+                    found = "-" if cell["found"] is None else f"{cell['found']:.0%}"
+                    links = "-" if cell["links"] is None else f"{cell['links']:.0%}"
+                    print(f"| {n} | {label} | {k} | {bound:.1f} | {name} | {cell['rounds']:g} | {cell['jobs']:g} | "
+                          f"{cell['units']:g} | {cell['minutes']:g} | {found} | {links} | {cell['fp']} | {cell['fn']} |")
+    print()
+    print(f"Noise sweep ({args.noise_trials} seeded trials, N=64, noise {2 * args.noise:.2f}, mixed faults):")
+    for name in ("baseline", "adaptive"):
+        blamed = 0
+        for seed in range(args.noise_trials):
+            rng = random.Random(seed)
+            kind = ("none", "crash", "slow", "link", "flaky")[seed % 5]
+            scenario = make_scenario(64, kind, 0 if kind == "none" else 1, rng, noise=2 * args.noise)
+            blamed += simulate(planner(name), scenario, Options(), seed).false_positives
+        print(f"- {name}: {blamed} healthy nodes blamed")
+    print(f"\n({time.monotonic() - started:.0f} s)")
+    if args.png:
+        _plot(rows, args.png)
+    return 0
+
+
+def _plot(rows: list, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed; no plot written", file=sys.stderr)
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, style in (("baseline", "o--"), ("adaptive", "s-")):
+        for kind in ("crash", "link"):
+            points = [(n, c) for n, label, k, p, c in rows if p == name and label == kind and k == 1]
+            if not points:
+                continue
+            xs = [n for n, _ in points]
+            axes[0].plot(xs, [c["rounds"] for _, c in points], style, label=f"{name} / {kind}")
+            axes[1].plot(xs, [c["units"] / n for n, c in points], style, label=f"{name} / {kind}")
+    for ax, title in ((axes[0], "rounds (median, k=1)"), (axes[1], "node-units / N (median, k=1)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("nodes")
+        ax.set_title(title)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

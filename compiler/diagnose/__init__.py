@@ -1,0 +1,29 @@
+"""Fault isolation for ``testScale: diagnose``: pure planners that pick each round's node groups.
+
+A planner is a pair of pure functions over immutable state: ``start(nodes, topology, options)``
+gives the first round, ``advance(state, results)`` takes the round's group results and gives the
+next round or the final diagnosis. The runtime runs each round as one Workflow iteration and
+feeds the results back; nothing here touches a cluster, a clock or a random source.
+
+Two planners share that interface:
+
+* :mod:`.baseline` — NVCRE's algorithm as documented (screening, no-NVL re-screen, inter-domain
+  representatives, bisection, cross-boundary probes, confirmation against rotating references);
+* :mod:`.adaptive` — ours: every node screened once on its own (NIC loopback), confirmation
+  before blame, then a path screen and a link search that names both ends of a bad link.
+"""
+
+from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Round, RoundGroup
+
+__all__ = ["Diagnosis", "GroupResult", "InfrastructureFault", "Options", "Planner", "Round", "RoundGroup", "planner"]
+
+
+def planner(name: str) -> Planner:
+    """The planner called ``name`` (``adaptive`` or ``baseline``)."""
+    from . import adaptive, baseline
+
+    planners: dict[str, Planner] = {"adaptive": adaptive.PLANNER, "baseline": baseline.PLANNER}
+    try:
+        return planners[name]
+    except KeyError:
+        raise ValueError(f"unknown diagnose planner {name!r}; choose adaptive or baseline") from None

@@ -1,0 +1,330 @@
+"""Our diagnose planner: attributable evidence first, confirmation before blame, then the paths.
+
+1. ``local-screen``: every node runs alone, with SHM and P2P off so NCCL's traffic crosses the
+   node's own NICs (the loopback the catalog's ``nccl-loopback`` uses). A failure there belongs to
+   that node and nobody else, so one round of N node-units isolates every node-local fault — where
+   group screening needs several rounds of bisection.
+2. ``confirm``: a node that failed is run alone again. It is blamed only after ``confirmations``
+   failures; a node that fails once and then passes is re-tested up to ``retests`` times (an
+   intermittent fault shows again; measurement noise does not) and is otherwise reported
+   unresolved, never blamed.
+3. ``path-screen``: when no node is at fault, all nodes run together (up to the workload's largest
+   group), so every pair of nodes shares a group once: a bad link between two nodes — invisible to
+   any test that holds only one of its ends — now fails the round.
+4. ``link-search``: the failing set is halved; a half that fails holds the link; when both halves
+   pass the link crosses them and mixed groups (A1+B1, A2+B2, then A1+B2, A2+B1) narrow both sides
+   at once, until each side is one node.
+5. ``link-confirm``: the two ends run as a pair, twice; both failures name the link as an
+   infrastructure fault with both ends. A candidate that passes is dropped.
+
+When node faults are confirmed the path screen is skipped (repair the nodes first; a link search
+over a broken node would chase it); the diagnosis says so. ``screen_cycles`` > 1 repeats steps 1
+and 3 while nothing is found, for intermittent faults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Round, RoundGroup
+
+__all__ = ["PLANNER", "advance", "start"]
+
+
+@dataclass(frozen=True)
+class _Search:
+    """One open question of the link search: a set holding a link, or two sides a link crosses."""
+
+    inside: tuple[str, ...] = ()
+    side_a: tuple[str, ...] = ()
+    side_b: tuple[str, ...] = ()
+    #: for a crossing: 0 = try A1+B1 / A2+B2 next, 1 = try A1+B2 / A2+B1 next
+    phase: int = 0
+
+
+@dataclass(frozen=True)
+class _State:
+    nodes: tuple[str, ...]
+    order: tuple[str, ...]
+    options: Options
+    stage: str = "local-screen"
+    cycle: int = 1
+    fails: Mapping[str, int] = field(default_factory=dict)
+    #: failures far below the cluster's bandwidth (or crashes): unlike a near-miss, noise does not make these
+    strong: Mapping[str, int] = field(default_factory=dict)
+    tests: Mapping[str, int] = field(default_factory=dict)
+    #: the median bus bandwidth of passing single-node runs: what "normal" measures here
+    reference_bw: float | None = None
+    blamed: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    searches: tuple[_Search, ...] = ()
+    candidates: tuple[tuple[str, str], ...] = ()
+    link_fails: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    links: tuple[tuple[str, str], ...] = ()
+    #: group name -> nodes, for the round in flight
+    pending: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: for link-search rounds: group name -> (search index, role)
+    roles: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+
+
+def _halves(nodes: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    half = len(nodes) // 2
+    return tuple(nodes[:half]), tuple(nodes[half:])
+
+
+def _topology_order(nodes: tuple[str, ...], topology: Mapping[str, str] | None) -> tuple[str, ...]:
+    if not topology:
+        return nodes
+    return tuple(sorted(nodes, key=lambda n: (topology.get(n) or "~", n)))
+
+
+def _emit(state: _State, stage: str, groups: Sequence[RoundGroup], message: str,
+          roles: Mapping[str, tuple[int, str]] | None = None) -> tuple[_State, Round]:
+    pending = tuple((g.name, g.nodes) for g in groups)
+    return replace(state, stage=stage, pending=pending, roles=dict(roles or {})), Round(stage, tuple(groups), message)
+
+
+def _local_round(state: _State, nodes: Sequence[str], stage: str, message: str) -> tuple[_State, Round]:
+    index = {n: i for i, n in enumerate(state.nodes)}
+    prefix = "local" if stage == "local-screen" else "confirm"
+    groups = [RoundGroup(f"{prefix}-{index[n]}", (n,), loopback=True) for n in nodes]
+    return _emit(state, stage, groups, message)
+
+
+def start(nodes: Sequence[str], topology: Mapping[str, str] | None, options: Options) -> tuple[_State, Round]:
+    """Every node alone, at once."""
+    ordered = tuple(sorted(set(nodes)))
+    state = _State(ordered, _topology_order(ordered, topology), options)
+    return _local_round(state, ordered, "local-screen", f"Screening {len(ordered)} nodes one by one (NIC loopback)")
+
+
+#: a failed run measuring at least this share of the reference bandwidth is a near miss
+_NEAR_MISS = 0.6
+
+
+def _passed(results: Sequence[GroupResult]) -> dict[str, bool]:
+    return {r.name: r.passed and r.evaluable for r in results}
+
+
+def _median(values: Sequence[float]) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _record_local(state: _State, outcome: Mapping[str, bool], results: Sequence[GroupResult]) -> _State:
+    fails, strong, tests = dict(state.fails), dict(state.strong), dict(state.tests)
+    bandwidth = {r.name: r.bus_bw for r in results}
+    reference = state.reference_bw
+    if state.stage == "local-screen":
+        reference = _median([bw for name, bw in bandwidth.items() if outcome.get(name) and bw is not None]) or reference
+    for name, (node,) in state.pending:
+        tests[node] = tests.get(node, 0) + 1
+        if not outcome.get(name, False):
+            fails[node] = fails.get(node, 0) + 1
+            bw = bandwidth.get(name)
+            if bw is None or reference is None or bw < _NEAR_MISS * reference:
+                strong[node] = strong.get(node, 0) + 1
+    return replace(state, fails=fails, strong=strong, tests=tests, reference_bw=reference, pending=())
+
+
+def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
+    """(still on trial, newly blamed, unresolved) among nodes that ever failed alone."""
+    trial, blamed, unresolved = [], [], []
+    for node in state.nodes:
+        failures = state.fails.get(node, 0)
+        if not failures or node in state.blamed or node in state.unresolved:
+            continue
+        # Failures far below normal bandwidth (or crashes) are what faults produce: `confirmations`
+        # of them blame. Near misses are what measurement noise produces: they blame only as a
+        # majority of at least `confirmations` + 1 runs, and two passes clear a node that has no
+        # strong failure. A node still undecided after `retests` re-runs is reported, not blamed.
+        strong = state.strong.get(node, 0)
+        tests = state.tests.get(node, 0)
+        conf = state.options.confirmations
+        if strong >= conf or (failures >= conf + 1 and 2 * failures >= tests):
+            blamed.append(node)
+        elif (strong == 0 and tests - failures >= 2) or tests - 1 >= max(state.options.retests, 1):
+            unresolved.append(node)
+        else:
+            trial.append(node)
+    return trial, blamed, unresolved
+
+
+def _finish_nodes(state: _State) -> tuple[_State, Round | Diagnosis]:
+    """After local evidence is settled: blame, or go on to the paths, or screen again."""
+    if state.blamed:
+        message = f"Diagnosis complete: {len(state.blamed)} faulty nodes confirmed"
+        reasons = {n: f"{message}; failed {state.fails[n]} of {state.tests[n]} single-node runs" for n in state.blamed}
+        return state, Diagnosis(
+            True,
+            message + "; path screen skipped until they are repaired",
+            faulty_nodes=reasons,
+            healthy_nodes=tuple(n for n in state.nodes if n not in state.blamed and n not in state.unresolved),
+            unresolved=state.unresolved,
+        )
+    return _path_screen(state)
+
+
+def _path_screen(state: _State) -> tuple[_State, Round]:
+    size = max(state.options.max_group_size, 2)
+    order = state.order
+    groups = [RoundGroup(f"path-{i}", tuple(sorted(order[s : s + size]))) for i, s in enumerate(range(0, len(order), size))]
+    return _emit(state, "path-screen", groups, f"Screening the paths between {len(order)} nodes in {len(groups)} group(s)")
+
+
+def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
+    if state.cycle < state.options.screen_cycles:
+        state = replace(state, cycle=state.cycle + 1)
+        return _local_round(state, state.nodes, "local-screen", f"Screening cycle {state.cycle}")
+    if state.links:
+        return _links_found(state)
+    return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes,
+                            unresolved=state.unresolved)
+
+
+def _links_found(state: _State) -> tuple[_State, Diagnosis]:
+    faults = tuple(
+        InfrastructureFault((a,), (b,), "link-confirm", f"the path between {a} and {b} fails only when both run together")
+        for a, b in state.links
+    )
+    return state, Diagnosis(
+        True,
+        f"Diagnosis complete: {len(faults)} infrastructure faults detected",
+        infrastructure_faults=faults,
+        healthy_nodes=state.nodes,
+        unresolved=state.unresolved,
+    )
+
+
+def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
+    """Plan one round over every open search; settled searches become link candidates."""
+    groups: list[RoundGroup] = []
+    roles: dict[str, tuple[int, str]] = {}
+    candidates = list(state.candidates)
+    searches: list[_Search] = []
+    for search in state.searches:
+        if search.inside and len(search.inside) == 2:
+            candidates.append((search.inside[0], search.inside[1]))
+            continue
+        if not search.inside and len(search.side_a) == 1 and len(search.side_b) == 1:
+            candidates.append((search.side_a[0], search.side_b[0]))
+            continue
+        searches.append(search)
+    for i, search in enumerate(searches):
+        if search.inside:
+            a, b = _halves(search.inside)
+            for role, members in (("a", a), ("b", b)):
+                if len(members) >= 2:
+                    name = f"link-{len(groups)}"
+                    groups.append(RoundGroup(name, tuple(sorted(members))))
+                    roles[name] = (i, role)
+            continue
+        a1, a2 = _halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
+        b1, b2 = _halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
+        pairs = ((("x11", a1, b1), ("x22", a2, b2)) if search.phase == 0 else (("x12", a1, b2), ("x21", a2, b1)))
+        for role, left, right in pairs:
+            if left and right:
+                name = f"link-{len(groups)}"
+                groups.append(RoundGroup(name, tuple(sorted((*left, *right)))))
+                roles[name] = (i, role)
+    state = replace(state, searches=tuple(searches), candidates=tuple(dict.fromkeys(candidates)))
+    if groups:
+        return _emit(state, "link-search", groups, f"Narrowing {len(searches)} failing path set(s)", roles)
+    return _confirm_links(state)
+
+
+def _confirm_links(state: _State) -> tuple[_State, Round | Diagnosis]:
+    groups, busy = [], set()
+    for a, b in state.candidates:
+        if a in busy or b in busy:
+            continue
+        busy.update((a, b))
+        groups.append(RoundGroup(f"pair-{len(groups)}", (a, b)))
+    if not groups:
+        return _clean_bill(state)
+    return _emit(state, "link-confirm", groups, f"Confirming {len(groups)} suspected link(s)")
+
+
+def _advance_search(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+    failed_roles: dict[int, set[str]] = {}
+    for name, (index, role) in state.roles.items():
+        if not outcome.get(name, False):
+            failed_roles.setdefault(index, set()).add(role)
+    nxt: list[_Search] = []
+    for i, search in enumerate(state.searches):
+        failed = failed_roles.get(i, set())
+        if search.inside:
+            a, b = _halves(search.inside)
+            if "a" in failed:
+                nxt.append(_Search(inside=a))
+            if "b" in failed:
+                nxt.append(_Search(inside=b))
+            if not failed:
+                nxt.append(_Search(side_a=a, side_b=b))
+            continue
+        a1, a2 = _halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
+        b1, b2 = _halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
+        parts = {"x11": (a1, b1), "x22": (a2, b2), "x12": (a1, b2), "x21": (a2, b1)}
+        if failed:
+            nxt.extend(_Search(side_a=parts[r][0], side_b=parts[r][1]) for r in sorted(failed))
+        elif search.phase == 0:
+            nxt.append(replace(search, phase=1))
+        # phase 1 with nothing failing: the fault did not show again; drop this search
+    state = replace(state, searches=tuple(nxt), pending=(), roles={})
+    return _search_round(state)
+
+
+def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Round | Diagnosis]:
+    """Fold a round's results into the evidence and plan the next round, or conclude."""
+    outcome = _passed(results)
+    for name, _ in state.pending:
+        outcome.setdefault(name, False)
+
+    if state.stage in ("local-screen", "confirm"):
+        state = _record_local(state, outcome, results)
+        trial, blamed, unresolved = _to_confirm(state)
+        state = replace(state, blamed=tuple(sorted({*state.blamed, *blamed})),
+                        unresolved=tuple(sorted({*state.unresolved, *unresolved})))
+        if trial:
+            return _local_round(state, trial, "confirm", f"Re-running {len(trial)} node(s) that failed on their own")
+        return _finish_nodes(state)
+
+    if state.stage == "path-screen":
+        failing = [nodes for name, nodes in state.pending if not outcome[name]]
+        state = replace(state, pending=())
+        if not failing:
+            return _clean_bill(state)
+        state = replace(state, searches=tuple(_Search(inside=tuple(nodes)) for nodes in failing))
+        return _search_round(state)
+
+    if state.stage == "link-search":
+        return _advance_search(state, outcome)
+
+    if state.stage == "link-confirm":
+        link_fails, links = dict(state.link_fails), list(state.links)
+        verdicts = {(nodes[0], nodes[1]): outcome[name] for name, nodes in state.pending}
+        remaining = []
+        for key in state.candidates:
+            if key not in verdicts:
+                remaining.append(key)  # shared a node with another candidate: its turn comes next
+            elif verdicts[key]:
+                continue  # the pair passed: the search followed noise or an intermittent fault
+            else:
+                link_fails[key] = link_fails.get(key, 0) + 1
+                (links if link_fails[key] >= state.options.confirmations else remaining).append(key)
+        state = replace(state, link_fails=link_fails, links=tuple(dict.fromkeys(links)), candidates=tuple(remaining),
+                        pending=())
+        if state.candidates:
+            return _confirm_links(state)
+        if state.links:
+            return _links_found(state)
+        return _clean_bill(state)
+
+    raise ValueError(f"unknown diagnose stage {state.stage!r}")
+
+
+PLANNER = Planner("adaptive", start, advance)
