@@ -22,11 +22,12 @@ something the Workflow does not have is an error naming the overlay.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -36,7 +37,16 @@ from .diagnostics import CompileError, Diagnostic, error
 from .merge import merge
 from .yamlio import load_file
 
-__all__ = ["Overlay", "OverlaySet", "load_overlays", "platforms_root", "apply_operation", "OPERATIONS"]
+__all__ = [
+    "OPERATIONS",
+    "Overlay",
+    "OverlayConditionError",
+    "OverlaySet",
+    "PatchError",
+    "apply_operation",
+    "load_overlays",
+    "platforms_root",
+]
 
 
 class _Strict(BaseModel):
@@ -49,7 +59,7 @@ class StringMatch(_Strict):
     not_in: tuple[str, ...] | None = Field(None, alias="notIn")
 
     @model_validator(mode="after")
-    def _one_clause(self) -> "StringMatch":
+    def _one_clause(self) -> StringMatch:
         if self.equals is None and self.in_ is None and self.not_in is None:
             raise ValueError("give equals, in or notIn")
         return self
@@ -59,9 +69,7 @@ class StringMatch(_Strict):
             return False
         if self.in_ is not None and value not in self.in_:
             return False
-        if self.not_in is not None and value in self.not_in:
-            return False
-        return True
+        return self.not_in is None or value not in self.not_in
 
     def describe(self) -> str:
         parts = []
@@ -84,7 +92,7 @@ class When(_Strict):
     expression: str | None = None
 
     @model_validator(mode="after")
-    def _guarded(self) -> "When":
+    def _guarded(self) -> When:
         if self.gpu_architecture is None and not self.all_architectures:
             raise ValueError("an overlay must name gpuArchitecture, or say allArchitectures: true")
         if self.gpu_architecture is not None and self.all_architectures:
@@ -122,6 +130,15 @@ class MatchFacts:
     options: Mapping[str, Any]
 
 
+class OverlayConditionError(Exception):
+    """An overlay's ``when`` expression that cannot be evaluated for a render; names the overlay."""
+
+    def __init__(self, overlay: Overlay, message: str) -> None:
+        super().__init__(message)
+        self.overlay = overlay
+        self.message = message
+
+
 def _cel_matches(expression: str, facts: MatchFacts) -> bool:
     from .cel import evaluate_bool
 
@@ -149,7 +166,17 @@ def matches(overlay: Overlay, facts: MatchFacts) -> bool:
     )
     if any(clause is not None and not clause.matches(value) for clause, value in checks):
         return False
-    return when.expression is None or _cel_matches(when.expression, facts)
+    if when.expression is None:
+        return True
+    try:
+        return _cel_matches(when.expression, facts)
+    except Exception as exc:  # noqa: BLE001 - CEL raises its own hierarchy as well as ValueError/TypeError
+        # cel-python raises CELEvalError (and, for some operand mixes, TypeError) straight out of
+        # evaluate(); whatever it is, the render must get a diagnostic naming the overlay.
+        detail = str(exc) or type(exc).__name__
+        raise OverlayConditionError(
+            overlay, f"when.expression {when.expression!r} cannot be evaluated: {detail}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -161,7 +188,7 @@ class OverlaySet:
         return [overlay for overlay in self.overlays if matches(overlay, facts)]
 
     def platforms(self) -> list[str]:
-        names = set()
+        names: set[str] = set()
         for overlay in self.overlays:
             clause = overlay.when.platform
             if clause is not None:
@@ -175,7 +202,7 @@ def platforms_root() -> Path:
     return Path(str(resources.files("nvcre.platforms")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_overlays(root: str | None = None) -> OverlaySet:
     base = Path(root) if root else platforms_root()
     overlays: list[Overlay] = []
@@ -312,9 +339,16 @@ def _op_mpi_env(workflow: dict, value: list, owners: dict[str, str], overlay: st
     return workflow
 
 
-def _op_replace_args(workflow: dict, value: Mapping[str, str]) -> dict:
+def _op_replace_args(workflow: dict, value: Any) -> dict:
+    if not isinstance(value, Mapping) or not value:
+        raise PatchError("replaceArgs takes a non-empty mapping of old argument to new argument")
+    bad = [repr(k) for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise PatchError(f"replaceArgs: old and new arguments must be strings ({', '.join(bad)})")
     trainer = _get(workflow, TRAINER_PATH)
-    args = list((trainer or {}).get("args") or [])
+    if not isinstance(trainer, dict) or not isinstance(trainer.get("args"), list):
+        raise PatchError("replaceArgs needs trainer args to replace in")
+    args = list(trainer["args"])
     for old, new in value.items():
         if old not in args:
             raise PatchError(f"replaceArgs: trainer args hold no {old!r}")
@@ -323,11 +357,35 @@ def _op_replace_args(workflow: dict, value: Mapping[str, str]) -> dict:
     return workflow
 
 
+_MAPPING_OPS = frozenset({"trainer", "trainJob", "jobSpec", "orchestration", "runtime", "pod", "container",
+                          "replaceArgs"})
+_LIST_OPS = frozenset({"dependencies", "mpiEnv", "jsonPatch"})
+
+
 def apply_operation(workflow: dict, operation: Mapping[str, Any], owners: dict[str, str], overlay: str) -> dict:
-    """Apply one rendered operation to ``workflow`` (already a private copy) and return it."""
+    """Apply one rendered operation to ``workflow`` (already a private copy) and return it.
+
+    Every failure, including a value of the wrong shape deep inside an operation, comes out as a
+    ``PatchError`` naming the operation, never as a bare ``TypeError`` or ``KeyError``.
+    """
     if not isinstance(operation, dict) or len(operation) != 1:
         raise PatchError(f"each patch is a mapping with one of: {', '.join(OPERATIONS)}")
     (op, value), = operation.items()
+    if op in _MAPPING_OPS and not isinstance(value, Mapping):
+        raise PatchError(f"{op} takes a mapping, not {type(value).__name__}")
+    if op in _LIST_OPS and not isinstance(value, list):
+        raise PatchError(f"{op} takes a list, not {type(value).__name__}")
+    if op == "mpiEnv" and not all(isinstance(item, Mapping) and isinstance(item.get("name"), str) for item in value):
+        raise PatchError("mpiEnv takes a list of {name, value} mappings")
+    try:
+        return _dispatch(workflow, op, value, owners, overlay)
+    except PatchError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        raise PatchError(f"{op}: the patch does not fit the Workflow ({type(exc).__name__}: {exc})") from None
+
+
+def _dispatch(workflow: dict, op: str, value: Any, owners: dict[str, str], overlay: str) -> dict:
     if op == "trainer":
         return _merge_at(workflow, TRAINER_PATH, value)
     if op == "trainJob":

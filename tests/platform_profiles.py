@@ -5,7 +5,7 @@ LOOPBACKS = ["communication/nccl-loopback", "communication/nccl-loopback-nvswitc
 TRAINING = ["training/nemotron5-8b", "training/nemotron5-56b"]
 DCGM = "diagnostics/dcgm-level4"
 GPU_PRESENT = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-GPU_ANY = {"key": "nvidia.com/gpu", "operator": "Exists"}
+GPU_ANY = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 ONPREM_IB = {
     "NCCL_CUMEM_ENABLE": "1",
     "NCCL_P2P_NET_CHUNKSIZE": "2097152",
@@ -26,7 +26,23 @@ MISTRAL_IB = {
     "CUDA_CACHE_DISABLE": "1",
     "NCCL_DMABUF_ENABLE": "0",
 }
-FORGE_IB = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+#: the Forge + L40 collective profile (NVCRE _lib/nccl/forge-ib-env.yaml, NCCL_DEBUG aside)
+FORGE_IB = {
+    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    "NCCL_IB_GID_INDEX": "3",
+    "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+    "NCCL_IB_QPS_PER_CONNECTION": "4",
+    "NCCL_IB_SL": "0",
+    "NCCL_IB_SPLIT_DATA_ON_QPS": "0",
+    "NCCL_SOCKET_IFNAME": "eth0",
+    "OMPI_MCA_coll_hcoll_enable": "0",
+    "OMPI_MCA_coll_ucc_enable": "0",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "t",
+    "UCX_IB_PCI_RELAXED_ORDERING": "on",
+    "UCX_MEM_EVENTS": "n",
+    "UCX_NET_DEVICES": "eth0",
+    "UCX_TLS": "tcp",
+}
 
 GB200_BASE = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
 AZURE_IB = {

@@ -54,7 +54,8 @@ TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 DEFAULT_DCGM_HOST = "nvidia-dcgm.gpu-operator.svc:5555"
 DEFAULT_MEGATRON_REPO = "https://github.com/NVIDIA/Megatron-LM.git"
-ATTENTION_FLAG = "--attention-backend ${ATTENTION_BACKEND:-flash}"
+ATTENTION_FLAG = '--attention-backend "$attention_backend"'
+ATTENTION_DEFAULT = "attention_backend=${ATTENTION_BACKEND:-flash}"
 FORBIDDEN_ENV = ("NCCL_NVLS_ENABLE", "NVTE_FUSED_ATTN", "NVTE_FLASH_ATTN", "NVTE_UNFUSED_ATTN")
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
@@ -637,12 +638,12 @@ def test_train_script_parallelism_and_shape(key, arch, tp, pp):
     assert f"TP=${{TENSOR_PARALLELISM:-{tp}}}" in script
     assert f"PP=${{PIPELINE_PARALLELISM:-{pp}}}" in script
     assert f"total_gpus={8 * GPUS_PER_NODE[arch]}" in script
-    assert ATTENTION_FLAG in script
+    assert ATTENTION_FLAG in script and ATTENTION_DEFAULT in script
     assert "--attention-backend flash" not in script
     assert "--mock-data" in script
-    assert '--train-iters "${TRAIN_ITERS:-50}"' in script
-    assert '--eval-interval "${TRAIN_ITERS:-50}"' in script
-    assert '--exit-duration-in-mins "${EXIT_DURATION_MINS:-30}"' in script
+    assert "train_iters=${TRAIN_ITERS:-50}" in script and "exit_duration_mins=${EXIT_DURATION_MINS:-30}" in script
+    assert '--train-iters "$train_iters"' in script and '--eval-interval "$train_iters"' in script
+    assert '--exit-duration-in-mins "$exit_duration_mins"' in script
     for name in FORBIDDEN_ENV:
         assert name not in script
     shape = {
@@ -657,8 +658,8 @@ def test_train_script_parallelism_and_shape(key, arch, tp, pp):
 
 def test_train_script_follows_step_options():
     script = train_script(spec_of("training/nemotron5-8b", options={"maxSteps": 7, "exitDurationMins": 9}), "nemotron5-8b")
-    assert '--train-iters "${TRAIN_ITERS:-7}"' in script
-    assert '--exit-duration-in-mins "${EXIT_DURATION_MINS:-9}"' in script
+    assert "train_iters=${TRAIN_ITERS:-7}" in script
+    assert "exit_duration_mins=${EXIT_DURATION_MINS:-9}" in script
 
 
 def test_image_override_moves_the_clone_init_container_too():

@@ -276,7 +276,8 @@ def test_every_other_platform_keeps_the_flash_default(platform, arch):
     wf = render("training/nemotron5-8b", platform, arch)
     assert "ATTENTION_BACKEND" not in all_env_names(wf)
     train_sh = next(d for d in wf["spec"]["dependencies"] if d["kind"] == "ConfigMap")["data"]["train.sh"]
-    assert "--attention-backend ${ATTENTION_BACKEND:-flash}" in train_sh
+    assert "attention_backend=${ATTENTION_BACKEND:-flash}" in train_sh
+    assert '--attention-backend "$attention_backend"' in train_sh
 
 
 def test_aws_user_env_still_wins_and_is_forwarded_once():
@@ -364,9 +365,46 @@ def test_aws_gb300_worker_removes_the_efa_stack_before_serving_ssh():
 
 
 @pytest.mark.parametrize("entry", LOOPBACKS + TRAINING)
-def test_aws_gb300_leaves_loopbacks_and_training_alone(entry):
+def test_aws_gb300_loopbacks_and_training_clear_efa_and_claim_roce(entry):
     wf = render(entry, "aws", "gb300")
-    assert not [o for o in applied(wf) if o.startswith("aws-")]
+    assert [o for o in applied(wf) if o.startswith("aws-")] == ["aws-gb300-efa-cleanup", "aws-gb300-roce-devices"]
+    command = trainer(wf)["command"]
+    shell = "/bin/bash" if entry.startswith("training/") else "/bin/sh"
+    assert command[:2] == [shell, "-c"]
+    lines = command[2].splitlines()
+    assert lines[:3] == ["rm -rf /opt/amazon", "unset NCCL_NET_PLUGIN", "unset NCCL_TUNER_PLUGIN"]
+    if entry.startswith("training/"):
+        assert lines[3:] == ["unset AWS_OFI_NCCL_VERSION", 'exec /bin/bash "$0" "$@"']
+        assert len(command) == 3 and trainer(wf)["args"] == ["/config/train.sh"]
+    else:
+        assert lines[3:] == ['exec "$0" "$@"']
+        assert command[3:] == ["/usr/local/bin/all_reduce_perf_mpi"] and trainer(wf)["args"][:2] == ["-b", "8"]
+    claim = next(d for d in wf["spec"]["dependencies"] if d["kind"] == "ResourceClaimTemplate")
+    request = claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert request["deviceClassName"] == "roce.networking.k8s.aws" and request["count"] == 8
+    assert {"name": "roce-channel", "resourceClaimTemplateName": f"{entry.split('/')[1]}-roce"} in pod(wf)["spec"]["resourceClaims"]
+    assert {"name": "roce-channel"} in container(wf)["resources"]["claims"]
+
+
+@pytest.mark.parametrize("entry", LOOPBACKS)
+def test_aws_gb300_cleanup_prologue_runs_the_program_with_its_arguments_as_data(entry, tmp_path):
+    import shutil
+    import subprocess
+
+    command = render(entry, "aws", "gb300")["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["command"]
+    prologue = command[2].replace("rm -rf /opt/amazon", "true")  # keep the test away from the filesystem
+    hostile = "$(touch pwned)"
+    done = subprocess.run([shutil.which("sh") or "/bin/sh", "-c", prologue, "printf", "%s|", "-b", hostile],
+                          env={"NCCL_NET_PLUGIN": "ofi", "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
+                          capture_output=True, text=True, check=True, timeout=30)
+    assert done.stdout == "-b|$(touch pwned)|"
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("arch", ["h100", "gb200"])
+def test_aws_efa_architectures_keep_the_efa_userspace(arch):
+    for entry in LOOPBACKS + TRAINING:
+        assert "aws-gb300-efa-cleanup" not in applied(render(entry, "aws", arch))
 
 
 # --- GCP H100: TCPXO --------------------------------------------------------------------------
@@ -447,12 +485,19 @@ def test_gcp_h100_training_uses_tcpxo_and_the_training_image(entry):
 
 
 @pytest.mark.parametrize("entry", LOOPBACKS)
-def test_gcp_h100_loopbacks_take_only_the_nccl_image(entry):
+def test_gcp_h100_loopbacks_take_the_tcpxo_plumbing_image_and_fastrak_env(entry):
     wf = render(entry, "gcp", "h100")
-    assert applied(wf) == ["gcp-h100-nccl-image-loopback"]
+    assert applied(wf) == ["gcp-h100-nccl-image-loopback", "gcp-h100-tcpxo-daemon"]
     assert trainer(wf)["image"] == TCPXO_V1015["ncclImage"] and container(wf)["image"] == TCPXO_V1015["ncclImage"]
-    assert "initContainers" not in pod(wf)["spec"] and "annotations" not in pod(wf).get("metadata", {})
+    assert container(wf, name="tcpxo-daemon", init=True)["restartPolicy"] == "Always"
+    assert "networking.gke.io/interfaces" in pod(wf)["metadata"]["annotations"]
+    # the blanket toleration already covers the GPU taint
     assert pod(wf)["spec"]["tolerations"] == [{"operator": "Exists"}]
+    env = {e["name"]: e["value"] for e in trainer(wf)["env"]}
+    assert env["NCCL_FASTRAK_IFNAME"] == ",".join(f"eth{i}" for i in range(1, 9))
+    assert env["NCCL_FASTRAK_CTRL_DEV"] == "eth0" and env["NCCL_DEBUG"] == "INFO"
+    assert (env.get("NCCL_SHM_DISABLE"), env.get("NCCL_P2P_DISABLE")) == (
+        ("1", "1") if entry == "communication/nccl-loopback" else (None, None))
 
 
 def test_gcp_h100_cluster_facts_pick_networks_and_images():
@@ -493,7 +538,7 @@ def test_gcp_gpu_toleration_keeps_the_users_tolerations():
 
 
 @pytest.mark.parametrize("arch", ["gb200", "gb300"])
-@pytest.mark.parametrize("entry", MPI + TRAINING)
+@pytest.mark.parametrize("entry", MPI + LOOPBACKS + TRAINING)
 def test_gcp_gb_rdma_networks(arch, entry):
     wf = render(entry, "gcp", arch)
     assert "gcp-gb200-gb300-rdma-networks" in applied(wf)
@@ -502,7 +547,7 @@ def test_gcp_gb_rdma_networks(arch, entry):
     interfaces = json.loads(annotations["networking.gke.io/interfaces"])
     assert interfaces[0] == {"interfaceName": "eth0", "network": "default"}
     assert [i["network"] for i in interfaces[1:]] == RDMA_NETWORKS
-    assert len({i["interfaceName"] for i in interfaces}) == len(interfaces)
+    assert [i["interfaceName"] for i in interfaces[1:]] == ["rdma0", "rdma1", "rdma2", "rdma3"]
     resources = container(wf)["resources"]
     for side in ("limits", "requests"):
         assert {k: v for k, v in resources[side].items() if k.startswith("networking.gke.io.networks/")} == {
@@ -520,6 +565,30 @@ def test_gcp_gb_roce_env(arch, entry):
     assert env["NCCL_NET_GDR_LEVEL"] == "5" and env["NCCL_DEBUG"] == "INFO"
     assert "NCCL_NVLS_ENABLE" not in env  # left to NCCL's probe
     assert trainer(wf)["image"] == "nvcr.io/nvidia/pytorch:26.01-py3"
+
+
+@pytest.mark.parametrize("arch", ["gb200", "gb300"])
+@pytest.mark.parametrize("entry", LOOPBACKS + TRAINING)
+def test_gcp_gb_loopbacks_and_training_keep_gpudirect_rdma_on(arch, entry):
+    wf = render(entry, "gcp", arch)
+    env = {e["name"]: e["value"] for e in (trainer(wf) if entry in LOOPBACKS else container(wf))["env"]}
+    assert env["NCCL_NET_GDR_LEVEL"] == "5" and env["NCCL_DEBUG"] == "INFO"
+
+
+ARM64_NO_SCHEDULE = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("arch", ["gb200", "gb300"])
+@pytest.mark.parametrize("entry", MPI + LOOPBACKS + TRAINING)
+def test_gcp_gb_workers_tolerate_the_a4x_taints(arch, entry):
+    wf = render(entry, "gcp", arch)
+    if entry in LOOPBACKS:
+        assert pod(wf)["spec"]["tolerations"] == [{"operator": "Exists"}]
+        return
+    assert "gcp-gb200-gb300-tolerations" in applied(wf)
+    assert pod(wf)["spec"]["tolerations"] == [ARM64_NO_SCHEDULE, GPU_PRESENT]
+    if entry in MPI:
+        assert not pod(wf, "launcher")["spec"].get("tolerations")
 
 
 def test_gcp_gb_no_nics_means_no_networks():
@@ -593,14 +662,16 @@ SCOPE = {
     "aws-efa-training": ("aws", {"h100", "gb200"}, TRAINING),
     "aws-h100-efa-training-resources": ("aws", {"h100"}, TRAINING),
     "aws-gb200-efa-training-resources": ("aws", {"gb200"}, TRAINING),
-    "aws-gb300-roce-devices": ("aws", {"gb300"}, MPI),
+    "aws-gb300-roce-devices": ("aws", {"gb300"}, MPI + LOOPBACKS + TRAINING),
+    "aws-gb300-efa-cleanup": ("aws", {"gb300"}, LOOPBACKS + TRAINING),
     "aws-gb300-roce-nccl": ("aws", {"gb300"}, MPI),
-    "gcp-h100-tcpxo-daemon": ("gcp", {"h100"}, MPI + TRAINING),
+    "gcp-h100-tcpxo-daemon": ("gcp", {"h100"}, MPI + LOOPBACKS + TRAINING),
     "gcp-h100-tcpxo-nccl": ("gcp", {"h100"}, MPI),
     "gcp-h100-tcpxo-training": ("gcp", {"h100"}, TRAINING),
     "gcp-h100-nccl-image-loopback": ("gcp", {"h100"}, LOOPBACKS),
-    "gcp-gb200-gb300-rdma-networks": ("gcp", {"gb200", "gb300"}, MPI + TRAINING),
-    "gcp-gb200-gb300-roce-env": ("gcp", {"gb200", "gb300"}, MPI),
+    "gcp-gb200-gb300-rdma-networks": ("gcp", {"gb200", "gb300"}, MPI + LOOPBACKS + TRAINING),
+    "gcp-gb200-gb300-roce-env": ("gcp", {"gb200", "gb300"}, MPI + LOOPBACKS + TRAINING),
+    "gcp-gb200-gb300-tolerations": ("gcp", {"gb200", "gb300"}, MPI + TRAINING),
     "gcp-rtxpro6000-tcp-nccl": ("gcp", {"rtxpro6000"}, MPI),
     "gcp-rtxpro6000-tcp-training": ("gcp", {"rtxpro6000"}, ["training/nemotron5-8b"]),
 }

@@ -232,13 +232,13 @@ def test_azure_a100_collective_uses_its_own_profile_and_topology() -> None:
 
 @pytest.mark.parametrize("arch", ["gb200", "gb300"])
 @pytest.mark.parametrize("key", MPI)
-def test_azure_gb200_gb300_keep_topology_and_socket_env(arch: str, key: str) -> None:
-    """The ordering trap: the GB200 path must not drop the Azure InfiniBand variables."""
+def test_azure_gb200_gb300_args_take_the_gb200_env_in_place_of_the_h100_profile(arch: str, key: str) -> None:
+    """NVCRE's GB200 arm replaces the Azure arm's args: no H100 topology path reaches GB200 ranks."""
     workflow = render("azure", arch, key)
     names = applied(workflow)
-    assert {"azure-ib-env", "azure-ib-topo", "azure-gb200-gb300-env"} <= set(names)
-    assert "azure-h100-ib-env" not in names
-    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **AZURE_IB, **GB200_BASE}
+    assert {"azure-ib-topo", "azure-gb200-gb300-env"} <= set(names)
+    assert "azure-h100-ib-env" not in names and "azure-ib-env" not in names
+    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **GB200_BASE}
     assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-topo")
     assert_nics(workflow, 8)
 
@@ -248,8 +248,24 @@ def test_azure_gb200_loopbacks_get_the_gb200_base_values(key: str) -> None:
     workflow = render("azure", "gb200", key)
     env = env_map(trainer(workflow)["env"])
     assert {k: env[k] for k in GB200_BASE} == GB200_BASE
-    assert "NCCL_NVLS_ENABLE" not in env
-    assert "azure-ib-topo" not in applied(workflow)
+    assert "NCCL_NVLS_ENABLE" not in env and "NCCL_TOPO_FILE" not in env
+    # the NIC + topology dependency of NVCRE's Azure loopback arm stays
+    assert applied(workflow)[0] == "azure-ib-topo" and "azure-ib-env" not in applied(workflow)
+    assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-topo")
+    assert_nics(workflow, 8)
+
+
+@pytest.mark.parametrize("arch", ["a100", "h100", "h200"])
+@pytest.mark.parametrize("key", LOOPBACKS)
+def test_azure_loopbacks_cross_the_hcas_with_the_topology_file(arch: str, key: str) -> None:
+    workflow = render("azure", arch, key)
+    assert applied(workflow) == ["azure-ib-env", "azure-ib-topo"]
+    env = env_map(trainer(workflow)["env"])
+    assert {k: env[k] for k in AZURE_IB} == AZURE_IB
+    assert (env.get("NCCL_SHM_DISABLE"), env.get("NCCL_P2P_DISABLE")) == (
+        ("1", "1") if key == "communication/nccl-loopback" else (None, None))
+    assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-topo")
+    assert_nics(workflow, 8)
 
 
 def test_azure_nics_omitted_at_zero_but_topology_kept() -> None:
@@ -435,10 +451,20 @@ def test_togetherai_h100_collectives(key: str) -> None:
 
 @pytest.mark.parametrize("arch", ["gb200", "gb300"])
 @pytest.mark.parametrize("key", MPI)
-def test_togetherai_gb_keeps_its_ib_env(arch: str, key: str) -> None:
+def test_togetherai_gb_args_take_the_gb200_env_in_place_of_the_h100_hca_list(arch: str, key: str) -> None:
     workflow = render("togetherai", arch, key)
-    assert {"togetherai-ib-env", "togetherai-ib-nics", "togetherai-gb200-gb300-env"} <= set(applied(workflow))
-    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **TOGETHER_IB, **GB200_BASE}
+    assert {"togetherai-ib-nics", "togetherai-gb200-gb300-env"} <= set(applied(workflow))
+    assert "togetherai-ib-env" not in applied(workflow)
+    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **GB200_BASE}
+    assert_nics(workflow, 8)
+
+
+@pytest.mark.parametrize("key", LOOPBACKS)
+def test_togetherai_h100_loopbacks_get_the_hcas_and_the_ib_env(key: str) -> None:
+    workflow = render("togetherai", "h100", key)
+    assert applied(workflow) == ["togetherai-ib-env", "togetherai-ib-nics"]
+    env = env_map(trainer(workflow)["env"])
+    assert {k: env[k] for k in TOGETHER_IB} == TOGETHER_IB
     assert_nics(workflow, 8)
 
 
@@ -514,7 +540,6 @@ ABSENT = [
     # (overlay, platform, arch, entry): a render the overlay must not reach
     ("azure-ib-topo", "aws", "h100", MPI[0]),
     ("azure-ib-topo", "azure", "l40s", MPI[0]),
-    ("azure-ib-topo", "azure", "gb200", LOOPBACKS[0]),
     ("azure-ib-env", "azure", "a100", MPI[0]),
     ("azure-ib-env", "onprem", "h100", MPI[0]),
     ("azure-h100-ib-env", "azure", "h200", MPI[0]),
@@ -543,7 +568,10 @@ ABSENT = [
     ("oci-roce-loopback-env", "oci", "h100", LOOPBACKS[0]),
     ("oci-dcgm-unprivileged", "azure", "gb200", DCGM),
     ("togetherai-ib-env", "azure", "h100", MPI[0]),
-    ("togetherai-ib-env", "togetherai", "h100", LOOPBACKS[0]),
+    ("togetherai-ib-env", "togetherai", "gb200", MPI[0]),
+    ("togetherai-ib-env", "togetherai", "gb300", LOOPBACKS[0]),
+    ("azure-ib-env", "azure", "gb200", MPI[0]),
+    ("azure-ib-env", "azure", "gb300", LOOPBACKS[0]),
     ("togetherai-gb200-gb300-env", "togetherai", "h100", MPI[0]),
     ("togetherai-gb200-gb300-env", "oci", "gb200", MPI[0]),
     ("forge-ib-env", "forge", "l40s", MPI[0]),
@@ -588,3 +616,39 @@ def test_nvls_forced_on_only_with_a_comment() -> None:
         for index, line in enumerate(lines):
             if re.search(r'NCCL_NVLS_ENABLE.*"1"', line):
                 assert lines[index - 1].strip().startswith("#"), f"{path.name}:{index + 1} forces NVLS without a reason"
+
+
+# --- loopbacks on the NIC platforms --------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch,nics", [("h100", 8), ("gb300", 4)])
+@pytest.mark.parametrize("key", LOOPBACKS)
+def test_oci_loopbacks_attach_the_sriov_nics(arch: str, nics: int, key: str) -> None:
+    workflow = render("oci", arch, key)
+    assert "oci-sriov-nics" in applied(workflow)
+    annotation = pod(workflow)["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+    assert annotation == ",".join(["network-operator/sriov-net"] * nics)
+    resources = container(workflow)["resources"]
+    assert resources["limits"]["nvidia.com/mlnxnics"] == resources["requests"]["nvidia.com/mlnxnics"] == str(nics)
+    env = env_map(trainer(workflow)["env"])
+    assert env["NCCL_IB_GID_INDEX"] == "3"
+    if arch == "h100":
+        assert env["NCCL_IB_TC"] == "41" and env["NCCL_SOCKET_IFNAME"] == "eth0"
+    else:
+        assert "NCCL_IB_TC" not in env  # GB300: NVCRE's GB200 arm replaces the OCI loopback env
+
+
+@pytest.mark.parametrize("key", LOOPBACKS)
+def test_oci_gb200_loopbacks_request_no_nic_at_the_default_zero(key: str) -> None:
+    workflow = render("oci", "gb200", key)
+    assert "oci-sriov-nics" not in applied(workflow)
+    assert "nvidia.com/mlnxnics" not in json.dumps(workflow)
+
+
+def test_forge_l40_loopback_orders_gpus_by_pci_bus_and_requests_no_nic() -> None:
+    workflow = render("forge", "l40", "communication/nccl-loopback")
+    assert applied(workflow) == ["forge-ib-env"]
+    env = env_map(trainer(workflow)["env"])
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and env["NCCL_SHM_DISABLE"] == "1"
+    assert "NCCL_IB_GID_INDEX" not in env
+    assert "nvidia.com/mlnxnics" not in json.dumps(workflow)

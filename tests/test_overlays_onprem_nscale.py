@@ -520,7 +520,6 @@ def test_nscale_from_resource_slice_facts():
 
 
 def test_mistral_gb300_profile_nic_and_toleration():
-    arm64_any_effect = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64"}
     workflows = render("mistral", "gb300", MPI + LOOPBACKS + TRAINING)
     for entry in MPI:
         workflow = workflows[entry]
@@ -528,22 +527,26 @@ def test_mistral_gb300_profile_nic_and_toleration():
         env = forwarded(workflow)
         assert list(env) == BASE_MPI_FORWARDS + list(MISTRAL_IB)
         assert {k: env[k] for k in MISTRAL_IB} == MISTRAL_IB
-        assert pod(workflow)["tolerations"] == [arm64_any_effect]
-        assert pod(workflow, "launcher")["tolerations"] == [arm64_any_effect]
-        assert container(workflow)["resources"]["limits"] == {"nvidia.com/gpu": "4", "rdma/ib": "8"}
-        assert container(workflow)["resources"]["requests"] == {"nvidia.com/gpu": "4", "rdma/ib": "8"}
+        assert pod(workflow)["tolerations"] == [ARM64, GPU_PRESENT]
+        # the launcher tolerates the tray taints too, so it cannot stay Pending on a tainted fleet
+        assert pod(workflow, "launcher")["tolerations"] == [ARM64, GPU_PRESENT]
+        assert container(workflow)["resources"]["limits"] == {"nvidia.com/gpu": "4", "rdma/ib": "1"}
+        assert container(workflow)["resources"]["requests"] == {"nvidia.com/gpu": "4", "rdma/ib": "1"}
         assert trainer(workflow)["image"] == "nvcr.io/nvidia/pytorch:26.01-py3"
         assert container(workflow)["image"] == "nvcr.io/nvidia/pytorch:26.01-py3"
     for entry in TRAINING:
         env = env_of(container(workflows[entry])["env"])
         assert {k: env[k] for k in MISTRAL_IB} == MISTRAL_IB
-        assert pod(workflows[entry])["tolerations"] == [arm64_any_effect]
-        assert container(workflows[entry])["resources"]["limits"]["rdma/ib"] == "8"
-    loopback = workflows["communication/nccl-loopback"]
-    assert {k: v for k, v in env_of(trainer(loopback)["env"]).items() if k in MISTRAL_IB} == MISTRAL_IB
-    assert container(loopback)["resources"]["limits"]["rdma/ib"] == "8"
-    assert pod(loopback)["tolerations"] == [{"operator": "Exists"}]
-    assert "mistral-gb300-ib" not in applied(workflows["communication/nccl-loopback-nvswitch"])
+        assert pod(workflows[entry])["tolerations"] == [ARM64, GPU_PRESENT]
+        assert container(workflows[entry])["resources"]["limits"]["rdma/ib"] == "1"
+    for entry in LOOPBACKS:
+        loopback = workflows[entry]
+        assert "mistral-gb300-ib" in applied(loopback)
+        env = env_of(trainer(loopback)["env"])
+        assert {k: v for k, v in env.items() if k in MISTRAL_IB} == MISTRAL_IB
+        assert env.get("NCCL_SHM_DISABLE") == ("1" if entry == "communication/nccl-loopback" else None)
+        assert container(loopback)["resources"]["limits"]["rdma/ib"] == "1"
+        assert pod(loopback)["tolerations"] == [{"operator": "Exists"}]
 
 
 def test_mistral_gb300_no_nic_at_zero():

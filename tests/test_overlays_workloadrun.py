@@ -47,7 +47,6 @@ ARCHS = sorted(load_catalog().gpu_defaults.architectures)
 PLATFORMS = list(platform_names())
 
 ARM64 = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"}
-ARM64_ANY_EFFECT = {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64"}
 
 # --- the profiles, written out independently of the overlay templates -------------------------------
 
@@ -764,7 +763,7 @@ def test_azure_user_config_and_topology_configmaps_coexist():
     ("togetherai", "h100", "nvidia.com/mlnxnics", "8"),
     ("togetherai", "gb300", "nvidia.com/mlnxnics", "8"),
     ("forge", "l40", "nvidia.com/mlnxnics", "4"),
-    ("mistral", "gb300", "rdma/ib", "8"),
+    ("mistral", "gb300", "rdma/ib", "1"),
 ])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_nic_requests_and_their_omission_at_zero(platform, arch, resource, count, framework):
@@ -779,10 +778,10 @@ def test_nic_requests_and_their_omission_at_zero(platform, arch, resource, count
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_mistral_gb300_tolerates_arm64_on_workers_and_launcher(framework):
+def test_mistral_gb300_tolerates_arm64_and_gpu_taints_on_workers_and_launcher(framework):
     wf = render("mistral", "gb300", framework)
-    assert pod(wf)["spec"]["tolerations"] == [ARM64_ANY_EFFECT]
+    assert pod(wf)["spec"]["tolerations"] == [ARM64, GPU_PRESENT]
     if framework == "mpi":
-        assert pod(wf, "launcher")["spec"]["tolerations"] == [ARM64_ANY_EFFECT]
+        assert pod(wf, "launcher")["spec"]["tolerations"] == [ARM64, GPU_PRESENT]
     b300 = render("mistral", "b300", framework)
     assert not set(applied(b300)) & set(SCOPE) and "tolerations" not in pod(b300)["spec"]

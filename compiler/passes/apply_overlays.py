@@ -12,7 +12,7 @@ import copy
 from dataclasses import replace
 
 from ..diagnostics import CompileError, Diagnostic, error
-from ..overlays import MatchFacts, PatchError, apply_operation
+from ..overlays import MatchFacts, OverlayConditionError, PatchError, apply_operation
 from ..templating import template_set
 from ..unit import Context, Unit
 from .instantiate_catalog import template_values
@@ -31,21 +31,29 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     )
     templates = template_set(str(ctx.catalog.root), str(ctx.overlays.root))
     values = template_values(unit, ctx)
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = copy.deepcopy(dict(unit.workflow or {}))
     owners: dict[str, str] = {}
     applied = []
-    for overlay in ctx.overlays.matching(facts):
+    try:
+        matching = ctx.overlays.matching(facts)
+    except OverlayConditionError as exc:
+        where = f"overlay {exc.overlay.name} ({exc.overlay.source})"
+        return unit, [error("OverlayConditionFailed", f"{where} when.expression",
+                            f"{exc.message} (pass apply_overlays, while rendering {ctx.entry.key})")]
+    for overlay in matching:
         where = f"overlay {overlay.name} ({overlay.source})"
         try:
             operations = templates.render_yaml(overlay.patches, values, where)
         except CompileError as exc:
             return unit, exc.diagnostics
         if not isinstance(operations, list):
-            return unit, [error("OverlayInvalid", where, "the patch template must render a list of operations")]
+            return unit, [error("OverlayInvalid", where,
+                                f"the patch template must render a list of operations (pass apply_overlays, while rendering {ctx.entry.key})")]
         for index, operation in enumerate(operations):
             try:
                 workflow = apply_operation(workflow, operation, owners, overlay.name)
             except PatchError as exc:
-                return unit, [error("OverlayPatchFailed", f"{where} patch[{index}]", f"{exc} (while rendering {ctx.entry.key})")]
+                return unit, [error("OverlayPatchFailed", f"{where} patch[{index}]",
+                                f"{exc} (pass apply_overlays, while rendering {ctx.entry.key})")]
         applied.append({"decision": "overlay", "value": overlay.name, "reason": overlay.reason})
     return replace(unit, workflow=workflow).with_provenance(*applied), []

@@ -10,6 +10,10 @@ lands depends on how the entry starts its ranks:
   pushed past Kubeflow's 128 ``trainer.args`` fails instead of being refused by the API server.
 * every other entry: ``trainer.env``, replaced by name, else appended.
 
+The training entries' script computes with some variables (``TRAIN_SCRIPT_COUNTS``); a value
+for one of them that is not plain decimal digits is refused here, where it is known, as well as
+by the script itself before any arithmetic.
+
 No env leaves the unit untouched.
 """
 
@@ -24,11 +28,16 @@ from ..mpi_args import NoForwardAnchor, set_forwarded
 from ..unit import Context, Unit
 from ..workflow_paths import option_path, trainer
 
-__all__ = ["merge_env", "MAX_ENV_ENTRIES", "MAX_TRAINER_ARGS"]
+__all__ = ["MAX_ENV_ENTRIES", "MAX_TRAINER_ARGS", "TRAIN_SCRIPT_COUNTS", "merge_env"]
 
 MAX_ENV_ENTRIES = 32
 #: Kubeflow Trainer's limit on ``trainer.args`` (and ``trainer.command``)
 MAX_TRAINER_ARGS = 128
+#: variables the training script (catalog/_lib/scripts/train.sh.j2) reads as whole numbers
+TRAIN_SCRIPT_COUNTS = frozenset({
+    "TENSOR_PARALLELISM", "PIPELINE_PARALLELISM", "MICRO_BATCH_SIZE", "GLOBAL_BATCH_SIZE", "SEQ_LENGTH",
+    "TRAIN_ITERS", "EXIT_DURATION_MINS", "SAVE_INTERVAL", "SAVE_RETAIN_INTERVAL",
+})
 
 
 def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
@@ -37,6 +46,8 @@ def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         return unit, []
     where = option_path(ctx, "env")
     pairs, problems = _checked_pairs(env, where)
+    if not problems and ctx.entry.domain == "training":
+        problems = _checked_counts(env, where)
     if problems:
         return unit, problems
     if unit.workflow is None:
@@ -97,8 +108,23 @@ def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Di
     return pairs, problems
 
 
+def _checked_counts(env: list, where: str) -> list[Diagnostic]:
+    """Counts the training script computes with must be decimal digits (never shell text)."""
+    return [
+        error(
+            "EnvValueInvalid",
+            f"{where}[{index}].value",
+            f"{entry['name']} is a count the training script computes with; give decimal digits only",
+        )
+        for index, entry in enumerate(env)
+        if entry["name"] in TRAIN_SCRIPT_COUNTS
+        and not (entry.get("value", "").isascii() and entry.get("value", "").isdigit())
+    ]
+
+
 def _forward_with_mpi(spec: dict, pairs: list[tuple[str, str]], ctx: Context, where: str) -> list[Diagnostic]:
-    args = spec.get("args") if isinstance(spec.get("args"), list) else []
+    current = spec.get("args")
+    args: list[str] = list(current) if isinstance(current, list) else []
     try:
         for name, value in pairs:
             args = set_forwarded(args, name, value)
