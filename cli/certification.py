@@ -1,11 +1,15 @@
-"""``nvcrectl certification``: offline render, validation and the category list."""
+"""``nvcrectl certification``: offline render (to stdout or a GitOps directory), validation, the category list.
+
+The review and mirroring commands (``diff``, ``images``) live in their own modules and are
+mounted here, so their bodies load nothing until they run.
+"""
 
 from __future__ import annotations
 
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,11 +29,11 @@ class ListFormat(str, Enum):
 
 
 # Options shared by every render command (certification and workloadrun).
-PlatformOption = Annotated[Optional[str], typer.Option("--platform", help="Platform to render for (overrides detection).")]
+PlatformOption = Annotated[str | None, typer.Option("--platform", help="Platform to render for (overrides detection).")]
 GPUArchOption = Annotated[
-    Optional[str], typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")
+    str | None, typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")
 ]
-FactsOption = Annotated[Optional[Path], typer.Option("--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML.")]
+FactsOption = Annotated[Path | None, typer.Option("--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML.")]
 ExplainOption = Annotated[
     bool, typer.Option("--explain", help="Print every render decision and where it came from to stderr.")
 ]
@@ -45,7 +49,10 @@ def _load_single(path: Path) -> dict:
     return docs[0]
 
 
-def _load_facts(path: Optional[Path]):
+load_single = _load_single
+
+
+def _load_facts(path: Path | None):
     if path is None:
         return None
     from nvcre.compiler.facts import load_facts
@@ -53,35 +60,155 @@ def _load_facts(path: Optional[Path]):
     return load_facts(path)
 
 
+# Options shared by the render commands that can write a GitOps directory.
+OutputDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-dir",
+        help="Write one file per object plus a kustomization.yaml into this directory instead of stdout.",
+    ),
+]
+EnvPrefixOption = Annotated[
+    str | None,
+    typer.Option(
+        "--env-prefix",
+        help="Read unset --platform/--gpu-arch/--facts from <PREFIX>NVCRE_PLATFORM, <PREFIX>NVCRE_GPU_ARCH, "
+        "<PREFIX>NVCRE_FACTS (e.g. ARGOCD_ENV_ in an Argo CD plugin).",
+    ),
+]
+
+
 @app.command("render")
 @guarded
 def render(
-    file: Path = typer.Argument(..., help="Certification YAML file ('-' reads standard input)."),
+    file: Annotated[
+        Path,
+        typer.Argument(help="Certification YAML file ('-' reads standard input), or a directory: every Certification in it."),
+    ],
     platform: PlatformOption = None,
     gpu_arch: GPUArchOption = None,
     facts: FactsOption = None,
-    output: Format = typer.Option(Format.yaml, "--output", "-o", help="yaml (documents separated by ---) or json (one array)."),
+    output: Annotated[
+        Format, typer.Option("--output", "-o", help="yaml (documents separated by ---) or json (one array).")
+    ] = Format.yaml,
     explain: ExplainOption = False,
+    output_dir: OutputDirOption = None,
+    env_prefix: EnvPrefixOption = None,
 ) -> None:
     """Print one Workflow per category, in spec order, exactly as the controller would create them."""
     from nvcre.compiler.render import render_certification
 
-    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)
+    platform, gpu_arch, facts = flags_from_env(env_prefix, platform, gpu_arch, facts)
+    if file.is_dir():
+        render_directory(file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain,
+                         output_dir=output_dir)
+        return
+    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output,
+                     explain=explain, output_dir=output_dir)
 
 
-def render_to_stdout(renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool) -> None:
+def flags_from_env(
+    prefix: str | None, platform: str | None, gpu_arch: str | None, facts: Path | None
+) -> tuple[str | None, str | None, Path | None]:
+    """Fill flags the user left unset from ``<prefix>NVCRE_*`` variables (empty values count as unset)."""
+    if prefix is None:
+        return platform, gpu_arch, facts
+    import os
+
+    def value(name: str) -> str | None:
+        return os.environ.get(f"{prefix}{name}") or None
+
+    env_facts = value("NVCRE_FACTS")
+    return (
+        platform or value("NVCRE_PLATFORM"),
+        gpu_arch or value("NVCRE_GPU_ARCH"),
+        facts or (Path(env_facts) if env_facts else None),
+    )
+
+
+def render_to_stdout(renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool,
+                     output_dir: Path | None = None) -> None:
     """Shared body of the render commands: load, render, report diagnostics, then print the documents.
 
-    Everything is rendered before anything is printed, so a failing render leaves stdout empty.
+    Everything is rendered before anything is printed, so a failing render leaves stdout empty
+    (and, with ``output_dir``, the directory untouched).
     """
-    from nvcre.compiler.emit import dump_json, dump_yaml_stream
-
     rendered = renderer(_load_single(file), facts=_load_facts(facts), platform=platform, gpu_arch=gpu_arch)
     print_diagnostics(rendered.diagnostics)
     if explain:
         _explain(rendered)
-    text = dump_json(rendered.workflows) if output is Format.json else dump_yaml_stream(rendered.workflows)
-    sys.stdout.write(text)
+    emit_workflows(rendered.workflows, output=output, output_dir=output_dir)
+
+
+def emit_workflows(workflows: list, *, output: Format, output_dir: Path | None) -> None:
+    """Print the objects on stdout, or lay them out in ``output_dir`` (a summary line goes to stderr)."""
+    from nvcre.compiler.emit import dump_json, dump_yaml_stream
+
+    if output_dir is not None:
+        from nvcre.compiler.diagnostics import CompileError, error
+        from nvcre.compiler.gitops import plan_directory
+
+        from .gitops import write_directory
+
+        if output is Format.json:
+            raise CompileError([error("InvalidFlags", "--output", "--output-dir writes YAML files; drop -o json")])
+        result = write_directory(plan_directory(workflows).files, output_dir)
+        sys.stderr.write(result.summary() + "\n")
+        return
+    sys.stdout.write(dump_json(workflows) if output is Format.json else dump_yaml_stream(workflows))
+
+
+def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification",)) -> list[tuple[str, dict]]:
+    """Every nvcre document of ``kinds`` under ``directory`` (recursively, hidden folders skipped), by path.
+
+    Returns ``(label, document)`` pairs in path order; the label names the file (and the
+    document's position when a file holds several). Other documents, empty files and documents
+    that are not mappings are ignored; a file that is not valid YAML is an error.
+    """
+    from nvcre.compiler.yamlio import load_documents, read_text
+
+    found: list[tuple[str, dict]] = []
+    paths = sorted(
+        p for p in directory.rglob("*")
+        if p.suffix in (".yaml", ".yml") and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
+    )
+    for path in paths:
+        relative = path.relative_to(directory).as_posix()
+        docs = load_documents(read_text(path), relative)
+        for index, doc in enumerate(docs):
+            if isinstance(doc, dict) and doc.get("kind") in kinds and str(doc.get("apiVersion", "")).startswith("nvcre.nvidia.com/"):
+                found.append((relative if len(docs) == 1 else f"{relative}[{index}]", doc))
+    return found
+
+
+def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool,
+                     output_dir: Path | None) -> None:
+    """Render every Certification under ``directory``; errors from all of them are reported together."""
+    from dataclasses import replace
+
+    from nvcre.compiler.diagnostics import CompileError, error
+    from nvcre.compiler.render import render_certification
+
+    sources = certifications_in(directory)
+    if not sources:
+        raise CompileError([error("NoCertifications", str(directory), "no Certification (nvcre.nvidia.com) found in any YAML file")])
+    cluster_facts = _load_facts(facts)
+    workflows: list = []
+    problems: list = []
+    for label, document in sources:
+        try:
+            rendered = render_certification(document, facts=cluster_facts, platform=platform, gpu_arch=gpu_arch)
+        except CompileError as exc:
+            problems.extend(replace(d, path=f"{label}: {d.path}" if d.path else label) for d in exc.diagnostics)
+            continue
+        print_diagnostics(replace(d, path=f"{label}: {d.path}" if d.path else label) for d in rendered.diagnostics)
+        if explain:
+            _explain(rendered)
+        workflows.extend(rendered.workflows)
+    if problems:
+        raise CompileError(problems)
+    emit_workflows(workflows, output=output, output_dir=output_dir)
 
 
 def _explain(rendered) -> None:
@@ -95,20 +222,33 @@ def _explain(rendered) -> None:
 
 @app.command("validate")
 @guarded
-def validate(file: Path = typer.Argument(..., help="Certification or WorkloadRun YAML file.")) -> None:
+def validate(
+    file: Annotated[Path, typer.Argument(help="Certification or WorkloadRun YAML file, or a directory: every one in it.")],
+) -> None:
     """Check a document against the same rules the API server applies; no cluster needed."""
-    from nvcre.compiler.api.validate import validate as check
-    from nvcre.compiler.diagnostics import raise_if_errors
+    from dataclasses import replace
 
-    found = check(_load_single(file))
-    raise_if_errors(found)
-    print_diagnostics(found)
-    sys.stdout.write(f"{file}: valid\n")
+    from nvcre.compiler.api.validate import validate as check
+    from nvcre.compiler.diagnostics import CompileError, error, raise_if_errors
+
+    if not file.is_dir():
+        found = check(_load_single(file))
+        raise_if_errors(found)
+        print_diagnostics(found)
+        sys.stdout.write(f"{file}: valid\n")
+        return
+    sources = certifications_in(file, kinds=("Certification", "WorkloadRun"))
+    if not sources:
+        raise CompileError([error("NoDocuments", str(file), "no Certification or WorkloadRun (nvcre.nvidia.com) found in any YAML file")])
+    every = [replace(d, path=f"{label}: {d.path}" if d.path else label) for label, doc in sources for d in check(doc)]
+    raise_if_errors(every)
+    print_diagnostics(every)
+    sys.stdout.write("".join(f"{label}: valid\n" for label, _ in sources))
 
 
 @app.command("list-categories")
 @guarded
-def list_categories(output: ListFormat = typer.Option(ListFormat.text, "--output", "-o")) -> None:
+def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.text) -> None:
     """List the catalog's categories."""
     from nvcre.compiler.catalog import load_catalog
     from nvcre.compiler.emit import dump_json
@@ -126,3 +266,14 @@ def list_categories(output: ListFormat = typer.Option(ListFormat.text, "--output
     sys.stdout.write(f"{'CATEGORY':<{width}}  {'TIMEOUT':<7}  DESCRIPTION\n")
     for e in catalog.entries:
         sys.stdout.write(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n")
+
+
+def _mount_review_commands() -> None:
+    """``diff`` and ``images`` live in their own modules; their bodies import the compiler lazily."""
+    from . import diff, images
+
+    app.command("diff")(diff.diff)
+    app.command("images")(images.images)
+
+
+_mount_review_commands()

@@ -34,6 +34,8 @@ def _mount_optional() -> None:
         ("nvcre.cli.rbac", "rbac"),
         ("nvcre.cli.mcp", "mcp"),
         ("nvcre.cli.controller", "controller"),
+        ("nvcre.cli.setup", "setup"),
+        ("nvcre.cli.gitops", "gitops"),
     ):
         try:
             sub = import_module(module)

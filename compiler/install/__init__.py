@@ -1,0 +1,15 @@
+"""Install objects for the controller, from chart-style values: the pure core of ``nvcrectl setup render``.
+
+``render_install(values)`` merges the values over the defaults, checks them (every problem a
+diagnostic with its field path), and returns the objects to apply, in apply order: the CRDs,
+the built-in LogProfiles, the namespace, the ServiceAccount, RBAC (the manager's cluster role,
+the per-namespace run role and its bindings for ``rbac.scope``), and the controller Deployment.
+Same values, same objects: nothing here reads a cluster, a clock or the environment.
+"""
+
+from __future__ import annotations
+
+from .render import Installed, render_install
+from .values import DEFAULT_VALUES, merge_values, parse_set, resolve_values
+
+__all__ = ["DEFAULT_VALUES", "Installed", "merge_values", "parse_set", "render_install", "resolve_values"]

@@ -1,0 +1,93 @@
+"""The controller's own objects: its namespace, ServiceAccount and Deployment.
+
+The Deployment runs ``python -m nvcre.runtime`` as a non-root user with a read-only root
+filesystem, no privilege escalation and every capability dropped; ``/tmp`` is the only writable
+path (an emptyDir). Its probes use the controller's ``/healthz`` and ``/readyz``, which therefore
+listen on the pod's address rather than loopback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MANAGER_NAME", "HEALTH_PORT", "METRICS_PORT", "image_reference", "manager_objects"]
+
+MANAGER_NAME = "nvcre-manager"
+METRICS_PORT = 8080
+HEALTH_PORT = 8081
+#: A fixed non-root identity (the conventional "nonroot" uid/gid of distroless images).
+RUN_AS = 65532
+
+
+def image_reference(image: dict[str, Any]) -> str:
+    """``repository@digest`` when a digest is set (a digest pins the bytes), else ``repository:tag``."""
+    if image["digest"]:
+        return f"{image['repository']}@{image['digest']}"
+    return f"{image['repository']}:{image['tag']}"
+
+
+def _args(values: dict[str, Any]) -> list[str]:
+    manager = values["manager"]
+    return [
+        f"--metrics-bind-address=0.0.0.0:{METRICS_PORT}",
+        f"--health-probe-bind-address=0.0.0.0:{HEALTH_PORT}",
+        "--leader-elect" if manager["leaderElection"] else "--no-leader-elect",
+        f"--lease-namespace={values['namespace']['name']}",
+        f"--workers={manager['workers']}",
+        f"--log-level={manager['logLevel']}",
+    ]
+
+
+def _probe(path: str, delay: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": "health"}, "initialDelaySeconds": delay, "periodSeconds": 10}
+
+
+def manager_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[str, Any]]:
+    namespace = values["namespace"]["name"]
+    manager = values["manager"]
+    selector = {"app.kubernetes.io/name": "nvcre", "app.kubernetes.io/component": "manager"}
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": values["serviceAccount"]["name"],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{
+            "name": "manager",
+            "image": image_reference(manager["image"]),
+            "imagePullPolicy": manager["image"]["pullPolicy"],
+            "command": ["python", "-m", "nvcre.runtime"],
+            "args": _args(values),
+            "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                      {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
+            "livenessProbe": _probe("/healthz", 15),
+            "readinessProbe": _probe("/readyz", 5),
+            "resources": manager["resources"],
+            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+                                "capabilities": {"drop": ["ALL"]}},
+            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        }],
+        "volumes": [{"name": "tmp", "emptyDir": {}}],
+        "terminationGracePeriodSeconds": 30,
+    }
+    if manager["imagePullSecrets"]:
+        pod_spec["imagePullSecrets"] = [{"name": name} for name in manager["imagePullSecrets"]]
+    if manager["nodeSelector"]:
+        pod_spec["nodeSelector"] = manager["nodeSelector"]
+    if manager["tolerations"]:
+        pod_spec["tolerations"] = manager["tolerations"]
+    objects: list[dict[str, Any]] = []
+    if values["namespace"]["create"]:
+        objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}})
+    objects.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": values["serviceAccount"]["name"], "namespace": namespace, "labels": labels}})
+    objects.append({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": MANAGER_NAME, "namespace": namespace, "labels": {**labels, **selector}},
+        "spec": {
+            "replicas": manager["replicas"],
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": {**labels, **selector}}, "spec": pod_spec},
+        },
+    })
+    return objects

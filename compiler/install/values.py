@@ -1,0 +1,266 @@
+"""Chart-style values for the install: the defaults, Helm-style merging and ``--set``, and their checks.
+
+Values merge the way Helm merges them: maps merge key by key, anything else replaces, and a
+``null`` removes a key (the default then applies again). ``parse_set`` reads Helm's ``--set``
+syntax (``a.b=c,d={x,y},e[0]=f``, backslash escapes, ``true``/``false``/``null`` and integers
+typed). ``resolve_values`` checks the merged result against the defaults' shape plus the rules
+below and raises :class:`CompileError` listing every problem by path.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nvcre import __version__
+
+from ..compose import CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT
+from ..diagnostics import CompileError, Diagnostic, error, warning
+
+__all__ = ["DEFAULT_VALUES", "merge_values", "parse_set", "resolve_values"]
+
+DEFAULT_VALUES: dict[str, Any] = {
+    "namespace": {"name": CONTROLLER_NAMESPACE, "create": True},
+    "serviceAccount": {"name": CONTROLLER_SERVICE_ACCOUNT},
+    "crds": {"install": True},
+    "logProfiles": {"install": True},
+    "rbac": {"scope": "cluster", "runNamespaces": []},
+    "manager": {
+        "image": {"repository": "nvcre/manager", "tag": __version__, "digest": "", "pullPolicy": "IfNotPresent"},
+        "imagePullSecrets": [],
+        "replicas": 1,
+        "leaderElection": True,
+        "workers": 2,
+        "logLevel": "info",
+        "namespaceAccessTimeout": "10m",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+        "nodeSelector": {},
+        "tolerations": [],
+    },
+}
+
+#: Keys whose value is free-form (a Kubernetes structure passed through, checked by its type only).
+_FREE_FORM = {("manager", "resources"), ("manager", "nodeSelector"), ("manager", "tolerations")}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
+_REPOSITORY = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+
+
+def merge_values(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base``: maps merge, other values replace, ``None`` deletes. Inputs untouched."""
+    out = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_values(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+# --- --set ---------------------------------------------------------------------------------------
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """Split on unescaped ``separator`` outside ``{...}``; escapes are kept for the next stage."""
+    parts, current, depth, escaped = [], "", 0, False
+    for char in text:
+        if escaped:
+            current += "\\" + char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "{":
+            depth += 1
+            current += char
+        elif char == "}":
+            depth -= 1
+            current += char
+        elif char == separator and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    if escaped:
+        current += "\\"
+    parts.append(current)
+    return parts
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def _typed(text: str) -> Any:
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    if text == "null":
+        return None
+    if re.fullmatch(r"-?(?:0|[1-9][0-9]*)", text):
+        return int(text)
+    return _unescape(text)
+
+
+def _value(text: str) -> Any:
+    if text.startswith("{") and text.endswith("}"):
+        inner = text[1:-1]
+        return [] if inner == "" else [_typed(item) for item in _split(inner, ",")]
+    return _typed(text)
+
+
+_SEGMENT = re.compile(r"^(?P<name>(?:[^\[\\]|\\.)+)(?P<indexes>(?:\[\d+\])*)$")
+
+
+def _assign(target: dict[str, Any], path: list[str], value: Any, where: str) -> None:
+    node: Any = target
+    steps: list[str | int] = []
+    for segment in path:
+        match = _SEGMENT.match(segment)
+        if match is None:
+            raise CompileError([error("InvalidSet", where, f"cannot read the key {segment!r}")])
+        steps.append(_unescape(match["name"]))
+        steps.extend(int(i) for i in re.findall(r"\[(\d+)\]", match["indexes"]))
+    for step, following in zip(steps, [*steps[1:], None]):
+        fresh: Any = [] if isinstance(following, int) else {}
+        if following is None:
+            _store(node, step, value, where)
+            return
+        if isinstance(step, int):
+            while len(node) <= step:
+                node.append(None)
+            if not isinstance(node[step], (dict, list)):
+                node[step] = fresh
+            node = node[step]
+        else:
+            if not isinstance(node.get(step), (dict, list)):
+                node[step] = fresh
+            node = node[step]
+
+
+def _store(node: Any, step: str | int, value: Any, where: str) -> None:
+    if isinstance(step, int):
+        if not isinstance(node, list):
+            raise CompileError([error("InvalidSet", where, "an index needs a list")])
+        while len(node) <= step:
+            node.append(None)
+        node[step] = value
+    else:
+        node[step] = value
+
+
+def parse_set(expression: str, where: str = "--set") -> dict[str, Any]:
+    """Values from one ``--set`` argument (Helm syntax)."""
+    out: dict[str, Any] = {}
+    for assignment in _split(expression, ","):
+        if not assignment:
+            continue
+        key, eq, raw = assignment.partition("=")
+        if not eq or not key:
+            raise CompileError([error("InvalidSet", where, f"expected key=value, got {assignment!r}")])
+        _assign(out, _split(key, "."), _value(raw), where)
+    return out
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+
+def _shape(values: Any, defaults: Any, path: tuple[str, ...], problems: list[Diagnostic]) -> None:
+    where = ".".join(path)
+    if path in _FREE_FORM:
+        if type(values) is not type(defaults):
+            problems.append(error("FieldTypeInvalid", where, f"expected a {_type_name(defaults)}"))
+        return
+    if isinstance(defaults, dict):
+        if not isinstance(values, dict):
+            problems.append(error("FieldTypeInvalid", where, "expected a map"))
+            return
+        for key in sorted(values):
+            if key not in defaults:
+                problems.append(error("UnknownField", ".".join((*path, str(key))), f"unknown value; expected one of {', '.join(sorted(defaults))}"))
+            else:
+                _shape(values[key], defaults[key], (*path, key), problems)
+    elif isinstance(defaults, bool) or isinstance(values, bool):
+        if type(values) is not type(defaults):
+            problems.append(error("FieldTypeInvalid", where, f"expected a {_type_name(defaults)}"))
+    elif isinstance(defaults, list):
+        if not isinstance(values, list):
+            problems.append(error("FieldTypeInvalid", where, "expected a list"))
+    elif not isinstance(values, type(defaults)):
+        problems.append(error("FieldTypeInvalid", where, f"expected a {_type_name(defaults)}"))
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", str: "string", list: "list", dict: "map"}.get(type(value), type(value).__name__)
+
+
+def _rules(values: dict[str, Any]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    manager, rbac = values["manager"], values["rbac"]
+    namespace, account = values["namespace"]["name"], values["serviceAccount"]["name"]
+    if not _DNS_LABEL.match(namespace):
+        problems.append(error("FieldValueInvalid", "namespace.name", f"{namespace!r} is not a DNS-1123 label"))
+    if not _DNS_SUBDOMAIN.match(account):
+        problems.append(error("FieldValueInvalid", "serviceAccount.name", f"{account!r} is not a DNS-1123 subdomain"))
+    if rbac["scope"] not in ("cluster", "namespaced"):
+        problems.append(error("FieldValueNotSupported", "rbac.scope", f"{rbac['scope']!r}: expected cluster or namespaced"))
+    seen: set[str] = set()
+    for index, namespace in enumerate(rbac["runNamespaces"]):
+        where = f"rbac.runNamespaces[{index}]"
+        if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
+            problems.append(error("FieldValueInvalid", where, f"{namespace!r} is not a namespace name (DNS-1123 label)"))
+        elif namespace in seen:
+            problems.append(error("FieldValueDuplicate", where, f"{namespace} is listed twice"))
+        seen.add(str(namespace))
+    if rbac["scope"] == "namespaced" and not rbac["runNamespaces"]:
+        problems.append(warning("NoRunNamespaces", "rbac.runNamespaces",
+                                "namespaced scope without run namespaces: grant each one later (nvcrectl rbac print)"))
+    if rbac["scope"] == "cluster" and rbac["runNamespaces"]:
+        problems.append(warning("RunNamespacesIgnored", "rbac.runNamespaces",
+                                "cluster scope already grants every namespace; the list is not used"))
+    image = manager["image"]
+    if not _REPOSITORY.match(image["repository"]):
+        problems.append(error("FieldValueInvalid", "manager.image.repository", f"{image['repository']!r} is not an image repository"))
+    if image["digest"] and not _DIGEST.match(image["digest"]):
+        problems.append(error("FieldValueInvalid", "manager.image.digest", "expected sha256: and 64 hex digits"))
+    if not image["digest"] and not _TAG.match(image["tag"]):
+        problems.append(error("FieldValueInvalid", "manager.image.tag", f"{image['tag']!r} is not an image tag (set a tag or a digest)"))
+    if image["pullPolicy"] not in ("Always", "IfNotPresent", "Never"):
+        problems.append(error("FieldValueNotSupported", "manager.image.pullPolicy", "expected Always, IfNotPresent or Never"))
+    for index, secret in enumerate(manager["imagePullSecrets"]):
+        if not isinstance(secret, str) or not _DNS_SUBDOMAIN.match(secret):
+            problems.append(error("FieldValueInvalid", f"manager.imagePullSecrets[{index}]", "expected a Secret name"))
+    for key, low in (("replicas", 0), ("workers", 1)):
+        if manager[key] < low:
+            problems.append(error("FieldValueInvalid", f"manager.{key}", f"must be at least {low}"))
+    if manager["replicas"] > 1 and not manager["leaderElection"]:
+        problems.append(error("FieldValueInvalid", "manager.replicas", "more than one replica needs manager.leaderElection"))
+    if manager["logLevel"] not in ("debug", "info", "warning", "error"):
+        problems.append(error("FieldValueNotSupported", "manager.logLevel", "expected debug, info, warning or error"))
+    if not _DURATION.match(manager["namespaceAccessTimeout"]):
+        problems.append(error("FieldValueInvalid", "manager.namespaceAccessTimeout", "expected a duration such as 10m or 90s"))
+    return problems
+
+
+def resolve_values(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Defaults, then each layer in order; checked. Returns the values and any warnings."""
+    values: dict[str, Any] = copy.deepcopy(DEFAULT_VALUES)
+    for layer in layers:
+        values = merge_values(values, layer)
+    problems: list[Diagnostic] = []
+    _shape(values, DEFAULT_VALUES, (), problems)
+    # a removed key falls back to its default, as in a chart
+    values = merge_values(DEFAULT_VALUES, values)
+    if not any(d.is_error for d in problems):
+        problems.extend(_rules(values))
+    if any(d.is_error for d in problems):
+        raise CompileError(problems)
+    return values, problems
