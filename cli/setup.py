@@ -1,8 +1,10 @@
-"""``nvcrectl setup render``: print the objects that install the controller, from chart-style values.
+"""``nvcrectl setup render | init | status | reset``: install the controller from chart-style values.
 
-Values come from the defaults, then every ``-f/--values`` file in order, then every ``--set`` in
-order (Helm's precedence). Nothing talks to a cluster: pipe the output to ``kubectl apply -f -``
-or commit it (``--output-dir``) for a GitOps tool to sync.
+Values come from the defaults, then (for ``init``) the values the last ``init`` kept on the
+cluster, then every ``-f/--values`` file in order, then every ``--set`` in order (Helm's
+precedence). ``render`` talks to no cluster: pipe it to ``kubectl apply -f -`` or commit it
+(``--output-dir``) for a GitOps tool to sync. ``init`` applies the same objects, ``status`` says
+exactly what is missing, ``reset`` removes what is ours and keeps the shared JobSet CRD.
 """
 
 from __future__ import annotations
@@ -53,6 +55,179 @@ def render(
     installed = render_install(layers)
     print_diagnostics(installed.diagnostics)
     emit_workflows(installed.objects, output=output, output_dir=output_dir)
+
+
+KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig.")]
+ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+SkipOption = Annotated[list[str] | None, typer.Option("--skip-phases", help="Comma-separated phases to skip.")]
+
+
+def _fail_invalid(message: str) -> typer.Exit:
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(2)
+
+
+def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
+    """``--image repo:tag`` or ``repo@sha256:...`` as values; refused beside values that set the image."""
+    for layer in layers:
+        given = ((layer.get("manager") or {}).get("image") or {})
+        clash = [key for key in ("repository", "tag", "digest") if key in given]
+        if clash:
+            raise _fail_invalid(f"--image cannot be combined with values that set manager.image.{clash[0]}")
+    if "@" in image:
+        repository, digest = image.split("@", 1)
+        return {"manager": {"image": {"repository": repository, "digest": digest}}}
+    head, sep, tag = image.rpartition(":")
+    if sep and "/" not in tag:
+        return {"manager": {"image": {"repository": head, "tag": tag}}}
+    return {"manager": {"image": {"repository": image}}}
+
+
+@app.command("init")
+@guarded
+def init(
+    values: Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")] = None,
+    set_json: Annotated[list[str] | None, typer.Option("--set-json", help="key=<JSON> (repeatable).")] = None,
+    image: Annotated[str | None, typer.Option("--image", help="Controller image, repo:tag or repo@sha256:digest.")] = None,
+    rbac_scope: Annotated[str | None, typer.Option("--rbac-scope", help="cluster or namespaced.")] = None,
+    reset_values: Annotated[bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")] = False,
+    skip_phases: SkipOption = None,
+    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="Do not ask for confirmation.")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Install (or update) the CRDs, LogProfiles, RBAC and the controller; check Trainer and JobSet."""
+    import json
+
+    from nvcre.compiler.diagnostics import CompileError, error
+    from nvcre.compiler.install import DEFAULT_VALUES, parse_set, render_install
+    from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values, kept_values_configmap
+    from nvcre.runtime.ops import install as ops
+
+    from .operate import kube_client
+
+    try:
+        skip = ops.check_phases(skip_phases or [], ops.INIT_PHASES, "init")
+    except ValueError as exc:
+        raise _fail_invalid(str(exc)) from None
+    if "-" in (values or []) and not auto_approve:
+        raise _fail_invalid("-f - reads values from stdin, so it needs --auto-approve")
+    if not auto_approve and not sys.stdin.isatty():
+        raise _fail_invalid("setup init changes the cluster; pass --auto-approve to confirm without a terminal")
+    file_layers = [_values_file(path) for path in values or []]
+    flag_layers = [parse_set(expression, f"--set {expression}") for expression in set_ or []]
+    for expression in set_json or []:
+        key, sep, raw = expression.partition("=")
+        try:
+            parsed = json.loads(raw) if sep else None
+        except ValueError as exc:
+            raise CompileError([error("InvalidSetJSON", f"--set-json {key}", f"not JSON: {exc}")]) from None
+        if not sep or not key:
+            raise CompileError([error("InvalidSetJSON", "--set-json", f"expected key=<JSON>, got {expression!r}")])
+        layer: dict[str, Any] = {}
+        cursor = layer
+        parts = key.split(".")
+        for part in parts[:-1]:
+            cursor = cursor.setdefault(part, {})
+        cursor[parts[-1]] = parsed
+        flag_layers.append(layer)
+    if rbac_scope is not None:
+        flag_layers.append({"rbac": {"scope": rbac_scope}})
+    if image:
+        flag_layers.append(_image_layer(image, [*file_layers, *flag_layers]))
+
+    kube = kube_client(kubeconfig, context)
+    namespace = str(DEFAULT_VALUES["namespace"]["name"])
+    for layer in [*file_layers, *flag_layers]:
+        namespace = str((layer.get("namespace") or {}).get("name") or namespace)
+    kept = ops.read_kept_values(kube, namespace)
+    if reset_values:
+        kept = after_reset(kept)
+    installed = render_install([kept, *file_layers, *flag_layers])
+    print_diagnostics(installed.diagnostics)
+
+    sources = []
+    if kept:
+        sources.append(f"kept on the cluster ({', '.join(changed_paths(kept, kept_values(DEFAULT_VALUES))) or 'defaults'})")
+    sources += [f"--values {path}" for path in values or []]
+    sources += [f"--set {expression.split('=', 1)[0]}" for expression in set_ or []]
+    sources += [f"--set-json {expression.split('=', 1)[0]}" for expression in set_json or []]
+    sys.stderr.write("Values: " + ("; ".join(sources) if sources else "defaults") + "\n")
+    if not auto_approve and not typer.confirm("Install nvcre into the current cluster?", err=True):
+        raise typer.Exit(1)
+
+    if "deps" not in skip:
+        missing = [c for c in ops.dependencies(kube) if not c.present]
+        if missing:
+            for component in missing:
+                sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
+            sys.stderr.write(ops.TRAINER_INSTALL + "\n")
+            raise typer.Exit(1)
+        sys.stderr.write("Kubeflow Trainer and JobSet are present.\n")
+    if "helm" not in skip:
+        objects = [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
+        ops.apply_install(kube, objects, say=lambda line: sys.stderr.write(line + "\n"))
+        sys.stderr.write("Setup complete. Check it with: nvcrectl setup status\n")
+
+
+@app.command("status")
+@guarded
+def status(
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+    output: Annotated[Format, typer.Option("--output", "-o", help="yaml or json.")] = Format.yaml,
+) -> None:
+    """What the install has and exactly what is missing; exit 1 when anything is."""
+    import json
+
+    from nvcre.compiler.install import DEFAULT_VALUES, render_install
+    from nvcre.runtime.ops import install as ops
+
+    from .operate import kube_client
+
+    kube = kube_client(kubeconfig, context)
+    kept = ops.read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))
+    installed = render_install([kept])
+    components = ops.install_status(kube, installed.objects)
+    if output is Format.json:
+        sys.stdout.write(json.dumps([c.__dict__ for c in components], indent=2) + "\n")
+    else:
+        for c in components:
+            sys.stdout.write(f"{'ok     ' if c.present else 'MISSING'}  {c.name}" + (f": {c.detail}" if c.detail else "") + "\n")
+    if not all(c.present for c in components if not c.name.startswith("DCGM")):
+        raise typer.Exit(1)
+
+
+@app.command("reset")
+@guarded
+def reset(
+    skip_phases: SkipOption = None,
+    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="Do not ask for confirmation.")] = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Delete every run (cr), then our install (helm); the JobSet CRD and Kubeflow Trainer stay."""
+    from nvcre.compiler.install import DEFAULT_VALUES, render_install
+    from nvcre.compiler.install.keep import kept_values_configmap
+    from nvcre.runtime.ops import install as ops
+
+    from .operate import kube_client
+
+    try:
+        skip = ops.check_phases(skip_phases or [], ops.RESET_PHASES, "reset")
+    except ValueError as exc:
+        raise _fail_invalid(str(exc)) from None
+    if not auto_approve:
+        if not sys.stdin.isatty():
+            raise _fail_invalid("setup reset deletes every Certification, Workflow and Job; pass --auto-approve")
+        if not typer.confirm("Delete every nvcre run and the nvcre install?", err=True):
+            raise typer.Exit(1)
+    kube = kube_client(kubeconfig, context)
+    kept = ops.read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))
+    installed = render_install([kept])
+    objects = [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
+    ops.reset_install(kube, objects, skip, say=lambda line: sys.stderr.write(line + "\n"))
 
 
 if __name__ == "__main__":

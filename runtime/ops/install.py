@@ -1,0 +1,242 @@
+"""``setup init | status | reset`` against a live cluster: apply, inspect and remove the install.
+
+The objects come from :func:`nvcre.compiler.install.render_install`; this module only applies
+them (server-side apply, in the order given, CRDs first and waited for), reads what is there, and
+deletes what is ours. It never touches Kubeflow Trainer or the JobSet CRD, which other workloads
+share: when they are missing it says so and prints the manual install path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..kube.client import Kube
+from ..kube.errors import ApiError, NotFound
+from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+
+__all__ = [
+    "INIT_PHASES",
+    "RESET_PHASES",
+    "TRAINER_INSTALL",
+    "Component",
+    "apply_install",
+    "check_phases",
+    "dependencies",
+    "install_status",
+    "read_kept_values",
+    "reset_install",
+]
+
+Say = Callable[[str], None]
+INIT_PHASES = ("deps", "helm")
+RESET_PHASES = ("cr", "helm", "deps")
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
+_SERVICES = Resource("", "v1", "services", "Service")
+_MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                     "MutatingWebhookConfiguration", namespaced=False)
+_VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                       "ValidatingWebhookConfiguration", namespaced=False)
+TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org",
+                "clustertrainingruntimes.trainer.kubeflow.org")
+JOBSET_CRD = "jobsets.jobset.x-k8s.io"
+TRAINER_INSTALL = (
+    "Install Kubeflow Trainer 2.2.1 (it brings JobSet unless one is already installed):\n"
+    '  kubectl apply --server-side -k "https://github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.2.1"\n'
+    "then re-run: nvcrectl setup init --skip-phases=deps"
+)
+
+
+def check_phases(skip: Sequence[str], accepted: Sequence[str], command: str) -> tuple[str, ...]:
+    """The ``--skip-phases`` words, refusing any the command does not have."""
+    words = tuple(dict.fromkeys(w.strip() for value in skip for w in value.split(",") if w.strip()))
+    unknown = [w for w in words if w not in accepted]
+    if unknown:
+        raise ValueError(
+            f"--skip-phases: unknown phase(s) {', '.join(unknown)} for setup {command}; accepted: {', '.join(accepted)}"
+        )
+    return words
+
+
+@dataclass(frozen=True)
+class Component:
+    """One thing the install needs, and whether the cluster has it."""
+
+    name: str
+    present: bool
+    detail: str = ""
+
+
+def _exists(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> bool:
+    try:
+        kube.get(resource, name, namespace)
+        return True
+    except NotFound:
+        return False
+
+
+def _webhook_names(kube: Kube) -> list[str]:
+    names: list[str] = []
+    for resource in (_MUTATING, _VALIDATING):
+        try:
+            names += [str(o["metadata"]["name"]) for o in kube.list(resource).items]
+        except ApiError:
+            continue
+    return names
+
+
+def dependencies(kube: Kube) -> list[Component]:
+    """Kubeflow Trainer and JobSet: their CRDs and a sign of their controllers (their webhooks)."""
+    webhooks = " ".join(_webhook_names(kube))
+    trainer_crds = [name for name in TRAINER_CRDS if not _exists(kube, CRDS, name)]
+    jobset_crd = _exists(kube, CRDS, JOBSET_CRD)
+    return [
+        Component("Kubeflow Trainer CRDs", not trainer_crds,
+                  "missing: " + ", ".join(trainer_crds) if trainer_crds else "trainjobs, trainingruntimes, clustertrainingruntimes"),
+        Component("Kubeflow Trainer webhooks", "trainer.kubeflow.org" in webhooks,
+                  "" if "trainer.kubeflow.org" in webhooks else "no admission webhook of trainer.kubeflow.org: is its controller running?"),
+        Component("JobSet CRD", jobset_crd, JOBSET_CRD if jobset_crd else f"missing: {JOBSET_CRD}"),
+        Component("JobSet webhooks", "jobset" in webhooks,
+                  "" if "jobset" in webhooks else "no JobSet admission webhook: is its controller running?"),
+    ]
+
+
+def read_kept_values(kube: Kube, namespace: str) -> dict[str, Any]:
+    """The values the last ``setup init`` kept, or {} (first run, or nothing readable)."""
+    from nvcre.compiler.install.keep import KEPT_VALUES_KEY, KEPT_VALUES_NAME
+    from nvcre.compiler.yamlio import load_documents
+
+    try:
+        configmap = kube.get(CONFIGMAPS, KEPT_VALUES_NAME, namespace)
+    except NotFound:
+        return {}
+    text = (configmap.get("data") or {}).get(KEPT_VALUES_KEY) or ""
+    docs = load_documents(text, f"configmap/{KEPT_VALUES_NAME}")
+    return docs[0] if docs and isinstance(docs[0], dict) else {}
+
+
+def _wait_established(kube: Kube, names: Sequence[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending and time.monotonic() < deadline:
+        for name in sorted(pending):
+            try:
+                crd = kube.get(CRDS, name)
+            except NotFound:
+                continue
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                pending.discard(name)
+        if pending:
+            time.sleep(0.2)
+    if pending:
+        raise TimeoutError(f"CRDs not established after {timeout:.0f}s: {', '.join(sorted(pending))}")
+
+
+def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = lambda line: None) -> int:
+    """Server-side apply every object in order; CRDs are waited for before anything that uses them."""
+    crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    rest = [o for o in objects if o.get("kind") != "CustomResourceDefinition"]
+    for obj in crds:
+        kube.apply(obj)
+    if crds:
+        _wait_established(kube, [str(o["metadata"]["name"]) for o in crds])
+        say(f"Applied {len(crds)} CRDs.")
+    for obj in rest:
+        kube.apply(obj)
+    say(f"Applied {len(rest)} objects (namespace, LogProfiles, RBAC, ServiceAccount, Deployment, kept values).")
+    return len(objects)
+
+
+def _deployment_ready(kube: Kube, obj: Mapping[str, Any]) -> Component:
+    meta = obj.get("metadata") or {}
+    resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
+    try:
+        live = kube.get(resource, str(meta["name"]), meta.get("namespace"))
+    except NotFound:
+        return Component(f"controller Deployment {meta.get('namespace')}/{meta['name']}", False, "not installed")
+    status = live.get("status") or {}
+    want = int((live.get("spec") or {}).get("replicas") or 1)
+    ready = int(status.get("readyReplicas") or 0)
+    return Component(f"controller Deployment {meta.get('namespace')}/{meta['name']}", ready >= want,
+                     f"{ready}/{want} replicas ready")
+
+
+def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Component]:
+    """Every install object, the dependencies, DCGM and GPU nodes: present or exactly what is missing."""
+    found: list[Component] = []
+    by_kind: dict[str, list[str]] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if obj.get("kind") == "Deployment":
+            found.append(_deployment_ready(kube, obj))
+            continue
+        resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
+        if not _exists(kube, resource, str(meta["name"]), meta.get("namespace")):
+            by_kind.setdefault(str(obj["kind"]), []).append(str(meta["name"]))
+        else:
+            by_kind.setdefault(str(obj["kind"]), [])
+    for kind, missing in by_kind.items():
+        total = sum(1 for o in objects if o.get("kind") == kind)
+        found.append(Component(f"{kind} ({total})", not missing, "missing: " + ", ".join(missing) if missing else "all present"))
+    found.extend(dependencies(kube))
+    dcgm = _exists(kube, _SERVICES, "nvidia-dcgm", "gpu-operator")
+    found.append(Component("DCGM Service gpu-operator/nvidia-dcgm", dcgm,
+                           "" if dcgm else "needed by diagnostics/dcgm-level4 unless it sets dcgmHost"))
+    try:
+        gpu_nodes = kube.list(NODES, label_selector="nvidia.com/gpu.present=true").items
+    except ApiError:
+        gpu_nodes = ()
+    found.append(Component("GPU nodes (nvidia.com/gpu.present=true)", bool(gpu_nodes), f"{len(gpu_nodes)} node(s)"))
+    return found
+
+
+def _delete_all(kube: Kube, resource: Resource, say: Say, timeout: float = 300.0) -> None:
+    items = kube.list(resource).items
+    for obj in items:
+        meta = obj["metadata"]
+        kube.delete(resource, meta["name"], meta.get("namespace"), uid=meta.get("uid"))
+    if items:
+        say(f"Deleting {len(items)} {resource.kind}(s)...")
+    deadline = time.monotonic() + timeout
+    while kube.list(resource).items:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{resource.kind} objects still present after {timeout:.0f}s (is the controller running?)")
+        time.sleep(1.0)
+
+
+def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequence[str], say: Say = lambda line: None) -> None:
+    """``cr``: delete every run (the controller frees its GPUs first); ``helm``: remove our install.
+
+    ``deps`` is accepted for compatibility: nvcrectl never installs Kubeflow Trainer, so there is
+    nothing of it to remove; the JobSet CRD is never removed.
+    """
+    if "cr" not in skip:
+        for resource in (CERTIFICATIONS, WORKLOADRUNS, WORKFLOWS):
+            try:
+                _delete_all(kube, resource, say)
+            except NotFound:
+                continue
+    if "helm" not in skip:
+        removed = 0
+        for obj in reversed(list(objects)):
+            meta = obj.get("metadata") or {}
+            if obj.get("kind") == "CustomResourceDefinition" and str(meta.get("name")) == JOBSET_CRD:
+                continue
+            resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
+            try:
+                kube.delete(resource, str(meta["name"]), meta.get("namespace"))
+                removed += 1
+            except NotFound:
+                continue
+        crds = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == "CustomResourceDefinition"]
+        deadline = time.monotonic() + 120.0
+        while any(_exists(kube, CRDS, name) for name in crds):
+            if time.monotonic() > deadline:
+                raise TimeoutError("our CRDs are still being deleted after 120s")
+            time.sleep(0.5)
+        say(f"Removed {removed} install object(s); the JobSet CRD and Kubeflow Trainer stay.")
+    if "deps" not in skip:
+        say("Kubeflow Trainer was not installed by nvcrectl and is left in place.")
