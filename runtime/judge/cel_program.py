@@ -1,0 +1,64 @@
+"""Compiles CEL expressions once per text and runs them without ever raising.
+
+Thresholds and the node health monitor share this: a program is cached by its expression, and
+evaluation returns either a boolean or the reason it could not give one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import celpy
+from celpy import celtypes
+
+__all__ = ["CelOutcome", "compile_expression", "run_bool"]
+
+
+@dataclass(frozen=True)
+class CelOutcome:
+    """A boolean result, or the error that prevented one."""
+
+    value: bool | None
+    error: str | None = None
+
+
+@lru_cache(maxsize=1024)
+def compile_expression(expression: str) -> tuple[Any, str | None]:
+    """(program, None), or (None, the compile error's first line)."""
+    env = celpy.Environment()
+    try:
+        return env.program(env.compile(expression)), None
+    except Exception as exc:  # noqa: BLE001 - cel-python raises parse errors of several types
+        return None, _parse_problem(exc)
+
+
+def run_bool(expression: str, activation: dict[str, Any]) -> CelOutcome:
+    """Evaluate ``expression`` over already-converted CEL values."""
+    program, problem = compile_expression(expression)
+    if program is None:
+        return CelOutcome(None, f"compile: {problem}")
+    try:
+        result = program.evaluate(activation)
+    except Exception as exc:  # noqa: BLE001 - an evaluation error of any kind is reported, not raised
+        return CelOutcome(None, f"evaluate: {_first_line(exc)}")
+    if isinstance(result, celpy.CELEvalError):
+        return CelOutcome(None, f"evaluate: {_first_line(result)}")
+    if not isinstance(result, celtypes.BoolType):
+        return CelOutcome(None, f"expression must return bool, got {type(result).__name__.removesuffix('Type').lower()}")
+    return CelOutcome(bool(result))
+
+
+def _first_line(value: Any) -> str:
+    text = str(value.args[0] if isinstance(value, Exception) and value.args else value)
+    return text.strip().splitlines()[0][:300] if text.strip() else type(value).__name__
+
+
+def _parse_problem(exc: Exception) -> str:
+    """cel-python reports a syntax error as the text with a caret under the bad column."""
+    text = str(exc.args[0] if exc.args else exc)
+    for line in text.splitlines():
+        if line.strip() == "^":
+            return f"syntax error at column {line.index('^') + 1}"
+    return _first_line(exc)

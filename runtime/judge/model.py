@@ -1,0 +1,220 @@
+"""The verdict model: certification -> categories -> groups -> failed nodes, frozen.
+
+Every report is a projection of these records: the text report, the JSON report, the metrics
+samples and the MCP tools read them and nothing else, so they cannot disagree. Built by
+``nvcre.runtime.judge.verdict`` from the objects the API server returns. Numbers are kept as
+numbers; formatting belongs to the reports. Environment variables appear by name only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "BandwidthPoint",
+    "CategoryVerdict",
+    "CertificationVerdict",
+    "FailedNode",
+    "FailureLog",
+    "GroupVerdict",
+    "IterationVerdict",
+    "JobState",
+    "MeasurementState",
+    "NodeResult",
+    "TrainingMetrics",
+    "WorkflowState",
+]
+
+PASSED = "PASSED"
+INCOMPLETE = "INCOMPLETE"
+FAILED = "FAILED"
+RUNNING = "RUNNING"
+
+
+@dataclass(frozen=True)
+class FailedNode:
+    """A node blamed for a failure."""
+
+    name: str
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class FailureLog:
+    """The log excerpt of one failed pod (``Job.status.failureLog``)."""
+
+    pod_name: str
+    node_name: str
+    exit_code: int | None
+    reason: str
+    tail: str
+
+
+@dataclass(frozen=True)
+class BandwidthPoint:
+    """Bandwidth at one message size; provisional until the measurement read the complete log."""
+
+    size_bytes: int
+    alg_bw: float
+    bus_bw: float
+    samples: int
+    provisional: bool = False
+    provisional_reason: str = ""
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    """One node group (one Job per iteration)."""
+
+    name: str
+    nodes: tuple[str, ...]
+    phase: str
+    failed: bool
+    reason: str = ""
+    job_name: str = ""
+    failure_log: FailureLog | None = None
+    domains: tuple[str, ...] = ()
+    #: peak row (largest message size) of this group's bandwidth measurement
+    bandwidth: BandwidthPoint | None = None
+    transport: tuple[str, ...] = ()
+    #: the busBandwidthGBps threshold fails for this group's value but would pass for +inf
+    below_min: bool = False
+    #: set when the node count is known although the node names are not (Unpinned)
+    node_count: int = 0
+
+
+@dataclass(frozen=True)
+class IterationVerdict:
+    """One iteration of a Workflow."""
+
+    number: int
+    status: str
+    duration_seconds: float | None
+
+
+@dataclass(frozen=True)
+class TrainingMetrics:
+    """Averages over the category's goodput measurements."""
+
+    goodput: float | None
+    tflops_per_gpu: float | None
+    step_time_seconds: float | None
+
+
+@dataclass(frozen=True)
+class CategoryVerdict:
+    """One category (one Workflow)."""
+
+    domain: str
+    variant: str
+    #: Pending, InProgress, Succeeded or Failed
+    status: str
+    workflow: str = ""
+    failure_reason: str = ""
+    #: the scheduler's words while the category is blocked (Running categories only)
+    blocked: str = ""
+    runtime_seconds: float | None = None
+    iteration_count: int = 1
+    iterations: tuple[IterationVerdict, ...] = ()
+    test_scale: str = ""
+    placement: str = ""
+    nodes_per_job: int = 0
+    jobs: int = 0
+    target_nodes: int = 0
+    exercised_nodes: int = 0
+    mnnvl: str = ""
+    groups: tuple[GroupVerdict, ...] = ()
+    bandwidth: tuple[BandwidthPoint, ...] = ()
+    transport: tuple[str, ...] = ()
+    measures_bandwidth: bool = False
+    training: TrainingMetrics | None = None
+    env_names: tuple[str, ...] = ()
+    #: the diagnose hint: a failed bandwidth category with a multi-node group that recorded none
+    next_step: str = ""
+
+    @property
+    def failed_groups(self) -> tuple[GroupVerdict, ...]:
+        return tuple(group for group in self.groups if group.failed)
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}/{self.variant}"
+
+
+@dataclass(frozen=True)
+class WorkflowState:
+    """A Workflow's lifecycle, for the status gauges."""
+
+    name: str
+    namespace: str
+    certification: str
+    status: str
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A Job's lifecycle, for the status gauges (timed out counts as failed)."""
+
+    name: str
+    namespace: str
+    workflow: str
+    status: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class MeasurementState:
+    """A bandwidth measurement's rows, for the NCCL gauges (gone once it completes)."""
+
+    name: str
+    namespace: str
+    job: str
+    workflow: str
+    test_type: str
+    complete: bool
+    rows: tuple[BandwidthPoint, ...]
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """Per-node outcome (WorkloadRun reports only)."""
+
+    name: str
+    group: str
+    status: str
+
+
+@dataclass(frozen=True)
+class CertificationVerdict:
+    """THE verdict of a Certification or a WorkloadRun."""
+
+    kind: str
+    name: str
+    namespace: str
+    #: InProgress, Succeeded, Failed or "" when no lifecycle condition is true yet
+    status: str
+    result: str
+    platform: str = ""
+    gpu: str = ""
+    total_nodes: int = 0
+    excluded_nodes: tuple[str, ...] = ()
+    exclusion_reason: str = ""
+    categories: tuple[CategoryVerdict, ...] = ()
+    failed_nodes: tuple[FailedNode, ...] = ()
+    node_results: tuple[NodeResult, ...] = ()
+    workflows: tuple[WorkflowState, ...] = ()
+    jobs: tuple[JobState, ...] = ()
+    measurements: tuple[MeasurementState, ...] = field(default=())
+
+    @property
+    def title(self) -> str:
+        return "WorkloadRun Report" if self.kind == "WorkloadRun" else "Certification Report"
+
+    @property
+    def failed_node_names(self) -> tuple[str, ...]:
+        return tuple(sorted({node.name for node in self.failed_nodes}))
+
+    @property
+    def passed_categories(self) -> int:
+        return sum(1 for category in self.categories if category.status == "Succeeded")

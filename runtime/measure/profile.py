@@ -1,0 +1,208 @@
+"""Compiles the patterns of a LogProfile spec, and cuts the kubelet timestamp off log lines.
+
+Profile patterns are written in Go RE2 syntax. Each one is checked with the RE2 engine (so a
+pattern that Go would refuse, such as a look-ahead, is refused here too) and then run with
+Python's engine in ASCII mode, which gives ``\\d``, ``\\s`` and ``\\w`` Go's meaning and is faster
+per line. Compiled patterns are cached by their text.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as _sre_constants
+import re._parser as _sre_parser
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any
+
+import re2  # type: ignore[import-untyped]
+
+__all__ = [
+    "PatternError",
+    "ProfilePattern",
+    "compile_pattern",
+    "parse_layout_time",
+    "parse_rfc3339",
+    "profile_pattern",
+    "profile_spec_of",
+    "required_literals",
+    "split_kubelet_timestamp",
+]
+
+
+class PatternError(ValueError):
+    """A profile pattern that is missing, is not valid RE2, or lacks a required named group."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class ProfilePattern:
+    """One compiled pattern with its named groups and time units."""
+
+    key: str
+    regex: re.Pattern[str]
+    groups: frozenset[str]
+    units: Mapping[str, str]
+
+
+@lru_cache(maxsize=256)
+def compile_pattern(regex: str, key: str = "pattern") -> re.Pattern[str]:
+    """The Python program for a Go-syntax pattern; PatternError when RE2 refuses it."""
+    try:
+        re2.compile(regex)
+    except re2.error as exc:
+        raise PatternError(f"spec.patterns.{key}.regex", f"not a valid RE2 expression: {exc}") from None
+    try:
+        return re.compile(regex, re.ASCII)
+    except re.error as exc:
+        raise PatternError(f"spec.patterns.{key}.regex", f"cannot be compiled: {exc}") from None
+
+
+def profile_spec_of(profile: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The spec of a LogProfile, whether given the whole object or its spec."""
+    if profile.get("kind") == "LogProfile" and isinstance(profile.get("spec"), Mapping):
+        return profile["spec"]
+    return profile
+
+
+def profile_pattern(
+    profile_spec: Mapping[str, Any], key: str, required_groups: tuple[str, ...] = (), optional: bool = False
+) -> ProfilePattern | None:
+    """The compiled pattern ``key`` of a profile; None when absent and ``optional``."""
+    spec = profile_spec_of(profile_spec)
+    patterns = spec.get("patterns")
+    entry = patterns.get(key) if isinstance(patterns, Mapping) else None
+    if entry is None:
+        if optional:
+            return None
+        raise PatternError(f"spec.patterns.{key}", "is required by this measurement")
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("regex"), str) or not entry["regex"]:
+        raise PatternError(f"spec.patterns.{key}.regex", "must be a non-empty string")
+    compiled = compile_pattern(entry["regex"], key)
+    groups = frozenset(compiled.groupindex)
+    missing = [name for name in required_groups if name not in groups]
+    if missing:
+        raise PatternError(
+            f"spec.patterns.{key}.regex", "missing named group(s) " + ", ".join(f"(?P<{name}>...)" for name in missing)
+        )
+    units = entry.get("units") or {}
+    return ProfilePattern(
+        key=key,
+        regex=compiled,
+        groups=groups,
+        units=dict(units) if isinstance(units, Mapping) else {},
+    )
+
+
+def split_kubelet_timestamp(line: str) -> tuple[str, str]:
+    """(timestamp, rest) when the line starts with a kubelet timestamp prefix, else ("", line).
+
+    The prefix is the line's first token (up to the first space) when it is shaped like
+    ``YYYY-MM-DDT...``: a ``-`` at index 4 and a ``T`` at index 10. The line is cut at that
+    first space. A line that is only such a token has an empty rest.
+    """
+    if len(line) > 10 and line[4] == "-" and line[10] == "T":
+        cut = line.find(" ")
+        if cut == -1:
+            return line, ""
+        if cut > 10:
+            return line[:cut], line[cut + 1 :]
+    return "", line
+
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+
+
+def parse_rfc3339(text: str) -> datetime | None:
+    """An aware datetime for an RFC 3339 timestamp (nanoseconds cut to microseconds); None if invalid."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    try:
+        if zone == "Z":
+            tz = UTC
+        else:
+            sign = 1 if zone[0] == "+" else -1
+            tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tz)
+    except ValueError:
+        return None
+
+
+_LAYOUT_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?", re.ASCII)
+
+
+def parse_layout_time(text: str) -> datetime | None:
+    """A UTC datetime for a ``2006-01-02 15:04:05.999999``-style capture (zone-less means UTC)."""
+    text = text.strip()
+    stamp = parse_rfc3339(text)
+    if stamp is not None:
+        return stamp.astimezone(UTC)
+    match = _LAYOUT_TIME.fullmatch(text.rstrip("Z"))
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, fraction = match.groups()
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    try:
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+_MIN_LITERAL = 3
+
+
+def _literal_run(items: list[tuple[Any, Any]]) -> str:
+    run: list[str] = []
+    for op, arg in items:
+        if op is not _sre_constants.LITERAL:
+            break
+        run.append(chr(arg))
+    return "".join(run)
+
+
+@lru_cache(maxsize=256)
+def required_literals(regex: str) -> tuple[str, ...] | None:
+    """Strings of which every match of ``regex`` contains at least one, or None when none is found.
+
+    Only plain, case-sensitive literal runs are used: a top-level run of literals, or a group of
+    alternatives that each begin with one. A line without any of them cannot match, so a
+    ``str.find`` scan can skip it.
+    """
+    try:
+        parsed = _sre_parser.parse(regex, re.ASCII)
+    except (re.error, RecursionError, ValueError):
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    best: tuple[str, ...] | None = None
+    items = list(parsed)
+    for index, (op, arg) in enumerate(items):
+        found: tuple[str, ...] | None = None
+        if op is _sre_constants.LITERAL:
+            run = _literal_run(items[index:])
+            found = (run,) if len(run) >= _MIN_LITERAL else None
+        else:
+            branch = None
+            if op is _sre_constants.SUBPATTERN:
+                inner = list(arg[-1])
+                if len(inner) == 1 and inner[0][0] is _sre_constants.BRANCH and not arg[1] and not arg[2]:
+                    branch = inner[0][1][1]
+            elif op is _sre_constants.BRANCH:
+                branch = arg[1]
+            if branch is not None:
+                runs = [_literal_run(list(alternative)) for alternative in branch]
+                if runs and all(len(run) >= _MIN_LITERAL for run in runs):
+                    found = tuple(runs)
+        if found is not None and (best is None or min(map(len, found)) > min(map(len, best))):
+            best = found
+    return best

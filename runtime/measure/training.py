@@ -1,0 +1,371 @@
+"""Reads training logs (Megatron-style) and computes goodput from what they show.
+
+``parse_training`` applies a LogProfile's patterns: ``trainingStep`` (named groups
+``iteration``, ``elapsedTime`` and optionally ``timestamp``, ``tflops``, ``loss``, ``epoch``,
+``globalStep``), ``checkpointSave`` / ``checkpointDone`` (``step``, ``path``, ``timestamp``),
+``checkpointRestore`` (``path``) and ``applicationStart``. A pattern without a ``timestamp``
+group takes the line's kubelet timestamp. Captured times honour the pattern's ``units`` (s, ms,
+us; seconds when unset). A step counts only when every captured number parses.
+
+``calculate_goodput`` is NVCRE's formula at a given ``now``:
+``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``, zero when the numerator is negative
+or the denominator is not positive; warm-up steps are left out of the step-time and TFLOPS
+averages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .profile import (
+    ProfilePattern,
+    parse_layout_time,
+    parse_rfc3339,
+    profile_pattern,
+    profile_spec_of,
+    split_kubelet_timestamp,
+)
+from .timefmt import rfc3339
+
+__all__ = [
+    "Checkpoint",
+    "Goodput",
+    "TrainingParse",
+    "TrainingStep",
+    "calculate_goodput",
+    "parse_training",
+]
+
+_UNIT_DIVISOR = {"s": 1.0, "ms": 1000.0, "us": 1000000.0}
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """One logged training iteration; times in seconds."""
+
+    iteration: int
+    elapsed_time: float
+    timestamp: datetime | None
+    tflops: float | None = None
+    loss: float | None = None
+    epoch: int = 0
+    global_step: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "elapsedTime": self.elapsed_time,
+            "epoch": self.epoch,
+            "globalStep": self.global_step,
+            "iteration": self.iteration,
+            "stepTiming": self.elapsed_time,
+        }
+        if self.loss is not None:
+            out["loss"] = self.loss
+        if self.tflops is not None:
+            out["tflops"] = self.tflops
+        if self.timestamp is not None:
+            out["timestamp"] = rfc3339(self.timestamp)
+        return out
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A completed checkpoint save: the step, where it went, when it finished and how long it paused."""
+
+    step: int
+    path: str
+    timestamp: datetime | None
+    save_duration: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "saveDuration": self.save_duration, "step": self.step}
+        if self.timestamp is not None:
+            out["timestamp"] = rfc3339(self.timestamp)
+        return out
+
+
+@dataclass(frozen=True)
+class TrainingParse:
+    """Everything one read of a training log showed."""
+
+    steps: tuple[TrainingStep, ...] = ()
+    checkpoints: tuple[Checkpoint, ...] = ()
+    checkpoint_restores: tuple[str, ...] = ()
+    application_start: datetime | None = None
+    last_log_timestamp: datetime | None = None
+    #: a save that started and has not finished yet: (step, path, started)
+    pending_save: tuple[int, str, datetime | None] | None = None
+    warmup_steps: int = 0
+    log_interval: int = 0
+
+    @property
+    def first_step(self) -> TrainingStep | None:
+        return self.steps[0] if self.steps else None
+
+    @property
+    def last_step(self) -> TrainingStep | None:
+        return self.steps[-1] if self.steps else None
+
+    @property
+    def last_checkpoint(self) -> Checkpoint | None:
+        return self.checkpoints[-1] if self.checkpoints else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON projection (empty parts left out)."""
+        out: dict[str, Any] = {}
+        if self.application_start is not None:
+            out["applicationStartTime"] = rfc3339(self.application_start)
+        if self.checkpoint_restores:
+            out["checkpointRestore"] = list(self.checkpoint_restores)
+        if self.checkpoints:
+            out["checkpoints"] = [c.to_dict() for c in self.checkpoints]
+            out["lastCheckpoint"] = self.checkpoints[-1].to_dict()
+        if self.steps:
+            out["firstStep"] = self.steps[0].to_dict()
+            out["lastStep"] = self.steps[-1].to_dict()
+            out["steps"] = [s.to_dict() for s in self.steps]
+        if self.last_log_timestamp is not None:
+            out["lastLogTimestamp"] = rfc3339(self.last_log_timestamp)
+        if self.log_interval:
+            out["logInterval"] = self.log_interval
+        if self.pending_save is not None:
+            step, path, started = self.pending_save
+            pending: dict[str, Any] = {"path": path, "step": step}
+            if started is not None:
+                pending["timestamp"] = rfc3339(started)
+            out["pendingSave"] = pending
+        return out
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _integer(text: str | None) -> int | None:
+    if text is None or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value < 2**63 else None
+
+
+def _seconds(pattern: ProfilePattern, group: str, value: float) -> float:
+    return value / _UNIT_DIVISOR.get(pattern.units.get(group, "s"), 1.0)
+
+
+def _when(match_ts: str | None, kubelet: datetime | None) -> datetime | None:
+    if match_ts:
+        parsed = parse_layout_time(match_ts)
+        if parsed is not None:
+            return parsed
+    return kubelet
+
+
+def _step(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: datetime | None) -> TrainingStep | None:
+    iteration = _integer(groups.get("iteration"))
+    elapsed = _number(groups.get("elapsedTime"))
+    if iteration is None or elapsed is None or elapsed < 0:
+        return None
+    numbers: dict[str, float | None] = {}
+    for name in ("tflops", "loss"):
+        raw = groups.get(name)
+        if raw is None:
+            numbers[name] = None
+            continue
+        value = _number(raw)
+        if value is None:
+            return None
+        numbers[name] = value
+    ints: dict[str, int] = {}
+    for name in ("epoch", "globalStep"):
+        raw = groups.get(name)
+        parsed = _integer(raw) if raw is not None else None
+        if raw is not None and parsed is None:
+            return None
+        ints[name] = parsed if parsed is not None else (iteration if name == "globalStep" else 0)
+    stamp_text = groups.get("timestamp")
+    stamp = _when(stamp_text, kubelet)
+    if stamp_text and parse_layout_time(stamp_text) is None:
+        return None
+    return TrainingStep(
+        iteration=iteration,
+        elapsed_time=_seconds(pattern, "elapsedTime", elapsed),
+        timestamp=stamp,
+        tflops=numbers["tflops"],
+        loss=numbers["loss"],
+        epoch=ints["epoch"],
+        global_step=ints["globalStep"],
+    )
+
+
+def _setting(spec: Mapping[str, Any], key: str) -> int:
+    value = spec.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def parse_training(text: str, profile_spec: Mapping[str, Any]) -> TrainingParse:
+    """Steps, checkpoints, restores and the application start in ``text``.
+
+    Raises ``PatternError`` when the profile has no usable ``trainingStep`` pattern; the log
+    itself never raises.
+    """
+    spec = profile_spec_of(profile_spec)
+    step_p = profile_pattern(spec, "trainingStep", ("iteration", "elapsedTime"))
+    assert step_p is not None
+    save_p = profile_pattern(spec, "checkpointSave", ("step",), optional=True)
+    done_p = profile_pattern(spec, "checkpointDone", ("step",), optional=True)
+    restore_p = profile_pattern(spec, "checkpointRestore", optional=True)
+    start_p = profile_pattern(spec, "applicationStart", optional=True)
+
+    steps: list[TrainingStep] = []
+    checkpoints: list[Checkpoint] = []
+    restores: list[str] = []
+    app_start: datetime | None = None
+    last_log: datetime | None = None
+    pending: tuple[int, str, datetime | None] | None = None
+
+    for raw in text.splitlines():
+        stamp_text, body = split_kubelet_timestamp(raw)
+        kubelet = parse_rfc3339(stamp_text) if stamp_text else None
+        if kubelet is not None:
+            last_log = kubelet
+        if not body.strip():
+            continue
+        match = step_p.regex.search(body)
+        if match is not None:
+            step = _step(step_p, match.groupdict(), kubelet)
+            if step is not None:
+                steps.append(step)
+            continue
+        if save_p is not None and (match := save_p.regex.search(body)) is not None:
+            step_no = _integer(match.groupdict().get("step"))
+            if step_no is not None:
+                pending = (step_no, match.groupdict().get("path") or "", _when(match.groupdict().get("timestamp"), kubelet))
+            continue
+        if done_p is not None and (match := done_p.regex.search(body)) is not None:
+            groups = match.groupdict()
+            step_no = _integer(groups.get("step"))
+            if step_no is None:
+                continue
+            finished = _when(groups.get("timestamp"), kubelet)
+            duration = 0.0
+            if pending is not None and pending[0] == step_no and pending[2] is not None and finished is not None:
+                duration = max(0.0, (finished - pending[2]).total_seconds())
+            path = groups.get("path") or (pending[1] if pending is not None else "")
+            checkpoints.append(Checkpoint(step=step_no, path=path, timestamp=finished, save_duration=duration))
+            pending = None
+            continue
+        if restore_p is not None and (match := restore_p.regex.search(body)) is not None:
+            restores.append(match.groupdict().get("path") or body.strip())
+            continue
+        if start_p is not None and app_start is None and (match := start_p.regex.search(body)) is not None:
+            app_start = _when(match.groupdict().get("timestamp"), kubelet)
+    return TrainingParse(
+        steps=tuple(steps),
+        checkpoints=tuple(checkpoints),
+        checkpoint_restores=tuple(restores),
+        application_start=app_start,
+        last_log_timestamp=last_log,
+        pending_save=pending,
+        warmup_steps=_setting(spec, "warmupSteps"),
+        log_interval=_setting(spec, "logInterval"),
+    )
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """Goodput and the timings it came from (seconds)."""
+
+    ratio: float
+    training_time: float
+    lost_work_time: float
+    resume_time: float
+    reschedule_time: float
+    checkpoint_save_time: float
+    warmup_time: float
+    non_warmup_time: float
+    avg_step_time: float | None
+    avg_tflops_per_gpu: float | None
+    last_checkpoint_step: int
+    highest_step: int
+    non_warmup_steps: tuple[int, ...] = field(default=())
+
+    def status_fields(self) -> dict[str, str]:
+        """GoodputMeasurement status fields as decimal strings."""
+        out = {
+            "result": f"{self.ratio:.4f}",
+            "trainingTimeSec": f"{self.training_time:.2f}",
+            "lostWorkTimeSec": f"{self.lost_work_time:.2f}",
+            "resumeTimeSec": f"{self.resume_time:.2f}",
+            "rescheduleTimeSec": f"{self.reschedule_time:.2f}",
+            "checkpointSaveTimeSec": f"{self.checkpoint_save_time:.2f}",
+            "warmupTimeSec": f"{self.warmup_time:.2f}",
+            "nonWarmupTimeSec": f"{self.non_warmup_time:.2f}",
+        }
+        if self.avg_step_time is not None:
+            out["avgStepTimeSec"] = f"{self.avg_step_time:.4f}"
+        if self.avg_tflops_per_gpu is not None:
+            out["avgTFLOPSPerGPU"] = f"{self.avg_tflops_per_gpu:.2f}"
+        return out
+
+
+def calculate_goodput(
+    parse: TrainingParse,
+    now: datetime,
+    *,
+    reschedule_time: float = 0.0,
+    lost_work_time: float = 0.0,
+    extra_resume_time: float = 0.0,
+) -> Goodput:
+    """NVCRE's goodput at ``now`` (the Job's terminal time once it has ended).
+
+    ``t_w`` is the wall time the run had: from the application start (the first logged step
+    when there is none) to ``now``, so the startup, reschedule and save time subtracted from it
+    lie inside it; ``t_rm`` is application start to the first step plus ``extra_resume_time`` from
+    restarts; ``t_save`` sums the checkpoint pauses; ``t_ch`` (``lost_work_time``) and ``t_re``
+    (``reschedule_time``) come from the interruptions the caller tracked.
+    """
+    timed = [step for step in parse.steps if step.timestamp is not None]
+    first_step = timed[0].timestamp if timed else None
+    starts = [t for t in (parse.application_start, first_step) if t is not None]
+    wall_start = min(starts) if first_step is not None else None
+    wall = max(0.0, (now - wall_start).total_seconds()) if wall_start is not None else 0.0
+    resume = max(0.0, extra_resume_time)
+    if first_step is not None and parse.application_start is not None:
+        resume += max(0.0, (first_step - parse.application_start).total_seconds())
+    save = sum(c.save_duration for c in parse.checkpoints)
+    reschedule = max(0.0, reschedule_time)
+    lost = max(0.0, lost_work_time)
+    numerator = wall - lost - resume - reschedule - save
+    denominator = wall - reschedule
+    ratio = 0.0 if numerator < 0 or denominator <= 0 else min(1.0, numerator / denominator)
+
+    interval = max(parse.log_interval, 1)
+    base = parse.steps[0].iteration - interval if parse.steps else 0
+    warm = [s for s in parse.steps if s.iteration - base <= parse.warmup_steps]
+    rest = [s for s in parse.steps if s.iteration - base > parse.warmup_steps]
+    tflops = [s.tflops for s in rest if s.tflops is not None and s.tflops > 0]
+    return Goodput(
+        ratio=ratio,
+        training_time=wall,
+        lost_work_time=lost,
+        resume_time=resume,
+        reschedule_time=reschedule,
+        checkpoint_save_time=save,
+        warmup_time=sum(s.elapsed_time for s in warm),
+        non_warmup_time=sum(s.elapsed_time for s in rest),
+        avg_step_time=(sum(s.elapsed_time for s in rest) / len(rest)) if rest else None,
+        avg_tflops_per_gpu=(sum(tflops) / len(tflops)) if tflops else None,
+        last_checkpoint_step=parse.checkpoints[-1].step if parse.checkpoints else 0,
+        highest_step=max((s.iteration for s in parse.steps), default=0),
+        non_warmup_steps=tuple(s.iteration for s in rest),
+    )

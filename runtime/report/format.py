@@ -1,0 +1,55 @@
+"""Value formats shared by the text and JSON reports: sizes, bandwidths, goodput, durations."""
+
+from __future__ import annotations
+
+__all__ = ["bandwidth", "goodput", "group_bandwidth", "human_duration", "size", "step_time", "tflops"]
+
+_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+def size(size_bytes: int) -> str:
+    """A message size in binary units: ``8 B``, ``32 MB``, ``16 GB``, ``1.5 GB``."""
+    value = float(size_bytes)
+    unit = 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
+    return f"{text} {_UNITS[unit]}"
+
+
+def bandwidth(value: float) -> str:
+    """A table bandwidth: ``487.87 GB/s``."""
+    return f"{value:.2f} GB/s"
+
+
+def group_bandwidth(value: float) -> str:
+    """A per-group bandwidth: ``100.0 GB/s``."""
+    return f"{value:.1f} GB/s"
+
+
+def goodput(ratio: float) -> str:
+    """``0.90 (90%)``."""
+    return f"{ratio:.2f} ({ratio * 100:.0f}%)"
+
+
+def tflops(value: float) -> str:
+    """``539.8``."""
+    return f"{value:.1f}"
+
+
+def step_time(seconds: float) -> str:
+    """``2.85s``."""
+    return f"{seconds:.2f}s"
+
+
+def human_duration(seconds: float) -> str:
+    """``45s``, ``12m 5s``, ``2h 3m`` (whole seconds, truncated; negatives count as zero)."""
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"

@@ -1,0 +1,172 @@
+"""The JSON report (``--results-file``, ``-o json``, MCP): a plain-dict projection of the verdict.
+
+Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes``,
+``categories[]`` (with ``failedGroups[].failureLog``, ``bandwidth[]``, ``transport[]``,
+``groupBandwidth[]``, ``iterations[]``), ``failedNodes`` (names, ``[]`` when none),
+``failedNodeDetails`` (each node with its reason and message) and ``result``. Optional fields
+are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes it with
+2-space indentation.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from collections.abc import Sequence
+from typing import Any
+
+from ..judge.model import (
+    BandwidthPoint,
+    CategoryVerdict,
+    CertificationVerdict,
+    FailureLog,
+    GroupVerdict,
+)
+from . import format as fmt
+
+__all__ = ["dumps", "to_dict"]
+
+
+def _bandwidth(point: BandwidthPoint) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "size": fmt.size(point.size_bytes),
+        "algBW": fmt.bandwidth(point.alg_bw),
+        "busBW": fmt.bandwidth(point.bus_bw),
+        "samples": point.samples,
+    }
+    if point.provisional:
+        out["provisional"] = True
+        if point.provisional_reason:
+            out["provisionalReason"] = point.provisional_reason
+    return out
+
+
+def _failure_log(log: FailureLog) -> dict[str, Any]:
+    out: dict[str, Any] = {"podName": log.pod_name, "nodeName": log.node_name}
+    if log.exit_code is not None:
+        out["exitCode"] = log.exit_code
+    if log.reason:
+        out["reason"] = log.reason
+    if log.tail:
+        out["tail"] = log.tail
+    return out
+
+
+def _failed_group(group: GroupVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": group.name, "nodeCount": len(group.nodes) or group.node_count}
+    if group.nodes:
+        out["nodes"] = list(group.nodes)
+    out["reason"] = group.reason
+    if group.failure_log is not None:
+        out["failureLog"] = _failure_log(group.failure_log)
+    return out
+
+
+def _group_label(group: GroupVerdict) -> str:
+    count = len(group.nodes) or group.node_count
+    if group.domains:
+        return f"{', '.join(group.domains)} ({count} nodes)"
+    if group.nodes and len(group.nodes) <= 4:
+        return f"{group.name} ({', '.join(group.nodes)})"
+    return f"{group.name} ({count} nodes)"
+
+
+def _group_bandwidth(group: GroupVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {"group": group.name, "groupName": _group_label(group), "nodes": list(group.nodes)}
+    out["busBW"] = fmt.group_bandwidth(group.bandwidth.bus_bw) if group.bandwidth is not None else ""
+    if group.transport:
+        out["transport"] = list(group.transport)
+    out["belowMin"] = group.below_min
+    out["failed"] = group.failed
+    if group.bandwidth is not None and group.bandwidth.provisional:
+        out["provisional"] = True
+        if group.bandwidth.provisional_reason:
+            out["provisionalReason"] = group.bandwidth.provisional_reason
+    return out
+
+
+def _category(category: CategoryVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {"domain": category.domain, "variant": category.variant, "status": category.status}
+    optional: list[tuple[str, Any]] = [
+        ("failureReason", category.failure_reason if category.status == "Failed" else ""),
+        ("statusDetail", category.blocked),
+        ("runtime", fmt.human_duration(category.runtime_seconds) if category.runtime_seconds is not None else ""),
+        ("testScale", category.test_scale),
+        ("nodesPerJob", category.nodes_per_job),
+        ("jobs", category.jobs),
+        ("placement", category.placement),
+        ("targetNodes", category.target_nodes),
+        ("exercisedNodes", category.exercised_nodes),
+        ("mnnvl", category.mnnvl),
+        ("failedGroups", [_failed_group(g) for g in category.failed_groups]),
+        ("bandwidth", [_bandwidth(p) for p in category.bandwidth]),
+        ("transport", list(category.transport)),
+        (
+            "groupBandwidth",
+            [_group_bandwidth(g) for g in category.groups] if len(category.groups) > 1 and category.measures_bandwidth else [],
+        ),
+        (
+            "iterations",
+            [
+                {
+                    "number": it.number,
+                    "status": it.status,
+                    "duration": fmt.human_duration(it.duration_seconds) if it.duration_seconds is not None else "",
+                }
+                for it in category.iterations
+            ]
+            if len(category.iterations) > 1
+            else [],
+        ),
+        ("nextStep", category.next_step),
+        ("envNames", list(category.env_names)),
+    ]
+    for key, value in optional:
+        if value:
+            out[key] = value
+    if category.training is not None:
+        metrics = category.training
+        training: dict[str, Any] = {}
+        if metrics.goodput is not None:
+            training["goodput"] = fmt.goodput(metrics.goodput)
+        if metrics.tflops_per_gpu is not None:
+            training["tflops"] = fmt.tflops(metrics.tflops_per_gpu)
+        if metrics.step_time_seconds is not None:
+            training["stepTime"] = fmt.step_time(metrics.step_time_seconds)
+        if training:
+            out["training"] = training
+    return out
+
+
+def to_dict(verdict: CertificationVerdict) -> dict[str, Any]:
+    """The report object for one verdict."""
+    out: dict[str, Any] = {
+        "title": verdict.title,
+        "name": verdict.name,
+        "platform": verdict.platform,
+        "gpu": verdict.gpu,
+        "totalNodes": verdict.total_nodes,
+    }
+    if verdict.excluded_nodes:
+        out["excludedNodes"] = list(verdict.excluded_nodes)
+    if verdict.exclusion_reason:
+        out["exclusionReason"] = verdict.exclusion_reason
+    out["categories"] = [_category(c) for c in verdict.categories]
+    out["failedNodes"] = list(verdict.failed_node_names)
+    out["failedNodeDetails"] = [
+        {"name": n.name, "reason": n.reason, **({"message": n.message} if n.message else {})}
+        for n in verdict.failed_nodes
+        if n.reason
+    ]
+    out["result"] = verdict.result
+    if verdict.node_results:
+        out["nodeResults"] = [{"name": r.name, "group": r.group, "status": r.status} for r in verdict.node_results]
+    return out
+
+
+def dumps(verdicts: CertificationVerdict | Sequence[CertificationVerdict]) -> str:
+    """2-space indented JSON: one object, or an array for several verdicts."""
+    if isinstance(verdicts, CertificationVerdict):
+        payload: Any = to_dict(verdicts)
+    else:
+        payload = [to_dict(v) for v in verdicts]
+    return _json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,111 @@
+"""The text report's layout rules: 66-cell boxes whatever the content, sanitised logs, formats."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvcre.runtime.judge.model import (
+    BandwidthPoint,
+    CategoryVerdict,
+    CertificationVerdict,
+    FailedNode,
+    FailureLog,
+    GroupVerdict,
+    IterationVerdict,
+    TrainingMetrics,
+)
+from nvcre.runtime.report import format as fmt
+from nvcre.runtime.report.cells import sanitize, width, wrap, wrap_words
+from nvcre.runtime.report.text import render
+
+awkward = st.text(
+    alphabet=st.sampled_from(list("abcXYZ 019-_/.:") + ["\t", "\x1b", "\x7f", "\x85", "\u202e", "\u0301", "界", "😀", "\u200b", "é"]),
+    max_size=60,
+)
+points = st.builds(
+    BandwidthPoint,
+    size_bytes=st.integers(0, 2**40),
+    alg_bw=st.floats(0, 5000, allow_nan=False),
+    bus_bw=st.floats(0, 5000, allow_nan=False),
+    samples=st.integers(0, 10**6),
+    provisional=st.booleans(),
+    provisional_reason=st.sampled_from(["", "JobRunning", "FinalReadPending"]),
+)
+logs = st.builds(FailureLog, pod_name=awkward, node_name=awkward, exit_code=st.one_of(st.none(), st.integers(-1, 255)), reason=awkward, tail=st.text(max_size=300))
+groups = st.builds(
+    GroupVerdict,
+    name=awkward,
+    nodes=st.lists(awkward, max_size=6).map(tuple),
+    phase=st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
+    failed=st.booleans(),
+    reason=awkward,
+    failure_log=st.one_of(st.none(), logs),
+    domains=st.lists(awkward, max_size=2).map(tuple),
+    bandwidth=st.one_of(st.none(), points),
+    transport=st.lists(st.sampled_from(["IB", "Socket", "Libfabric"]), max_size=3, unique=True).map(tuple),
+    below_min=st.booleans(),
+)
+categories = st.builds(
+    CategoryVerdict,
+    domain=awkward,
+    variant=awkward,
+    status=st.sampled_from(["Pending", "InProgress", "Succeeded", "Failed"]),
+    failure_reason=awkward,
+    blocked=awkward,
+    runtime_seconds=st.one_of(st.none(), st.floats(0, 10**6)),
+    iteration_count=st.integers(1, 5),
+    iterations=st.lists(st.builds(IterationVerdict, number=st.integers(1, 9), status=st.sampled_from(["Running", "Failed", "Succeeded"]), duration_seconds=st.one_of(st.none(), st.floats(0, 10**5))), max_size=4).map(tuple),
+    test_scale=st.sampled_from(["", "full-scale", "diagnose", "intra-node"]),
+    placement=st.sampled_from(["", "Unpinned"]),
+    nodes_per_job=st.integers(0, 10**4),
+    jobs=st.integers(0, 10**4),
+    target_nodes=st.integers(0, 10**4),
+    exercised_nodes=st.integers(0, 10**4),
+    mnnvl=st.sampled_from(["", "Enabled", "Disabled"]),
+    groups=st.lists(groups, max_size=4).map(tuple),
+    bandwidth=st.lists(points, max_size=2).map(tuple),
+    transport=st.lists(st.sampled_from(["IB", "Socket"]), max_size=2, unique=True).map(tuple),
+    measures_bandwidth=st.booleans(),
+    training=st.one_of(st.none(), st.builds(TrainingMetrics, st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 5000)), st.one_of(st.none(), st.floats(0, 100)))),
+    next_step=st.sampled_from(["", "rerun this category with testScale: diagnose; it bisects the group"]),
+)
+verdicts = st.builds(
+    CertificationVerdict,
+    kind=st.sampled_from(["Certification", "WorkloadRun"]),
+    name=awkward,
+    namespace=st.just("ns"),
+    status=st.sampled_from(["", "InProgress", "Succeeded", "Failed"]),
+    result=st.sampled_from(["PASSED", "FAILED", "RUNNING", "INCOMPLETE"]),
+    platform=st.sampled_from(["", "aws"]),
+    categories=st.lists(categories, max_size=3).map(tuple),
+    failed_nodes=st.lists(st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "WorkloadFailed"]), message=awkward), max_size=4).map(tuple),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(verdicts)
+def test_every_box_line_is_exactly_66_cells(verdict: CertificationVerdict) -> None:
+    rendered = render(verdict)
+    for line in rendered.splitlines():
+        if line and line[0] in "╔║╚┌│├└":
+            assert width(line) == 66, repr(line)
+    for bad in ("\x1b", "\x7f", "\x85", "\u202e", "\t"):
+        assert bad not in rendered
+
+
+def test_sanitize_escapes_controls_and_bidi() -> None:
+    assert sanitize("a\tb\x1b[2J\u202ex\x85") == "a    b\\x1b[2J\\u202ex\\x85"
+    assert width("界😀e\u0301") == 5
+
+
+def test_wrapping() -> None:
+    assert wrap("abcdef", 4) == ["abcd", "ef"]
+    assert wrap_words("one two three", 7) == ["one two", "three"]
+    assert wrap_words("abcdefghij", 4) == ["abcd", "efgh", "ij"]
+
+
+def test_formats() -> None:
+    assert [fmt.size(n) for n in (8, 1024, 33554432, 17179869184, 3 * 2**29)] == ["8 B", "1 KB", "32 MB", "16 GB", "1.5 GB"]
+    assert fmt.human_duration(45) == "45s" and fmt.human_duration(725) == "12m 5s" and fmt.human_duration(7385) == "2h 3m"
+    assert fmt.goodput(0.9) == "0.90 (90%)" and fmt.step_time(2.854) == "2.85s" and fmt.tflops(539.84) == "539.8"
