@@ -1,17 +1,18 @@
-"""``nvcrectl dev``: developer tools — build, start, stop and locate a local
-Kubernetes control plane (etcd + kube-apiserver) for tests and experiments.
+"""``nvcrectl dev``: developer tools — a simulated GPU cluster (``up``, ``env``,
+``fault``, ``status``, ``down``) and a bare local control plane (``controlplane ...``).
 
 Only typer is imported at start-up; the harness is imported when a command runs.
+Exit codes: 0 success, 2 invalid input (nothing started), 1 any other failure.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import typer
 
-app = typer.Typer(help="Developer tools.", no_args_is_help=True)
+app = typer.Typer(help="Developer tools: a simulated GPU cluster and a local control plane.", no_args_is_help=True)
 controlplane_app = typer.Typer(
     help="A local etcd + kube-apiserver built from source (see docs/testing.md).",
     no_args_is_help=True,
@@ -19,9 +20,211 @@ controlplane_app = typer.Typer(
 app.add_typer(controlplane_app, name="controlplane")
 
 
-def _fail(message: str) -> "typer.Exit":
+def _fail(message: str, code: int = 1) -> "typer.Exit":
     typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=1)
+    return typer.Exit(code=code)
+
+
+def _invalid(message: str) -> "typer.Exit":
+    return _fail(message, code=2)
+
+
+# ---------------------------------------------------------------- simulated cluster
+
+
+def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]) -> Dict[str, str]:
+    """Validate ``dev up`` options before anything is built or started (exit 2 on error)."""
+    from nvcre.testing.simfaults import FaultError, parse_assignment
+    from nvcre.testing.simprofiles import PLATFORMS, PROFILE_NAMES, ProfileError, check_platform
+
+    if profile not in PROFILE_NAMES:
+        raise _invalid(f"--profile: unknown profile {profile!r}; choose from {', '.join(PROFILE_NAMES)}")
+    if nodes < 1:
+        raise _invalid(f"--nodes: must be at least 1, got {nodes}")
+    try:
+        platform = check_platform(platform)
+    except ProfileError:
+        raise _invalid(
+            f"--platform: unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}"
+        ) from None
+    names = [f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)]
+    parsed: Dict[str, str] = {}
+    for index, spec in enumerate(faults):
+        try:
+            node, fault = parse_assignment(spec)
+        except FaultError as exc:
+            raise _invalid(f"--fault[{index}]: {exc}") from None
+        if node not in names:
+            raise _invalid(f"--fault[{index}]: no node {node!r}; the nodes will be {', '.join(names[:6])}")
+        parsed[node] = str(fault)
+    return parsed
+
+
+def _build_missing() -> None:
+    """Build the control plane and the simulated cluster's controllers; progress on stderr."""
+    import os
+    import sys
+
+    from nvcre.testing import binaries
+
+    try:
+        module = binaries.build_module()
+    except FileNotFoundError as exc:
+        raise _fail(str(exc)) from None
+    wanted = list(binaries.CORE + binaries.CONTROLLERS)
+    if not module.missing_components(wanted) and not module.missing_sim_components():
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)  # the build and the go command it runs write progress to stdout
+    try:
+        module.build(wanted)
+        module.build_sim()
+    except module.BuildError as exc:
+        raise _fail(str(exc)) from None
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _usage(state: Dict[str, object]) -> None:
+    nodes = list(state.get("nodes") or [])  # type: ignore[call-overload]
+    example = nodes[-1] if nodes else "NODE"
+    typer.echo(
+        "# the simulated GPU cluster is up:\n"
+        f"#   eval \"$(nvcrectl dev env)\"        # or the export line above\n"
+        "#   kubectl get nodes\n"
+        f"#   nvcrectl dev fault {example}=slow-link:0.5   # also nccl-crash, hang, xid, no-capacity, cordon, none\n"
+        "#   nvcrectl dev status\n"
+        "#   nvcrectl dev down",
+        err=True,
+    )
+
+
+@app.command("up")
+def sim_up(
+    profile: str = typer.Option("h100", "--profile", help="GPU node profile: h100, h200, b200, b300, gb200, gb300 (each also <name>-dra)."),
+    nodes: int = typer.Option(4, "--nodes", help="How many GPU nodes to register."),
+    platform: str = typer.Option("", "--platform", help="Provider the nodes look like: aws, gcp, azure, oci, nscale, mistral (default on-prem)."),
+    fault: Optional[List[str]] = typer.Option(None, "--fault", help="NODE=KIND at start (repeatable), e.g. h100-onprem-1=slow-link:0.5."),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Run in the background; stop with `nvcrectl dev down`."),
+    with_controller: bool = typer.Option(False, "--with-controller", help="Also run the nvcre controller (python -m nvcre.runtime) against the cluster."),
+) -> None:
+    """Build what is missing, start a simulated GPU cluster and print how to use it."""
+    from nvcre.testing.controlplane import ControlPlaneError
+    from nvcre.testing.simsession import SimSessionError, controller_available, serve, start_detached
+
+    faults = _check_up_options(profile, nodes, platform, list(fault or []))
+    if with_controller and not controller_available():
+        raise _invalid("--with-controller: the nvcre controller (nvcre.runtime) is not importable here")
+    _build_missing()
+    try:
+        if detach:
+            typer.echo("# starting the simulated cluster in the background...", err=True)
+            state = start_detached(
+                profile=profile, nodes=nodes, platform=platform, faults=faults, with_controller=with_controller
+            )
+            typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
+            _usage(state)
+            return
+
+        def announce(cluster: object) -> None:
+            typer.echo(cluster.export_line())  # type: ignore[attr-defined]
+            _usage({"nodes": cluster.nodes})  # type: ignore[attr-defined]
+            typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
+
+        code = serve(
+            profile=profile, nodes=nodes, platform=platform, faults=faults,
+            with_controller=with_controller, on_ready=announce,
+        )  # fmt: skip
+    except (ControlPlaneError, SimSessionError) as exc:
+        raise _fail(str(exc)) from None
+    if code:
+        raise typer.Exit(code=code)
+    typer.echo("# simulated cluster stopped", err=True)
+
+
+@app.command("env")
+def sim_env() -> None:
+    """Print the KUBECONFIG export line of the running simulated cluster."""
+    from nvcre.testing.simsession import read_state
+
+    state = read_state()
+    if state is None:
+        raise _fail("no simulated cluster is running; start one with `nvcrectl dev up -d`")
+    typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
+
+
+@app.command("fault")
+def sim_fault(
+    specs: List[str] = typer.Argument(..., metavar="NODE=KIND...", help="Faults to set; KIND none clears."),
+) -> None:
+    """Change node faults on the running simulated cluster."""
+    from nvcre.testing.simfaults import FaultError, parse_assignment
+    from nvcre.testing.simsession import SimSessionError, request_fault
+
+    for index, spec in enumerate(specs):
+        try:
+            parse_assignment(spec)
+        except FaultError as exc:
+            raise _invalid(f"fault[{index}]: {exc}") from None
+    for index, spec in enumerate(specs):
+        try:
+            answer = request_fault(spec)
+        except SimSessionError as exc:
+            raise _fail(str(exc)) from None
+        if not answer.get("ok"):
+            raise _invalid(f"fault[{index}]: {answer.get('error')}")
+        typer.echo(f"{answer['node']}: {answer['fault']}")
+
+
+@app.command("status")
+def sim_status(
+    output: str = typer.Option("text", "--output", "-o", help="text or json."),
+) -> None:
+    """Show the running simulated cluster: processes, nodes and their faults."""
+    import json
+
+    from nvcre.testing.simsession import status
+
+    if output not in ("text", "json"):
+        raise _invalid(f"--output: must be text or json, got {output!r}")
+    state = status()
+    if state is None:
+        if output == "json":
+            typer.echo(json.dumps({"running": False}))
+            return
+        typer.echo("no simulated cluster is running")
+        return
+    if output == "json":
+        typer.echo(json.dumps({"running": True, **state}, indent=2, sort_keys=True))
+        return
+    typer.echo(f"KUBECONFIG={state['kubeconfig']}")
+    typer.echo(f"supervisor pid {state['supervisor_pid']}, started {state.get('started')}")
+    for name, pid in sorted((state.get("pids") or {}).items()):
+        alive = "running" if (state.get("alive") or {}).get(name) else "STOPPED"
+        typer.echo(f"  {name:<28} pid {pid:<8} {alive}")
+    typer.echo(f"{'NODE':<24} {'PROFILE':<10} {'READY':<6} {'CORDONED':<9} {'GPUS':<5} FAULT")
+    for node in state.get("nodes") or []:
+        typer.echo(
+            f"{node['name']:<24} {node['profile'] or '':<10} {str(node['ready']).lower():<6} "
+            f"{str(node['unschedulable']).lower():<9} {node['gpus']:<5} {node['fault']}"
+        )
+    if state.get("error"):
+        typer.echo(f"warning: {state['error']}", err=True)
+
+
+@app.command("down")
+def sim_down() -> None:
+    """Stop every process of the simulated cluster and remove its state."""
+    from nvcre.testing.simsession import stop
+
+    state = stop()
+    if state is None:
+        typer.echo("no simulated cluster is running")
+        return
+    typer.echo(f"stopped the simulated cluster (pid {state.get('supervisor_pid')}) and removed its state")
 
 
 def _crd_dirs(crds: Optional[List[Path]], no_crds: bool) -> Optional[List[Path]]:

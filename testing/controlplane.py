@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import yaml
 
@@ -346,7 +346,7 @@ class ControlPlane:
         }
         with self.api_client() as api_client:
             api = client.CoreV1Api(api_client)
-            api.create_node(body)
+            api.create_node(cast(Any, body))
             # A merge patch replaces the lists wholesale and, unlike an update,
             # does not conflict with controllers that touch the new Node.
             return api.patch_node_status(
@@ -366,6 +366,44 @@ class ControlPlane:
             ips=["127.0.0.1"],
             server=True,
         )
+
+    def issue_serving_cert(self, name: str) -> KeyPair:
+        """A serving certificate for a helper process on 127.0.0.1 (webhooks), CA-signed."""
+        self._require_started()
+        assert self._ca is not None
+        return self._ca.issue(
+            name, common_name=name, dns=["localhost"], ips=["127.0.0.1"], server=True
+        )
+
+    def start_process(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        ready=None,
+        what: str = "",
+    ) -> Process:
+        """Start a helper process that is stopped with the control plane (newest first).
+
+        ``ready`` is polled (it may raise ``OSError``) until true, failing with the
+        process's log tail if it exits first or :attr:`start_timeout` passes.
+        """
+        self._require_started()
+        if name in self.processes and self.processes[name].running():
+            raise ControlPlaneError(f"{name} is already running")
+        assert self.workdir is not None
+        process = spawn(
+            name, argv, cwd=self.workdir, log=self.workdir / "logs" / f"{name}.log", env=env
+        )
+        self.processes[name] = process
+        if ready is not None:
+            self._wait(process, ready, what or f"{name} readiness")
+        return process
+
+    def https_ok(self, url: str) -> bool:
+        """GET ``url`` with the admin credential and the harness CA; True on HTTP 200."""
+        return self._https_ok(url)
 
     # ---------------------------------------------------------- internals
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -16,8 +17,9 @@ from .errors import ControlPlaneError
 
 THIRD_PARTY_CRDS_ENV = "NVCRE_THIRD_PARTY_CRDS"
 PROJECT_CRDS = Path("compiler") / "api" / "crds"
-THIRD_PARTY_CRDS = Path("..") / "shared" / "third_party" / "crds"
 FIELD_MANAGER = "nvcre-testing"
+# The controllers whose CRDs every test control plane serves (kwok's only the simulated cluster).
+DEFAULT_THIRD_PARTY = ("jobset", "trainer")
 
 
 def project_root() -> Path:
@@ -31,12 +33,41 @@ def project_crd_dir() -> Path:
     return project_root() / PROJECT_CRDS
 
 
-def third_party_crd_dir() -> Path:
-    """Where the Kubeflow Trainer and JobSet CRDs live (``NVCRE_THIRD_PARTY_CRDS`` overrides)."""
+def sim_crd_dir(component: str | None = None) -> Path:
+    """CRDs copied out of the pinned JobSet / Trainer / kwok modules into the build cache."""
+    try:
+        return Path(binaries.build_module().sim_crd_dir(component))
+    except FileNotFoundError:
+        root = binaries.cache_root() / "crds"
+        return root if component is None else root / component
+
+
+def third_party_crd_dirs() -> list[Path]:
+    """Directories of the Kubeflow Trainer and JobSet CRDs.
+
+    ``NVCRE_THIRD_PARTY_CRDS`` names one directory instead; otherwise they are the
+    copies the build script takes from the same Go modules the controllers are
+    built from (``tests/controlplane/build.py --sim``, or only the CRDs through
+    :func:`ensure_third_party_crds`).
+    """
     explicit = os.environ.get(THIRD_PARTY_CRDS_ENV)
     if explicit:
-        return Path(explicit).expanduser()
-    return (project_root() / THIRD_PARTY_CRDS).resolve()
+        return [Path(explicit).expanduser()]
+    return [sim_crd_dir(name) for name in DEFAULT_THIRD_PARTY]
+
+
+def third_party_crd_dir() -> Path:
+    """The first of :func:`third_party_crd_dirs` (kept for callers wanting one directory)."""
+    return third_party_crd_dirs()[0]
+
+
+def ensure_third_party_crds() -> None:
+    """Fetch the Trainer / JobSet CRDs into the cache when absent (needs Go, no compiling)."""
+    if os.environ.get(THIRD_PARTY_CRDS_ENV):
+        return
+    module = binaries.build_module()
+    if module.sim_data_missing(DEFAULT_THIRD_PARTY):
+        module.fetch_sim_data(DEFAULT_THIRD_PARTY)
 
 
 def crd_files(directory: Path) -> list[Path]:
@@ -48,13 +79,16 @@ def crd_files(directory: Path) -> list[Path]:
 
 def default_crd_files() -> list[Path]:
     """The project's CRDs (maybe none yet) followed by the third-party ones (required)."""
-    third_party = third_party_crd_dir()
-    if not crd_files(third_party):
-        raise ControlPlaneError(
-            f"no third-party CRDs (Kubeflow Trainer, JobSet) found in {third_party}; "
-            f"set {THIRD_PARTY_CRDS_ENV} to their directory"
-        )
-    return crd_files(project_crd_dir()) + crd_files(third_party)
+    third_party: list[Path] = []
+    for directory in third_party_crd_dirs():
+        files = crd_files(directory)
+        if not files:
+            raise ControlPlaneError(
+                f"no third-party CRDs (Kubeflow Trainer, JobSet) found in {directory}; run "
+                f"`python tests/controlplane/build.py --sim` or set {THIRD_PARTY_CRDS_ENV}"
+            )
+        third_party.extend(files)
+    return crd_files(project_crd_dir()) + third_party
 
 
 def load_crds(paths: Iterable[Path]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .errors import ControlPlaneError
 
@@ -77,8 +77,18 @@ class Process:
             self.popen.wait(timeout=grace)
 
 
-def spawn(name: str, argv: Sequence[str], *, cwd: Path, log: Path) -> Process:
-    """Start ``argv`` (no shell) in its own session with output appended to ``log``."""
+def spawn(
+    name: str,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+) -> Process:
+    """Start ``argv`` (no shell) in its own session with output appended to ``log``.
+
+    ``env`` replaces the environment when given (default: inherit ours).
+    """
     with log.open("ab") as out:
         popen = subprocess.Popen(
             list(argv),
@@ -86,6 +96,7 @@ def spawn(name: str, argv: Sequence[str], *, cwd: Path, log: Path) -> Process:
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=None if env is None else dict(env),
             start_new_session=True,
             preexec_fn=_parent_death_hook(),
         )

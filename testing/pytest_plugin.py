@@ -9,6 +9,16 @@ Fixtures:
 ``controlplane_controllers``
     The same control plane after kube-controller-manager and kube-scheduler
     were started on it (garbage collection, Job controller, scheduling).
+``simcluster``
+    Session-scoped :class:`nvcre.testing.simcluster.SimCluster`: a control plane
+    of its own with controllers, JobSet, the Kubeflow Trainer and kwok, with no
+    nodes. Tests add GPU nodes with ``simcluster.add_nodes(...)``.
+``sim_namespace``
+    A fresh namespace on the simulated cluster for one test. Afterwards it is
+    deleted, and the nodes the test added are removed and faults cleared, so the
+    next test schedules onto its own nodes only.
+
+Mark tests that use the simulated cluster ``integration`` and ``sim``.
 
 Missing binaries are built when a Go toolchain is present. Without one the
 tests are skipped, except under ``CI=true``, where that is a failure.
@@ -17,7 +27,9 @@ tests are skipped, except under ``CI=true``, where that is a failure.
 from __future__ import annotations
 
 import os
-from typing import Iterator, NoReturn
+import time
+from collections.abc import Iterator
+from typing import Any, NoReturn
 
 import pytest
 
@@ -59,12 +71,68 @@ def _ensure_built(request: pytest.FixtureRequest, components: tuple[str, ...]) -
         pytest.fail(f"building the test control plane failed: {exc}", pytrace=False)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sim: needs the simulated GPU cluster (JobSet, Trainer, kwok; built with Go)"
+    )
+
+
+def _with_capture_disabled(request: pytest.FixtureRequest, action) -> None:
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        with capture.global_and_fixture_disabled():
+            action()
+    else:
+        action()
+
+
+def _ensure_third_party_crds(request: pytest.FixtureRequest) -> None:
+    """Fetch the JobSet / Trainer CRDs into the cache if absent, or skip/fail."""
+    from .crds import THIRD_PARTY_CRDS_ENV, ensure_third_party_crds
+
+    if os.environ.get(THIRD_PARTY_CRDS_ENV):
+        return
+    build_module = binaries.build_module()
+    if not build_module.sim_data_missing(("jobset", "trainer")):
+        return
+    if not binaries.go_available():
+        _unavailable(
+            "the JobSet and Trainer CRDs are not in the build cache and no Go toolchain "
+            f"to fetch them (or set {THIRD_PARTY_CRDS_ENV}; see docs/testing.md)"
+        )
+    try:
+        _with_capture_disabled(request, ensure_third_party_crds)
+    except build_module.BuildError as exc:
+        pytest.fail(f"fetching the JobSet and Trainer CRDs failed: {exc}", pytrace=False)
+
+
+def _ensure_sim_built(request: pytest.FixtureRequest) -> None:
+    """Build JobSet, Trainer and kwok if absent, or skip/fail when that is impossible."""
+    from .simcluster import SIM_COMPONENTS
+
+    _ensure_built(request, binaries.CORE + binaries.CONTROLLERS)
+    build_module = binaries.build_module()
+    absent = build_module.missing_sim_components(list(SIM_COMPONENTS))
+    if not absent:
+        return
+    if not binaries.go_available():
+        _unavailable(
+            f"simulated-cluster controllers not built ({', '.join(absent)}) and no Go "
+            "toolchain to build them (see docs/simcluster.md)"
+        )
+    try:
+        _with_capture_disabled(request, lambda: build_module.build_sim(list(SIM_COMPONENTS)))
+    except build_module.BuildError as exc:
+        pytest.fail(f"building the simulated cluster failed: {exc}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def controlplane(request: pytest.FixtureRequest) -> Iterator[object]:
     """A running etcd + kube-apiserver shared by the whole session."""
     from .controlplane import ControlPlane, ControlPlaneError
 
     _ensure_built(request, binaries.CORE)
+    _ensure_third_party_crds(request)
     if binaries.openssl() is None:
         _unavailable("the `openssl` command is needed to create the test control plane's PKI")
     plane = ControlPlane()
@@ -89,3 +157,52 @@ def controlplane_controllers(request: pytest.FixtureRequest, controlplane) -> ob
     except ControlPlaneError as exc:
         pytest.fail(f"the controllers did not start: {exc}", pytrace=False)
     return controlplane
+
+
+@pytest.fixture(scope="session")
+def simcluster(request: pytest.FixtureRequest) -> Iterator[object]:
+    """The simulated GPU cluster shared by the session (no nodes until a test adds some)."""
+    from .simcluster import SimCluster
+
+    _ensure_sim_built(request)
+    if binaries.openssl() is None:
+        _unavailable("the `openssl` command is needed to create the simulated cluster's PKI")
+    from kubernetes.client import ApiException
+
+    from .errors import ControlPlaneError
+
+    cluster = SimCluster()
+    try:
+        cluster.start()
+    except (ControlPlaneError, ApiException, OSError, ValueError) as exc:
+        pytest.fail(f"the simulated cluster did not start: {exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def sim_namespace(simcluster) -> Iterator[str]:
+    """A fresh namespace for one test; its namespace and the nodes it added go afterwards."""
+    import uuid
+
+    from kubernetes import client
+
+    name = f"sim-{uuid.uuid4().hex[:8]}"
+    before = set(simcluster.nodes)
+    with simcluster.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        namespace: Any = {"metadata": {"name": name}}
+        core.create_namespace(namespace)
+        try:
+            yield name
+        finally:
+            core.delete_namespace(name, propagation_policy="Background")
+            # Let kwok finish the pods on this test's nodes before the nodes go.
+            deadline = time.monotonic() + 20
+            while core.list_namespaced_pod(name).items and time.monotonic() < deadline:
+                time.sleep(0.25)
+            added = [n for n in simcluster.nodes if n not in before]
+            if added:
+                simcluster.remove_nodes(added)

@@ -19,6 +19,19 @@ Layout of the cache (``NVCRE_CONTROLPLANE_CACHE`` overrides the root, else
     <root>/<BUILD_ID>/build.json            what was built, with time and memory
 
 A second run with the same inputs does nothing and says so in one line.
+
+``--sim`` also builds the simulated GPU cluster's controllers: JobSet, the
+Kubeflow Trainer controller manager and kwok (simulated kubelets). Each is
+fetched with ``go mod download -json``, copied into a writable tree and
+compiled there with its own go.mod (``go install pkg@version`` is avoided on
+purpose: it asks the module proxy for version lists that it may refuse).
+Their CRDs, and kwok's upstream Stage objects, are copied out of the same
+downloaded modules, so nothing else has to be present::
+
+    <root>/<SIM_BUILD_ID>/bin/{jobset-controller,trainer-controller-manager,kwok}
+    <root>/<SIM_BUILD_ID>/crds/{jobset,trainer,kwok}/*.yaml
+    <root>/<SIM_BUILD_ID>/stages/*.yaml     kwok's node and pod lifecycle stages
+    <root>/<SIM_BUILD_ID>/build.json
 """
 
 from __future__ import annotations
@@ -32,15 +45,16 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Iterator, Sequence
 
 KUBERNETES_VERSION = "v1.36.3"
 STAGING_VERSION = "v0.36.3"
@@ -578,6 +592,364 @@ def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False
     return bin_dir()
 
 
+# --------------------------------------------------------- simulated cluster
+
+
+JOBSET_VERSION = "v0.11.1"
+TRAINER_VERSION = "v2.2.1"
+KWOK_VERSION = "v0.8.0"
+SIM_BUILD_ID = f"sim-jobset-{JOBSET_VERSION}-trainer-{TRAINER_VERSION}-kwok-{KWOK_VERSION}"
+SIM_LDFLAGS = "-s -w"
+
+
+@dataclass(frozen=True)
+class SimComponent:
+    """A third-party controller of the simulated cluster, built from its own module."""
+
+    name: str
+    module: str
+    version: str
+    package: str  # main package, relative to the module root
+    binary: str
+    crd_dir: str  # CRD bases inside the module
+    stage_files: tuple[str, ...] = ()  # kwok Stage objects inside the module
+
+
+SIM_COMPONENTS: dict[str, SimComponent] = {
+    c.name: c
+    for c in (
+        SimComponent(
+            "jobset",
+            "sigs.k8s.io/jobset",
+            JOBSET_VERSION,
+            ".",
+            "jobset-controller",
+            "config/components/crd/bases",
+        ),
+        SimComponent(
+            "trainer",
+            "github.com/kubeflow/trainer/v2",
+            TRAINER_VERSION,
+            "./cmd/trainer-controller-manager",
+            "trainer-controller-manager",
+            "manifests/base/crds",
+        ),
+        SimComponent(
+            "kwok",
+            "sigs.k8s.io/kwok",
+            KWOK_VERSION,
+            "./cmd/kwok",
+            "kwok",
+            "kustomize/crd/bases",
+            (
+                "kustomize/stage/node/fast/node-initialize.yaml",
+                "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+                "kustomize/stage/pod/fast/pod-ready.yaml",
+                "kustomize/stage/pod/fast/pod-delete.yaml",
+            ),
+        ),
+    )
+}
+
+
+def sim_build_dir() -> Path:
+    """Directory holding the simulated cluster's controllers, CRDs and manifest."""
+    return cache_root() / SIM_BUILD_ID
+
+
+def sim_binary_path(component: str) -> Path:
+    """Path of one simulated-cluster controller binary (it may not exist yet)."""
+    if component not in SIM_COMPONENTS:
+        raise KeyError(f"unknown simulated-cluster component {component!r}")
+    return sim_build_dir() / "bin" / SIM_COMPONENTS[component].binary
+
+
+def sim_crd_dir(component: str | None = None) -> Path:
+    """The copied CRDs: all of them, or one component's."""
+    root = sim_build_dir() / "crds"
+    return root if component is None else root / component
+
+
+def sim_stage_dir() -> Path:
+    """kwok's upstream Stage objects, copied out of its module."""
+    return sim_build_dir() / "stages"
+
+
+def _sim_inputs_digest() -> str:
+    h = hashlib.sha256()
+    for c in SIM_COMPONENTS.values():
+        for part in (c.name, c.module, c.version, c.package, c.crd_dir, *c.stage_files):
+            h.update(part.encode() + b"\0")
+    h.update(SIM_LDFLAGS.encode())
+    return h.hexdigest()
+
+
+def read_sim_manifest() -> dict:
+    """The manifest of the simulated cluster's build directory, or an empty dict."""
+    try:
+        return json.loads((sim_build_dir() / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def missing_sim_components(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> list[str]:
+    """Requested simulated-cluster components not built from the current inputs."""
+    manifest = read_sim_manifest()
+    recorded = manifest.get("components", {}) if manifest.get("inputs") == _sim_inputs_digest() else {}
+    missing = []
+    for name in components:
+        have = (
+            name in recorded
+            and os.access(sim_binary_path(name), os.X_OK)
+            and any(sim_crd_dir(name).glob("*.yaml"))
+        )
+        if not have:
+            missing.append(name)
+    return missing
+
+
+def _copy_module(source: Path, target: Path) -> None:
+    """A writable copy of a read-only module directory from the module cache."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target, symlinks=True)
+    for dirpath, dirnames, filenames in os.walk(target):
+        for name in (*dirnames, *filenames):
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
+    Path(target).chmod(Path(target).stat().st_mode | 0o200)
+
+
+def _copy_yaml(source: Path, target: Path) -> list[str]:
+    """Copy the CRD YAML files of ``source`` (kustomization files excluded) into ``target``."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    copied = []
+    for path in sorted(source.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        shutil.copyfile(path, target / path.name)
+        copied.append(path.name)
+    if not copied:
+        raise BuildError(f"no CRD files in {source}")
+    return copied
+
+
+def _copy_sim_data(component: SimComponent, module_dir: Path) -> tuple[list[str], list[str]]:
+    """Copy a component's CRDs (and kwok's Stage objects) out of its module directory."""
+    crds = _copy_yaml(module_dir / component.crd_dir, sim_crd_dir(component.name))
+    stages = []
+    if component.stage_files:
+        sim_stage_dir().mkdir(parents=True, exist_ok=True)
+        for rel in component.stage_files:
+            source = module_dir / rel
+            if not source.is_file():
+                raise BuildError(f"{component.module}@{component.version} has no {rel}")
+            shutil.copyfile(source, sim_stage_dir() / source.name)
+            stages.append(source.name)
+    return crds, stages
+
+
+def sim_data_missing(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> list[str]:
+    """Components whose CRDs (or, for kwok, Stage objects) are not in the cache yet."""
+    missing = []
+    for name in components:
+        component = SIM_COMPONENTS[name]
+        have = any(sim_crd_dir(name).glob("*.yaml")) and all(
+            (sim_stage_dir() / Path(rel).name).is_file() for rel in component.stage_files
+        )
+        if not have:
+            missing.append(name)
+    return missing
+
+
+def fetch_sim_data(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> Path:
+    """Download the modules (no compiling) and copy their CRDs and stages; return the CRD dir.
+
+    This is what a control plane without the simulated cluster needs: the JobSet
+    and Trainer CRDs, from the same pinned modules the controllers are built from.
+    """
+    todo = sim_data_missing(components)
+    if not todo:
+        return sim_crd_dir()
+    go = find_go()
+    if go is None:
+        raise BuildError(
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
+            "it is needed to fetch the JobSet and Trainer CRDs from their Go modules"
+        )
+    env = _go_env(go)
+    with _sim_build_lock():
+        for name in sim_data_missing(todo):
+            component = SIM_COMPONENTS[name]
+            _say(f"fetching the CRDs of {component.module}@{component.version}")
+            with tempfile.TemporaryDirectory(prefix="nvcre-sim-") as scratch:
+                info = _go_json(
+                    go,
+                    ["mod", "download", "-json", f"{component.module}@{component.version}"],
+                    cwd=Path(scratch),
+                    env=env,
+                )
+            if info.get("Error") or not info.get("Dir"):
+                raise BuildError(
+                    f"cannot download {component.module}@{component.version}: {info.get('Error')}"
+                )
+            _copy_sim_data(component, Path(info["Dir"]))
+    return sim_crd_dir()
+
+
+def _build_sim_component(go: str, component: SimComponent, env: dict[str, str], manifest: dict) -> None:
+    """Download, copy and compile one controller; copy its CRDs (and stages)."""
+    with tempfile.TemporaryDirectory(prefix="nvcre-sim-") as scratch:
+        started = time.monotonic()
+        _say(f"downloading {component.module}@{component.version}")
+        info = _go_json(
+            go,
+            ["mod", "download", "-json", f"{component.module}@{component.version}"],
+            cwd=Path(scratch),
+            env=env,
+        )
+    if info.get("Error") or not info.get("Dir"):
+        raise BuildError(f"cannot download {component.module}@{component.version}: {info.get('Error')}")
+    module_dir = Path(info["Dir"])
+    src = sim_build_dir() / "src" / component.name
+    _copy_module(module_dir, src)
+    download_seconds = time.monotonic() - started
+
+    _say(f"resolving the Go modules {component.name} needs")
+    resolve = run_measured(
+        [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", component.package],
+        cwd=src,
+        env=env,
+        label=f"resolving modules for {component.name}",
+    )
+    staging = sim_build_dir() / "bin.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    out = staging / component.binary
+    _say(f"compiling {component.name} ({component.package} of {component.module}@{component.version})")
+    compiled = run_measured(
+        [go, "build", "-trimpath", f"-ldflags={SIM_LDFLAGS}", "-o", str(out), component.package],
+        cwd=src,
+        env=env,
+        label=f"compiling {component.name}",
+    )
+    if not out.is_file():
+        raise BuildError(f"go build reported success but {out} is missing")
+    (sim_build_dir() / "bin").mkdir(parents=True, exist_ok=True)
+    os.replace(out, sim_binary_path(component.name))
+    shutil.rmtree(staging, ignore_errors=True)
+
+    crds, stages = _copy_sim_data(component, src)
+    # The copied sources are only needed while compiling.
+    shutil.rmtree(src, ignore_errors=True)
+
+    step = {
+        "component": component.name,
+        "module": f"{component.module}@{component.version}",
+        "download_seconds": round(download_seconds + resolve.seconds, 1),
+        "compile_seconds": round(compiled.seconds, 1),
+        "max_process_rss_mib": round(max(resolve.max_rss_kib, compiled.max_rss_kib) / 1024),
+        "peak_tree_rss_mib": round(max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024),
+    }
+    manifest.setdefault("steps", []).append(step)
+    manifest.setdefault("components", {})[component.name] = {
+        "module": component.module,
+        "version": component.version,
+        "package": component.package,
+        "bytes": sim_binary_path(component.name).stat().st_size,
+        "crds": crds,
+        "stages": stages,
+    }
+    _say(
+        f"built {component.name}: download {step['download_seconds']}s, "
+        f"compile {step['compile_seconds']}s, largest process {step['max_process_rss_mib']} MiB, "
+        f"whole build tree {step['peak_tree_rss_mib']} MiB"
+    )
+
+
+@contextlib.contextmanager
+def _sim_build_lock() -> Iterator[None]:
+    sim_build_dir().mkdir(parents=True, exist_ok=True)
+    with open(sim_build_dir() / LOCK_NAME, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say("another build of the simulated cluster is running; waiting for it")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool = False) -> Path:
+    """Build the simulated cluster's controllers one at a time; return their bin dir.
+
+    Raises :class:`BuildError` when Go is missing or a step fails.
+    """
+    unknown = [c for c in components if c not in SIM_COMPONENTS]
+    if unknown:
+        raise BuildError(
+            f"unknown simulated-cluster component(s) {', '.join(unknown)}; "
+            f"choose from {', '.join(SIM_COMPONENTS)}"
+        )
+    wanted = list(dict.fromkeys(components))
+    if not force and not missing_sim_components(wanted):
+        _say(f"{', '.join(wanted)} already built in {sim_build_dir()}; nothing to do")
+        return sim_build_dir() / "bin"
+    go = find_go()
+    if go is None:
+        raise BuildError(
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
+            "install Go 1.26+ to build the simulated cluster"
+        )
+    env = _go_env(go)
+    with _sim_build_lock():
+        todo = wanted if force else missing_sim_components(wanted)
+        if not todo:
+            _say(f"{', '.join(wanted)} already built in {sim_build_dir()}; nothing to do")
+            return sim_build_dir() / "bin"
+        manifest = read_sim_manifest()
+        if manifest.get("inputs") != _sim_inputs_digest():
+            manifest = {}
+        go_version = subprocess.run(
+            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        cold = _go_cache_was_empty(go, env)
+        manifest.update(
+            {
+                "build_id": SIM_BUILD_ID,
+                "inputs": _sim_inputs_digest(),
+                "versions": {c.name: c.version for c in SIM_COMPONENTS.values()},
+                "go": go_version,
+                "cpus": os.cpu_count(),
+            }
+        )
+        _say(f"building {', '.join(todo)} with {go_version} into {sim_build_dir()}")
+        started = time.monotonic()
+        for name in todo:  # one at a time: each compile alone fills the machine
+            _build_sim_component(go, SIM_COMPONENTS[name], env, manifest)
+            (sim_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        total = time.monotonic() - started
+        manifest.setdefault("runs", []).append(
+            {
+                "built": todo,
+                "seconds": round(total, 1),
+                "cold_go_cache": cold,
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+        )
+        (sim_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        _say(f"done in {total:.0f}s; binaries in {sim_build_dir() / 'bin'}")
+    return sim_build_dir() / "bin"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
@@ -597,6 +969,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="build only etcd and kube-apiserver (no scheduler/controller-manager)",
     )
+    parser.add_argument(
+        "--sim",
+        action="store_true",
+        help="also build the simulated GPU cluster: "
+        + ", ".join(f"{c.name} {c.version}" for c in SIM_COMPONENTS.values()),
+    )
+    parser.add_argument(
+        "--sim-only",
+        action="store_true",
+        help="build only the simulated cluster's controllers (not the control plane)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument(
         "--print-bin-dir", action="store_true", help="print the binary directory and exit"
@@ -609,18 +992,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.print_bin_dir:
-        print(bin_dir())
+        print(sim_build_dir() / "bin" if args.sim_only else bin_dir())
         return 0
     if args.optional and find_go() is None and os.environ.get("CI", "").lower() != "true":
         print("Go not found: skipping the control-plane build; the integration tests will skip", file=sys.stderr)
         return 0
+    # A SIGTERM unwinds like Ctrl-C, so the running go command is stopped too.
+    signal.signal(signal.SIGTERM, _interrupt)
     components = (
         list(REQUIRED_COMPONENTS)
         if args.minimal
         else [c.strip() for c in args.components.split(",") if c.strip()]
     )
     try:
-        build(components, force=args.force)
+        if not args.sim_only:
+            build(components, force=args.force)
+        if args.sim or args.sim_only:
+            build_sim(force=args.force)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

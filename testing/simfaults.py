@@ -1,0 +1,92 @@
+"""Node faults of the simulated cluster: parsing ``NODE=KIND`` specs and what each does.
+
+Kinds:
+
+``slow-link[:factor]``  the node's links run at ``factor`` (default 0.1) of nominal bandwidth
+``nccl-crash``          an NCCL error on this node makes the workload exit non-zero
+``hang``                the workload on this node never finishes
+``xid``                 once work runs on the node, a GPU health condition appears and the node
+                        is cordoned, as GPU health agents do
+``no-capacity``         allocatable GPUs drop to 0, so new pods stay Unschedulable
+``cordon``              the node is cordoned (``spec.unschedulable: true``)
+``none``                clears every fault of the node
+
+The patch bodies here are pure; the cluster applies them through the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FAULT_KINDS = ("slow-link", "nccl-crash", "hang", "xid", "no-capacity", "cordon", "none")
+DEFAULT_SLOW_FACTOR = 0.1
+XID_CONDITION = "NVSentinelGPUHealthy"
+FAULT_ANNOTATION = "sim.nvcre.io/fault"
+
+
+class FaultError(ValueError):
+    """A fault spec that cannot be understood."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One node's fault: ``kind`` and, for ``slow-link``, the link quality."""
+
+    kind: str
+    factor: float = 1.0
+
+    def __str__(self) -> str:
+        return f"slow-link:{self.factor:g}" if self.kind == "slow-link" else self.kind
+
+    @property
+    def link_quality(self) -> float:
+        return self.factor if self.kind == "slow-link" else 1.0
+
+
+NO_FAULT = Fault("none")
+
+
+def parse_fault(kind: str) -> Fault:
+    """``slow-link``, ``slow-link:0.5``, ``xid``... as a :class:`Fault`."""
+    text = kind.strip()
+    base, _, arg = text.partition(":")
+    if base not in FAULT_KINDS:
+        raise FaultError(f"unknown fault {text!r}; choose from {', '.join(FAULT_KINDS)}")
+    if base == "slow-link":
+        try:
+            factor = float(arg) if arg else DEFAULT_SLOW_FACTOR
+        except ValueError:
+            raise FaultError(f"fault {text!r}: the slow-link factor must be a number") from None
+        if not 0 < factor <= 1:
+            raise FaultError(f"fault {text!r}: the slow-link factor must be in (0, 1]")
+        return Fault("slow-link", factor)
+    if arg:
+        raise FaultError(f"fault {text!r}: {base} takes no argument")
+    return Fault(base)
+
+
+def parse_assignment(spec: str) -> tuple[str, Fault]:
+    """``NODE=KIND`` as ``(node, fault)``."""
+    node, sep, kind = spec.partition("=")
+    if not sep or not node.strip() or not kind.strip():
+        raise FaultError(f"fault {spec!r} must look like NODE=KIND (for example gpu-0=slow-link:0.5)")
+    return node.strip(), parse_fault(kind)
+
+
+def xid_condition(now: str, gpu: int = 3) -> dict[str, Any]:
+    """The Node condition a GPU health agent writes after an Xid error."""
+    return {
+        "type": XID_CONDITION,
+        "status": "False",
+        "reason": "GpuXidError",
+        "message": f"GPU {gpu} reported Xid 79 (GPU has fallen off the bus)",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def has_xid_condition(node: Mapping[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == XID_CONDITION and c.get("status") == "False" for c in conditions)

@@ -1,0 +1,454 @@
+"""The workload player: decides what each simulated pod prints and how it ends.
+
+A thread in the harness process watches pods on the simulated nodes. When a pod
+owned by a Job is Running and not decided yet, the player looks at what it runs
+(:mod:`nvcre.testing.simworkloads`) and at the faults of the nodes of its group
+(every pod of the same JobSet / TrainJob), then
+
+1. creates a kwok ``Logs`` object named like the pod, pointing at a log file;
+2. appends the simulated output to that file in CRI format, each line when it is
+   due, so the log grows while the pod runs;
+3. annotates the pod (``sim.nvcre.io/decided``, ``exit-code``, ``duration``) so
+   kwok's completion stage ends it; a hanging pod is never annotated.
+
+MPI workers are only given an sshd log: they stay Running until the launcher ends
+and JobSet removes them. Numbers come from the node profile's nominal bandwidth
+times the link quality of the group's slowest node, with a seeded jitter.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import simlogs
+from .simfaults import NO_FAULT, Fault
+from .simlogs import LogLine, NcclOutcome, Rank
+from .simprofiles import GPU_RESOURCE, Profile
+from .simstages import DECIDED, DURATION, EXIT_CODE
+from .simworkloads import (
+    JOBSET_NAME_LABEL,
+    TRAINJOB_NAME_LABEL,
+    Workload,
+    WorkloadError,
+    classify,
+    completion_index,
+    group_key,
+    is_mpi,
+    replicated_job,
+)
+
+KWOK_GROUP = "kwok.x-k8s.io"
+KWOK_VERSION = "v1alpha1"
+XID_DELAY_SECONDS = 1.0
+# Each watch ends after this long and the player relists: it bounds how long stop() waits.
+WATCH_SECONDS = 5
+CRASH_EXIT_CODE = 1
+
+
+class ClusterView(Protocol):
+    """What the player needs to know about the cluster it plays for."""
+
+    def profile_of(self, node: str) -> Profile | None: ...
+
+    def fault_of(self, node: str) -> Fault: ...
+
+    def trigger_xid(self, node: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome the player chose for one pod."""
+
+    lines: tuple[LogLine, ...]
+    exit_code: int | None  # None: the pod hangs and is never finished
+    seconds: float
+    xid_nodes: tuple[str, ...] = ()
+
+
+class LogWriter(threading.Thread):
+    """Appends scheduled lines to log files when they are due (one thread for all pods)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="sim-log-writer", daemon=True)
+        self._heap: list[tuple[float, int, Path, str]] = []
+        self._counter = 0
+        self._cond = threading.Condition()
+        self._stopped = False
+
+    def schedule(self, path: Path, start_wall: float, started: datetime, lines: Sequence[LogLine]) -> None:
+        with self._cond:
+            for line in lines:
+                self._counter += 1
+                stamp = started + timedelta(seconds=line.offset)
+                heapq.heappush(
+                    self._heap, (start_wall + line.offset, self._counter, path, simlogs.cri_line(stamp, line))
+                )
+            self._cond.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._heap or self._heap[0][0] > time.time()):
+                    timeout = None if not self._heap else max(self._heap[0][0] - time.time(), 0)
+                    self._cond.wait(timeout if timeout is None else min(timeout, 1.0))
+                if self._stopped:
+                    return
+                due: dict[Path, list[str]] = {}
+                now = time.time()
+                while self._heap and self._heap[0][0] <= now:
+                    _, _, path, text = heapq.heappop(self._heap)
+                    due.setdefault(path, []).append(text)
+            for path, texts in due.items():
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write("".join(texts))
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self.join(timeout=5)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _owned_by_job(pod: Mapping[str, Any]) -> bool:
+    return any(o.get("kind") == "Job" for o in _meta(pod).get("ownerReferences") or [])
+
+
+def _requests(pod: Mapping[str, Any], resource: str) -> int:
+    total = 0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        value = (resources.get("limits") or {}).get(resource) or (resources.get("requests") or {}).get(resource)
+        if value is not None and str(value).isdigit():
+            total += int(value)
+    return total
+
+
+def network_of(pods: Sequence[Mapping[str, Any]]) -> str:
+    """The NCCL network the pods' NIC requests give: IB, Libfabric (EFA) or Socket."""
+    for pod in pods:
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            resources = container.get("resources") or {}
+            names = {*(resources.get("limits") or {}), *(resources.get("requests") or {})}
+            if "vpc.amazonaws.com/efa" in names:
+                return "Libfabric"
+            if any(n.startswith("rdma/") or n == "nvidia.com/mlnxnics" for n in names):
+                return "IB"
+    return "Socket"
+
+
+def procs_per_node(argv: Sequence[str], default: int) -> int:
+    """mpirun's processes per node (``-N`` / ``--npernode`` before the program)."""
+    program = next((i for i, w in enumerate(argv) if "_perf" in w.rsplit("/", 1)[-1]), len(argv))
+    launcher = list(argv[:program])
+    for flag in ("-N", "--npernode", "-npernode"):
+        if flag in launcher:
+            index = launcher.index(flag)
+            if index + 1 < len(launcher) and launcher[index + 1].isdigit():
+                return int(launcher[index + 1])
+    return default
+
+
+def decide(
+    pod: Mapping[str, Any],
+    workload: Workload,
+    group: Sequence[Mapping[str, Any]],
+    view: ClusterView,
+    *,
+    seed: str,
+    started: datetime,
+) -> Decision:
+    """The outcome of ``pod`` (pure given the view): log lines, exit code and duration."""
+    meta = _meta(pod)
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
+    workers = [p for p in group if replicated_job(p) != "launcher"] if is_mpi(pod) else list(group)
+    workers.sort(key=lambda p: (completion_index(p), _meta(p).get("name", "")))
+    nodes = list(dict.fromkeys(str((p.get("spec") or {}).get("nodeName") or "") for p in workers))
+    nodes = [n for n in nodes if n] or [node]
+    if workload.kind in ("nccl-loopback", "dcgm"):
+        nodes = [node]  # single-node programs: only this node's faults matter
+    faults = {n: view.fault_of(n) for n in nodes}
+    profiles = [view.profile_of(n) for n in nodes]
+    prof = next((p for p in profiles if p is not None), None) or view.profile_of(node)
+    preset = (meta.get("annotations") or {}).get(EXIT_CODE)
+    preset_code = int(preset) if preset is not None and str(preset).lstrip("-").isdigit() else None
+    hang = [n for n, f in faults.items() if f.kind in ("hang", "xid")]
+    crash = next((n for n, f in faults.items() if f.kind == "nccl-crash"), None)
+    xid_nodes = tuple(n for n, f in faults.items() if f.kind == "xid")
+    quality = min((f.link_quality for f in faults.values()), default=1.0)
+    pod_seed = f"{seed}/{meta.get('namespace')}/{group_key(pod)[1]}/{meta.get('name')}"
+
+    if workload.kind == "nccl-mpi" or workload.kind == "nccl-loopback":
+        assert workload.nccl is not None
+        gpus = prof.gpus if prof else 8
+        if workload.kind == "nccl-mpi":
+            ppn = procs_per_node(workload.argv, gpus)
+            ranks = [Rank(n, d, 400 + 10 * i + d, _gpu_name(view, n)) for i, n in enumerate(nodes) for d in range(ppn)]
+            transport = network_of(workers)
+            nominal = prof.bus_bandwidth_gbps if prof else 100.0
+        else:
+            ppn = max(workload.nccl.gpus_per_process, 1)
+            ranks = [Rank(node, d, 1, _gpu_name(view, node)) for d in range(ppn)]
+            transport = "Socket"
+            nominal = prof.loopback_bus_bandwidth_gbps if prof else 100.0
+        if transport == "Socket" and workload.kind == "nccl-mpi":
+            nominal = min(nominal, 11.0)  # a 100 GbE-class TCP path
+        outcome = NcclOutcome(
+            bus_bandwidth_gbps=nominal * quality,
+            transport=transport,
+            crash_node=crash,
+            hang_at=0.5 if hang else None,
+            seed=pod_seed,
+        )
+        lines = simlogs.nccl_log(workload.nccl, ranks, outcome)
+        code: int | None = CRASH_EXIT_CODE if crash else 0
+    elif workload.kind == "training":
+        index = completion_index(pod)
+        size = max(len(workers), 1)
+        ppn = _requests(pod, GPU_RESOURCE) or (prof.gpus if prof else 8)
+        run = simlogs.TrainingRun(
+            world_size=size * ppn,
+            first_pod=index == 0,
+            last_pod=index == size - 1,
+            crash_node=crash,
+            hang_at=0.5 if hang else None,
+            tflops_per_gpu=520.0 * quality,
+            seed=pod_seed,
+        )
+        lines = simlogs.training_log(run, started)
+        code = CRASH_EXIT_CODE if crash else 0
+    elif workload.kind == "dcgm":
+        fault = faults.get(node, NO_FAULT)
+        run_dcgm = simlogs.DcgmRun(
+            node=node,
+            gpus=prof.gpus if prof else 8,
+            gpu_name=_gpu_name(view, node),
+            level=workload.dcgm_level,
+            json_output=workload.dcgm_json,
+            failing_gpu=3 if fault.kind in ("xid", "nccl-crash") else None,
+            hang=fault.kind == "hang",
+        )
+        lines = simlogs.dcgm_log(run_dcgm)
+        hang = ["hang"] if fault.kind == "hang" else []
+        code = 1 if simlogs.dcgm_failed(run_dcgm) else 0
+        xid_nodes = (node,) if fault.kind == "xid" else ()
+        if fault.kind == "xid":
+            hang = []  # the diag reports the Xid and exits
+    else:
+        lines = simlogs.generic_log(workload.argv)
+        code = 0
+        hang = [n for n in hang if faults.get(n, NO_FAULT).kind == "hang"]
+    if hang:
+        code = None
+    if preset_code is not None and code is not None:
+        code = preset_code
+    seconds = (max((line.offset for line in lines), default=0.0) + 0.3) if lines else 0.5
+    return Decision(tuple(lines), code, round(seconds, 3), xid_nodes)
+
+
+def _gpu_name(view: ClusterView, node: str) -> str:
+    prof = view.profile_of(node)
+    return prof.dra_name if prof else "NVIDIA GPU"
+
+
+class Player:
+    """Watches pods and plays their workloads (see the module docstring)."""
+
+    def __init__(
+        self,
+        api_client_factory: Callable[[], Any],
+        view: ClusterView,
+        log_dir: Path,
+        *,
+        seed: str = "nvcre-sim",
+        is_sim_node: Callable[[str], bool],
+    ) -> None:
+        self._factory = api_client_factory
+        self._view = view
+        self.log_dir = log_dir
+        self.seed = seed
+        self._is_sim_node = is_sim_node
+        self._stop = threading.Event()
+        self._handled: set[str] = set()
+        self._writer = LogWriter()
+        self._thread = threading.Thread(target=self._run, name="sim-player", daemon=True)
+        self._timers: list[threading.Timer] = []
+        self.errors: list[str] = []
+        self.decisions: dict[str, Decision] = {}
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._writer.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for timer in self._timers:
+            timer.cancel()
+        self._thread.join(timeout=WATCH_SECONDS + 5)
+        self._writer.stop()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # ------------------------------------------------------------------ loop
+
+    def _run(self) -> None:
+        from kubernetes import client, watch
+
+        with self._factory() as api_client:
+            core = client.CoreV1Api(api_client)
+            custom = client.CustomObjectsApi(api_client)
+            while not self._stop.is_set():
+                try:
+                    listed: Any = core.list_pod_for_all_namespaces(_preload_content=False)
+                    body = json.loads(listed.data)
+                    for pod in body.get("items") or []:
+                        self._consider(core, custom, pod)
+                    version = body["metadata"]["resourceVersion"]
+                    stream = watch.Watch()
+                    for event in stream.stream(
+                        core.list_pod_for_all_namespaces,
+                        resource_version=version,
+                        timeout_seconds=WATCH_SECONDS,
+                        allow_watch_bookmarks=True,
+                    ):
+                        if self._stop.is_set():
+                            stream.stop()
+                            break
+                        if event.get("type") in ("ADDED", "MODIFIED"):
+                            self._consider(core, custom, event.get("raw_object") or {})
+                except Exception as exc:  # keep playing: record and relist
+                    if self._stop.is_set():
+                        return
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                    self._stop.wait(0.5)
+
+    def _consider(self, core: Any, custom: Any, pod: Mapping[str, Any]) -> None:
+        meta = _meta(pod)
+        uid = str(meta.get("uid", ""))
+        if not uid or uid in self._handled or meta.get("deletionTimestamp"):
+            return
+        if (pod.get("status") or {}).get("phase") != "Running":
+            return
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if not node or not self._is_sim_node(node) or not _owned_by_job(pod):
+            return
+        if DECIDED in (meta.get("annotations") or {}):
+            self._handled.add(uid)
+            return
+        self._handled.add(uid)
+        try:
+            self._play(core, custom, pod)
+        except Exception:  # one bad pod must not stop the player
+            self.errors.append(f"{meta.get('namespace')}/{meta.get('name')}: {traceback.format_exc()}")
+
+    def _group(self, core: Any, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
+        labels = _meta(pod).get("labels") or {}
+        namespace = str(_meta(pod).get("namespace"))
+        for key in (JOBSET_NAME_LABEL, TRAINJOB_NAME_LABEL):
+            if key in labels:
+                raw: Any = core.list_namespaced_pod(
+                    namespace, label_selector=f"{key}={labels[key]}", _preload_content=False
+                )
+                items = json.loads(raw.data).get("items") or []
+                return [p for p in items if not _meta(p).get("deletionTimestamp")]
+        return [dict(pod)]
+
+    def _play(self, core: Any, custom: Any, pod: Mapping[str, Any]) -> None:
+        meta = _meta(pod)
+        namespace, name = str(meta["namespace"]), str(meta["name"])
+        path = self.log_dir / namespace / f"{name}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        containers = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        try:
+            workload = classify(pod)
+        except WorkloadError as exc:
+            # The program would reject its own arguments: print why and exit 2.
+            lines: tuple[LogLine, ...] = (LogLine(0.0, f"error: {exc}", "stderr"),)
+            self._create_logs(custom, namespace, name, containers, path)
+            self._schedule(path, lines)
+            self._annotate(core, namespace, name, 2, 0.5)
+            return
+        self._create_logs(custom, namespace, name, containers, path)
+        if workload.kind == "mpi-worker":
+            self._schedule(path, tuple(simlogs.sshd_log()))
+            return
+        if workload.kind == "nccl-mpi":
+            group = self._wait_for_workers(core, pod)
+        else:
+            group = self._group(core, pod)
+        started = datetime.now(timezone.utc)
+        decision = decide(pod, workload, group, self._view, seed=self.seed, started=started)
+        self.decisions[f"{namespace}/{name}"] = decision
+        self._schedule(path, decision.lines, started)
+        for node in decision.xid_nodes:
+            timer = threading.Timer(XID_DELAY_SECONDS, self._view.trigger_xid, args=(node,))
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
+        if decision.exit_code is not None:
+            self._annotate(core, namespace, name, decision.exit_code, decision.seconds)
+
+    def _wait_for_workers(self, core: Any, pod: Mapping[str, Any], timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The launcher's group once every worker pod is bound to a node."""
+        deadline = time.monotonic() + timeout
+        group = self._group(core, pod)
+        while time.monotonic() < deadline and not self._stop.is_set():
+            workers = [p for p in group if replicated_job(p) != "launcher"]
+            if workers and all((p.get("spec") or {}).get("nodeName") for p in workers):
+                break
+            self._stop.wait(0.2)
+            group = self._group(core, pod)
+        return group
+
+    def _schedule(self, path: Path, lines: Sequence[LogLine], started: datetime | None = None) -> None:
+        started = started or datetime.now(timezone.utc)
+        self._writer.schedule(path, started.timestamp(), started, lines)
+
+    def _create_logs(self, custom: Any, namespace: str, name: str, containers: list[str], path: Path) -> None:
+        from kubernetes.client import ApiException
+
+        body = {
+            "apiVersion": f"{KWOK_GROUP}/{KWOK_VERSION}",
+            "kind": "Logs",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"logs": [{"containers": containers, "logsFile": str(path)}]},
+        }
+        try:
+            custom.create_namespaced_custom_object(KWOK_GROUP, KWOK_VERSION, namespace, "logs", body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def _annotate(self, core: Any, namespace: str, name: str, code: int, seconds: float) -> None:
+        from kubernetes.client import ApiException
+
+        patch = {
+            "metadata": {
+                "annotations": {
+                    DECIDED: "true",
+                    EXIT_CODE: str(code),
+                    DURATION: f"{int(seconds * 1000)}ms",
+                }
+            }
+        }
+        try:
+            core.patch_namespaced_pod(name, namespace, patch)
+        except ApiException as exc:
+            if exc.status != 404:  # deleted meanwhile: nothing left to finish
+                raise

@@ -1,0 +1,311 @@
+"""Keep a development simulated cluster running and reach it from other commands.
+
+The supervisor is this module run as ``python -m nvcre.testing.simsession`` (in the
+foreground, or detached in its own session). It writes ``<cache>/run/simcluster.json``
+with its pid, the component pids, the kubeconfig and its working directory, and
+serves fault changes: ``request_fault`` drops a request file into
+``<cache>/run/simcluster-requests/``, the supervisor applies it with
+:meth:`SimCluster.set_fault` (the player lives in the supervisor) and writes the
+answer next to it. Stopping means SIGTERM to the supervisor, which then stops
+every process it started and removes its working directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ControlPlaneError
+from .processes import free_port
+from .session import _alive, _is, _tail, run_dir
+from .simfaults import FaultError, parse_assignment
+
+STATE_NAME = "simcluster.json"
+LOG_NAME = "simcluster.log"
+REQUESTS_NAME = "simcluster-requests"
+SUPERVISOR_MARKER = "nvcre.testing.simsession"
+CONTROLLER_MODULE = "nvcre.runtime"
+
+
+class SimSessionError(RuntimeError):
+    """The development cluster could not be started, found, changed or stopped."""
+
+
+def state_path() -> Path:
+    return run_dir() / STATE_NAME
+
+
+def requests_dir() -> Path:
+    return run_dir() / REQUESTS_NAME
+
+
+def read_state() -> dict[str, Any] | None:
+    """The recorded cluster if its supervisor is alive, else None."""
+    try:
+        state = json.loads(state_path().read_text())
+    except (OSError, ValueError):
+        return None
+    if _is(int(state.get("supervisor_pid", 0)), SUPERVISOR_MARKER):
+        return state
+    return None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def controller_available() -> bool:
+    """Whether the nvcre controller can be started (``python -m nvcre.runtime``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(f"{CONTROLLER_MODULE}.__main__") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _start_controller(cluster: Any) -> None:
+    metrics, health = free_port(), free_port()
+    argv = [
+        sys.executable, "-m", CONTROLLER_MODULE,
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--metrics-bind-address=127.0.0.1:{metrics}",
+        f"--health-probe-bind-address=127.0.0.1:{health}",
+        "--no-leader-elect",
+    ]  # fmt: skip
+    import urllib.request
+
+    def ready() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=3) as resp:
+            return resp.status == 200
+
+    cluster.plane.start_process("nvcre-controller", argv, ready=ready, what="nvcre controller /healthz")
+
+
+def serve(
+    *,
+    profile: str,
+    nodes: int,
+    platform: str,
+    faults: dict[str, str],
+    with_controller: bool = False,
+    on_ready: Callable[[Any], None] | None = None,
+) -> int:
+    """Run a simulated cluster until interrupted; returns a process exit code."""
+    from .simcluster import SimCluster
+
+    existing = read_state()
+    if existing is not None:
+        raise SimSessionError(
+            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); "
+            "stop it with `nvcrectl dev down`"
+        )
+    if with_controller and not controller_available():
+        raise SimSessionError(f"--with-controller: {CONTROLLER_MODULE} cannot be imported here")
+    run_dir().mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(requests_dir(), ignore_errors=True)
+    requests_dir().mkdir(parents=True)
+    cluster = SimCluster(profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir())
+    try:
+        with cluster:
+            if with_controller:
+                _start_controller(cluster)
+            state = {
+                "supervisor_pid": os.getpid(),
+                "pids": cluster.pids,
+                "kubeconfig": str(cluster.kubeconfig),
+                "workdir": str(cluster.workdir),
+                "profile": profile,
+                "platform": platform or "onprem",
+                "nodes": cluster.nodes,
+                "timings": {k: round(v, 2) for k, v in cluster.timings.items()},
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+            _write_json(state_path(), state)
+            if on_ready is not None:
+                on_ready(cluster)
+            while True:
+                dead = [n for n, p in cluster.plane.processes.items() if not p.running()]
+                if dead:
+                    process = cluster.plane.processes[dead[0]]
+                    print(f"{dead[0]} exited unexpectedly; last log lines:\n{process.tail()}", file=sys.stderr)
+                    return 1
+                _serve_requests(cluster)
+                time.sleep(0.3)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        _clear_state(os.getpid())
+
+
+def _clear_state(pid: int) -> None:
+    try:
+        if json.loads(state_path().read_text()).get("supervisor_pid") == pid:
+            state_path().unlink()
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(requests_dir(), ignore_errors=True)
+
+
+def _serve_requests(cluster: Any) -> None:
+    from kubernetes.client import ApiException
+
+    for request in sorted(requests_dir().glob("*.request.json")):
+        answer_path = request.with_name(request.name.replace(".request.json", ".answer.json"))
+        try:
+            body = json.loads(request.read_text())
+            node, kind = str(body["node"]), str(body["fault"])
+            fault = cluster.set_fault(node, kind)
+            answer = {"ok": True, "node": node, "fault": str(fault)}
+        except (ControlPlaneError, FaultError, KeyError, ValueError) as exc:
+            answer = {"ok": False, "error": str(exc)}
+        except ApiException as exc:
+            answer = {"ok": False, "error": f"the apiserver refused the change: {exc.status} {exc.reason}"}
+        request.unlink(missing_ok=True)
+        _write_json(answer_path, answer)
+
+
+def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
+    """Ask the running cluster to apply ``NODE=KIND``; returns its answer."""
+    node, fault = parse_assignment(spec)  # FaultError on bad syntax, before anything else
+    if read_state() is None:
+        raise SimSessionError("no simulated cluster is running; start one with `nvcrectl dev up -d`")
+    ident = uuid.uuid4().hex
+    _write_json(requests_dir() / f"{ident}.request.json", {"node": node, "fault": str(fault)})
+    answer_path = requests_dir() / f"{ident}.answer.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if answer_path.exists():
+            answer = json.loads(answer_path.read_text())
+            answer_path.unlink(missing_ok=True)
+            return answer
+        time.sleep(0.1)
+    raise SimSessionError(f"the simulated cluster did not answer within {timeout:.0f}s")
+
+
+def status() -> dict[str, Any] | None:
+    """The running cluster's state plus live node and process information."""
+    state = read_state()
+    if state is None:
+        return None
+    live = {name: _alive(int(pid)) for name, pid in (state.get("pids") or {}).items()}
+    nodes: list[dict[str, Any]] = []
+    try:
+        from kubernetes import client, config
+
+        from .simcluster import node_summary
+
+        with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:
+            raw: Any = client.CoreV1Api(api_client).list_node(
+                label_selector="sim.nvcre.io/profile", _preload_content=False
+            )
+        nodes = [node_summary(node) for node in json.loads(raw.data).get("items") or []]
+    except Exception as exc:  # the report says what could not be read, never a traceback
+        nodes = []
+        state["error"] = f"cannot read nodes: {exc}"
+    return {**state, "alive": live, "nodes": sorted(nodes, key=lambda n: str(n["name"]))}
+
+
+def start_detached(
+    *,
+    profile: str,
+    nodes: int,
+    platform: str,
+    faults: dict[str, str],
+    with_controller: bool = False,
+    timeout: float = 240.0,
+) -> dict[str, Any]:
+    """Start a supervisor in the background and wait until it reports ready."""
+    existing = read_state()
+    if existing is not None:
+        raise SimSessionError(
+            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); "
+            "stop it with `nvcrectl dev down`"
+        )
+    run_dir().mkdir(parents=True, exist_ok=True)
+    log = run_dir() / LOG_NAME
+    argv = [sys.executable, "-m", SUPERVISOR_MARKER, f"--profile={profile}", f"--nodes={nodes}",
+            f"--platform={platform}"]  # fmt: skip
+    argv.extend(f"--fault={node}={kind}" for node, kind in faults.items())
+    if with_controller:
+        argv.append("--with-controller")
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = child.poll()
+        if code is not None:
+            raise SimSessionError(f"the simulated cluster exited with code {code} while starting:\n{_tail(log)}")
+        state = read_state()
+        if state is not None and state.get("supervisor_pid") == child.pid:
+            return state
+        time.sleep(0.3)
+    child.terminate()
+    raise SimSessionError(f"the simulated cluster was not ready after {timeout:.0f}s:\n{_tail(log)}")
+
+
+def stop(timeout: float = 40.0) -> dict[str, Any] | None:
+    """Stop the recorded cluster and remove its state; returns the state, or None if none ran."""
+    try:
+        state = json.loads(state_path().read_text())
+    except (OSError, ValueError):
+        return None
+    supervisor = int(state.get("supervisor_pid", 0))
+    if _is(supervisor, SUPERVISOR_MARKER):
+        os.kill(supervisor, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _alive(supervisor) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(supervisor):
+            os.kill(supervisor, signal.SIGKILL)
+    for name, pid in (state.get("pids") or {}).items():
+        if _is(int(pid), name.split("-")[0]):
+            os.kill(int(pid), signal.SIGKILL)
+    workdir = state.get("workdir")
+    if workdir and Path(workdir).is_dir() and Path(workdir).parent == run_dir():
+        shutil.rmtree(workdir, ignore_errors=True)
+    state_path().unlink(missing_ok=True)
+    shutil.rmtree(requests_dir(), ignore_errors=True)
+    (run_dir() / LOG_NAME).unlink(missing_ok=True)
+    return state
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Supervise a development simulated GPU cluster.")
+    parser.add_argument("--profile", default="h100")
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--platform", default="")
+    parser.add_argument("--fault", action="append", default=[])
+    parser.add_argument("--with-controller", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        faults = dict(parse_assignment(spec) for spec in args.fault)
+        return serve(
+            profile=args.profile,
+            nodes=args.nodes,
+            platform=args.platform,
+            faults={node: str(fault) for node, fault in faults.items()},
+            with_controller=args.with_controller,
+        )
+    except Exception as exc:  # reported through the log the parent reads
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""`nvcrectl dev up/env/fault/status/down`: bad input exits 2 before anything starts, no
+cluster is reported plainly, and (integration) a GB200 cluster comes up and goes away
+leaving no process and no state behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nvcre.cli.dev import app
+
+
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache root of its own, so no real cluster state is seen or touched."""
+    monkeypatch.setenv("NVCRE_CONTROLPLANE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["up", "--profile", "a10"], "--profile: unknown profile 'a10'"),
+        (["up", "--nodes", "0"], "--nodes: must be at least 1"),
+        (["up", "--platform", "mars"], "--platform: unknown platform 'mars'"),
+        (["up", "--fault", "h100-onprem-0"], "--fault[0]: fault 'h100-onprem-0' must look like NODE=KIND"),
+        (["up", "--fault", "h100-onprem-0=melt"], "--fault[0]: unknown fault 'melt'"),
+        (["up", "--nodes", "2", "--fault", "h100-onprem-5=xid"], "--fault[0]: no node 'h100-onprem-5'"),
+        (["fault", "gpu-0=slow-link:7"], "fault[0]: fault 'slow-link:7': the slow-link factor must be in (0, 1]"),
+        (["status", "-o", "yaml"], "--output: must be text or json"),
+    ],
+)
+def test_bad_input_exits_2_with_the_option_named(isolated_cache: Path, args: list[str], message: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert not (isolated_cache / "run").exists()  # nothing was started or written
+
+
+def test_without_a_running_cluster_each_command_says_so(isolated_cache: Path) -> None:
+    env = invoke("env")
+    assert env.exit_code == 1 and "no simulated cluster is running" in env.output
+    status = invoke("status", "-o", "json")
+    assert status.exit_code == 0 and json.loads(status.output) == {"running": False}
+    assert invoke("status").output.strip() == "no simulated cluster is running"
+    assert invoke("down").output.strip() == "no simulated cluster is running"
+    fault = invoke("fault", "gpu-0=xid")
+    assert fault.exit_code == 1 and "no simulated cluster is running" in fault.output
+
+
+def test_with_controller_is_refused_when_the_controller_is_not_importable(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nvcre.testing.simsession as simsession
+
+    monkeypatch.setattr(simsession, "controller_available", lambda: False)
+    result = invoke("up", "--with-controller")
+    assert result.exit_code == 2 and "--with-controller" in result.output
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.integration
+@pytest.mark.sim
+def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pytest.FixtureRequest) -> None:
+    from nvcre.testing import binaries, simsession
+
+    if simsession.read_state() is not None:
+        pytest.skip("a development simulated cluster is already running on this machine")
+    # builds what is missing, or skips / fails (CI) like the other simulated-cluster tests
+    from nvcre.testing.pytest_plugin import _ensure_sim_built
+
+    _ensure_sim_built(request)
+    assert binaries.openssl() is not None
+    up = invoke("up", "--profile", "gb200", "--nodes", "4", "--detach")
+    assert up.exit_code == 0, up.output
+    state = simsession.read_state()
+    try:
+        assert state is not None
+        kubeconfig = state["kubeconfig"]
+        assert f"export KUBECONFIG={kubeconfig}" in up.output
+        env = {**os.environ, "KUBECONFIG": kubeconfig}
+        kubectl = shutil.which("kubectl")
+        if kubectl:
+            out = subprocess.run(
+                [kubectl, "get", "nodes", "-o", "json"], env=env, capture_output=True, text=True, check=True
+            ).stdout
+            nodes = json.loads(out)["items"]
+            resources = subprocess.run(
+                [kubectl, "api-resources", "-o", "name"], env=env, capture_output=True, text=True, check=True
+            ).stdout.split()
+        else:
+            from kubernetes import client, config
+
+            with config.new_client_from_config(config_file=kubeconfig) as api_client:
+                nodes = [api_client.sanitize_for_serialization(n) for n in client.CoreV1Api(api_client).list_node().items]
+                groups = client.ApisApi(api_client).get_api_versions().groups
+                resources = [f"trainjobs.{g.name}" for g in groups if g.name == "trainer.kubeflow.org"]
+                resources += [f"jobsets.{g.name}" for g in groups if g.name == "jobset.x-k8s.io"]
+        assert len(nodes) == 4
+        for node in nodes:
+            conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+            assert conditions["Ready"] == "True"
+            assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-GB200"
+        assert "trainjobs.trainer.kubeflow.org" in resources and "jobsets.jobset.x-k8s.io" in resources
+        status = json.loads(invoke("status", "-o", "json").output)
+        assert status["running"] and len(status["nodes"]) == 4
+        changed = invoke("fault", "gb200-onprem-1=cordon")
+        assert changed.exit_code == 0 and "gb200-onprem-1: cordon" in changed.output
+    finally:
+        down = invoke("down")
+    assert down.exit_code == 0 and "stopped the simulated cluster" in down.output
+    pids = [int(state["supervisor_pid"]), *(int(p) for p in state["pids"].values())]
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in pids if _alive(p)]
+    assert not Path(state["workdir"]).exists()
+    assert not simsession.state_path().exists() and not simsession.requests_dir().exists()
