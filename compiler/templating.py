@@ -10,23 +10,59 @@ Two Jinja environments, both sandboxed and strict about undefined names:
 
 Templates are looked up by path below a root folder (the catalog or the platforms folder); the
 rendered YAML is parsed with the safe loader.
+
+Both are done once per process: a template is compiled on first use and kept (files are not
+polled for changes), the parse of a rendered text is memoised by that text, and a render is
+memoised by its template and values (when they are plain data), so rendering the same entry for
+another category, Certification or platform usually costs a copy of the parsed data. Callers
+always receive a private copy they may change.
+
+Compiled templates are also kept on disk between processes, keyed by template name and a hash
+of its source: ``$XDG_CACHE_HOME/nvcre/templates/`` (``~/.cache`` when unset), one folder per
+Jinja version and environment. ``NVCRE_NO_CACHE=1`` turns that cache off, and a folder that
+other users could write to is never used (its files are compiled code).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, Undefined
+from jinja2 import BytecodeCache, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .diagnostics import CompileError, error
 from .yamlio import load_documents
 
-__all__ = ["TemplateSet", "template_set"]
+__all__ = ["TemplateSet", "template_set", "plain_copy", "bytecode_cache_dir"]
+
+
+def bytecode_cache_dir(kind: str) -> Path | None:
+    """The folder for one environment's compiled templates, or None when the disk cache is off or unsafe."""
+    if os.environ.get("NVCRE_NO_CACHE", "") not in ("", "0"):
+        return None
+    import jinja2
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nvcre" / "templates"
+    folder = base / f"jinja-{jinja2.__version__}-{kind}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+    except OSError:
+        return None
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        return None
+    return folder
+
+
+def _bytecode_cache(kind: str) -> BytecodeCache | None:
+    folder = bytecode_cache_dir(kind)
+    return FileSystemBytecodeCache(str(folder)) if folder is not None else None
 
 
 def _as_json(value: Any) -> str:
@@ -69,20 +105,80 @@ def _mpi_pairs(env: list[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+#: rendered text -> its parsed document, shared by every TemplateSet (the parse depends on the text only)
+_parsed: dict[str, Any] = {}
+#: the memo starts over past this many texts or characters, so a long-running controller stays small
+_PARSED_LIMIT = 512
+_PARSED_CHARS_LIMIT = 2 << 20
+_parsed_chars = 0
+
+
+def _remember(text: str, document: Any) -> None:
+    global _parsed_chars
+    if len(_parsed) >= _PARSED_LIMIT or _parsed_chars + len(text) > _PARSED_CHARS_LIMIT:
+        _parsed.clear()
+        _parsed_chars = 0
+    _parsed[text] = document
+    _parsed_chars += len(text)
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of parsed YAML data (dicts, lists, immutable scalars), much cheaper than ``copy.deepcopy``."""
+    if type(value) is dict:
+        return {key: plain_copy(item) if type(item) in _CONTAINERS else item for key, item in value.items()}
+    if type(value) is list:
+        return [plain_copy(item) if type(item) in _CONTAINERS else item for item in value]
+    return value
+
+
+_CONTAINERS = (dict, list)
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: the render memo starts over past this many renders or characters (keys and texts together)
+_RENDERED_LIMIT = 4096
+_RENDERED_CHARS_LIMIT = 16 << 20
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind is dict:
+        return all(type(key) in _PLAIN_SCALARS and _plain(item) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(item) for item in value)
+    return False
+
+
+def _values_key(name: str, values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A memo key for rendering ``name`` with ``values``, or None when the values are not plain data.
+
+    Templates are pure functions of their values (sandboxed, no clock, no random source), and
+    for plain data ``repr`` tells apart everything a template could (types, order, ``1`` from
+    ``True`` from ``"1"``, lists from tuples). Anything else, whose ``repr`` might not, is not memoised.
+    """
+    if type(values) is not dict or not _plain(values):
+        return None
+    return name, repr(values)
+
+
 class TemplateSet:
     """The two environments over one or more root folders (searched in order)."""
 
     def __init__(self, *roots: Path):
         self.roots = tuple(Path(root) for root in roots)
         loader = FileSystemLoader([str(root) for root in self.roots])
-        common = dict(loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-        self.yaml_env = ImmutableSandboxedEnvironment(finalize=_as_json, **common)
-        self.script_env = ImmutableSandboxedEnvironment(finalize=_as_shell_word, **common)
+        common = dict(loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                      auto_reload=False, cache_size=-1)
+        self.yaml_env = ImmutableSandboxedEnvironment(finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
+        self.script_env = ImmutableSandboxedEnvironment(finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common)
         for env in (self.yaml_env, self.script_env):
             env.filters["env_list"] = _env_list
             env.filters["mpi_pairs"] = _mpi_pairs
             env.filters["text"] = _scalar_text
         self.yaml_env.globals["script"] = self._script_global
+        #: (template, values) -> rendered text, for values made of plain data only (see _values_key)
+        self._texts: dict[tuple[str, str], str] = {}
+        self._texts_chars = 0
 
     def _script_global(self, name: str, **values: Any) -> str:
         # Scripts see only what the YAML template hands them explicitly.
@@ -90,16 +186,36 @@ class TemplateSet:
 
     def render_yaml(self, name: str, values: Mapping[str, Any], where: str) -> Any:
         """Render a YAML template and parse it; errors name the template and the unit (``where``)."""
+        key = _values_key(name, values)
+        text = self._texts.get(key) if key is not None else None
+        if text is None:
+            text = self._render(name, values, where)
+            if key is not None:
+                self._remember_text(key, text)
+        parsed = _parsed.get(text)
+        if parsed is None:
+            docs = load_documents(text, f"{name} (rendered)")
+            if len(docs) != 1:
+                raise CompileError([error("TemplateRender", where, f"{name} rendered {len(docs)} documents, expected 1")])
+            _remember(text, docs[0])
+            parsed = docs[0]
+        return plain_copy(parsed)
+
+    def _render(self, name: str, values: Mapping[str, Any], where: str) -> str:
         try:
-            text = self.yaml_env.get_template(name).render(**values)
+            return self.yaml_env.get_template(name).render(**values)
         except TemplateNotFound as exc:
             raise CompileError([error("TemplateNotFound", where, f"template {exc.name!r} does not exist")]) from None
         except (TemplateError, TypeError) as exc:
             raise CompileError([error("TemplateRender", where, f"rendering {name}: {exc}")]) from None
-        docs = load_documents(text, f"{name} (rendered)")
-        if len(docs) != 1:
-            raise CompileError([error("TemplateRender", where, f"{name} rendered {len(docs)} documents, expected 1")])
-        return docs[0]
+
+    def _remember_text(self, key: tuple[str, str], text: str) -> None:
+        size = len(key[1]) + len(text)
+        if len(self._texts) >= _RENDERED_LIMIT or self._texts_chars + size > _RENDERED_CHARS_LIMIT:
+            self._texts.clear()
+            self._texts_chars = 0
+        self._texts[key] = text
+        self._texts_chars += size
 
     def render_script(self, name: str, values: Mapping[str, Any]) -> str:
         return self.script_env.get_template(name).render(**values)
