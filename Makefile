@@ -4,7 +4,11 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo controlplane test golden-update clean
+.PHONY: setup demo controlplane test test-fast lint typecheck golden-update clean
+
+# What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
+LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
+MYPY_TREE := build/mypy-tree
 
 setup: $(VENV)/.installed
 
@@ -19,10 +23,25 @@ demo: setup
 	$(BIN)/nvcrectl certification render examples/certification.yaml --platform onprem --gpu-arch gb300
 
 controlplane: setup
-	$(BIN)/python tests/controlplane/build.py --optional
+	$(BIN)/python tests/controlplane/build.py --optional --sim
 
-test: setup controlplane
+test: setup lint typecheck controlplane
 	$(BIN)/python -m pytest
+
+# The quick lane for local work: lint, types, and every test not marked integration or slow.
+test-fast: setup lint typecheck
+	$(BIN)/python -m pytest -q -m "not integration and not slow"
+
+lint: setup
+	$(BIN)/ruff check $(LINT_PATHS)
+
+# The source folders are not named after their packages (compiler/ is nvcre.compiler), so mypy
+# reads them through a tree of links laid out as the installed package.
+typecheck: setup
+	rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)/nvcre
+	for f in pkg/*.py; do ln -s ../../../$$f $(MYPY_TREE)/nvcre/; done
+	for d in compiler runtime cli testing catalog platforms; do ln -s ../../../$$d $(MYPY_TREE)/nvcre/$$d; done
+	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy
 
 golden-update: setup
 	$(BIN)/python -m pytest tests/test_golden_render.py tests/test_golden_workloadrun.py tests/test_golden_platforms.py --update-golden

@@ -5,17 +5,19 @@ ready-node counts, topology domains and any warning a render would give, from th
 detection functions the compiler uses. Produce the file with
 ``kubectl get nodes,resourceslices -o yaml`` (add kube-system pods for GCP H100).
 
-Exit codes: 0 success, 2 invalid input (diagnostics on stderr, nothing on stdout), 1 other.
+Errors go through the same handling as every other command (``output.guarded``): exit 2 with
+every diagnostic on stderr and nothing on stdout for invalid input, 1 for anything else.
 """
 
 from __future__ import annotations
 
 import sys
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from .output import guarded, print_diagnostics
 
 if TYPE_CHECKING:
     from nvcre.compiler.diagnostics import Diagnostic
@@ -40,6 +42,7 @@ def _cluster() -> None:
 
 
 @app.command("info")
+@guarded
 def info_command(
     facts_file: str = typer.Option(
         ...,
@@ -54,21 +57,13 @@ def info_command(
 ) -> None:
     """Show the platform, GPUs, nodes and topology nvcre detects from the facts."""
     from nvcre.compiler.diagnostics import CompileError
-    from nvcre.compiler.facts import facts_from_text, load_facts
+    from nvcre.compiler.facts import load_facts
 
-    try:
-        if facts_file == "-":
-            facts = facts_from_text(sys.stdin.read(), source="<stdin>")
-        else:
-            facts = load_facts(Path(facts_file))
-    except CompileError as exc:
-        _print_diagnostics(exc.diagnostics)
-        raise typer.Exit(2) from None
-
+    facts = load_facts(facts_file)
     summary, diags = cluster_info(facts, topology_key=topology_key or None)
-    _print_diagnostics(diags)
-    if summary is None:
-        raise typer.Exit(2)
+    if summary is None or any(d.is_error for d in diags):
+        raise CompileError(diags)
+    print_diagnostics(diags)
     if output is OutputFormat.json:
         from nvcre.compiler.emit import dump_json
 
@@ -210,8 +205,3 @@ def _provenance(fact: Any) -> dict[str, str]:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _print_diagnostics(diags: list[Diagnostic]) -> None:
-    for d in diags:
-        sys.stderr.write(f"{d.severity.value}: {d.render()}\n")

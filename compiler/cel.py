@@ -1,29 +1,101 @@
-"""CEL evaluation for overlay conditions (the same cel-python engine the API validation uses).
+"""CEL for the compiler: one shared cel-python environment, compiled programs cached by text.
 
-Programs are compiled once per expression text and evaluated against plain Python data.
-A CEL error is raised as ``CELError`` with the expression in the message.
+Overlay conditions and the API's validation rules both evaluate here, against plain Python
+data. Building cel-python's parser means Lark computing LALR tables for the CEL grammar
+(about a quarter of a second), so the process builds it once, and keeps the tables on disk
+between processes: ``$XDG_CACHE_HOME/nvcre/cel/`` (``~/.cache`` when unset), one file per
+cel-python and Lark version. ``NVCRE_NO_CACHE=1`` turns the disk cache off; a cache
+directory that other users could write to is never used. Programs are compiled once per
+expression text. A CEL error is raised as ``CELError`` with the expression in the message.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from functools import lru_cache
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import celpy
 from celpy import celtypes
 
-__all__ = ["CELError", "evaluate_bool", "to_cel"]
+__all__ = ["CELError", "environment", "program", "evaluate_bool", "to_cel", "cache_file"]
 
 
 class CELError(ValueError):
     """A CEL expression that does not parse, or that evaluates to something other than a boolean."""
 
 
-@lru_cache(maxsize=256)
-def _program(expression: str) -> Any:
-    env = celpy.Environment()
+def cache_file() -> Path | None:
+    """Where the parser tables are kept, or None when the disk cache is off or unsafe."""
+    if os.environ.get("NVCRE_NO_CACHE", "") not in ("", "0"):
+        return None
+    from importlib.metadata import version
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nvcre" / "cel"
     try:
-        return env.program(env.compile(expression))
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = base.stat()
+    except OSError:
+        return None
+    # The tables are a pickle: only read them from a directory no one else can write to.
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        return None
+    return base / f"lark-{version('lark')}-cel-python-{version('cel-python')}.tables"
+
+
+def _install_parser() -> None:
+    """Give cel-python its LALR parser, from the disk cache when there is one.
+
+    cel-python keeps one parser for the process in ``CELParser.CEL_PARSER`` and builds it on
+    the first ``Environment()``; built here first, with the same options plus Lark's cache,
+    it is read back in milliseconds on later runs.
+    """
+    from celpy.celparser import CELParser
+
+    if CELParser.CEL_PARSER is not None:
+        return
+    path = cache_file()
+    if path is None:
+        return  # cel-python builds it the usual way
+    from lark import Lark
+
+    grammar = (Path(celpy.__file__).parent / "cel.lark").read_text(encoding="utf-8")
+    CELParser.CEL_PARSER = Lark(
+        grammar,
+        parser="lalr",
+        start="expr",
+        debug=True,
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        propagate_positions=True,
+        maybe_placeholders=False,
+        priority="invert",
+        tree_class=celpy.InterpretedRunner.tree_node_class,
+        cache=str(path),
+    )
+
+
+@lru_cache(maxsize=1)
+def environment() -> celpy.Environment:
+    """The process's one cel-python environment."""
+    _install_parser()
+    return celpy.Environment()
+
+
+@lru_cache(maxsize=1024)
+def program(expression: str, functions: tuple[tuple[str, Callable[..., Any]], ...] = ()) -> Any:
+    """A runnable program for ``expression`` with extra ``functions`` (name, callable) pairs,
+    compiled once per text; ``celpy.CELParseError`` when it does not parse."""
+    env = environment()
+    return env.program(env.compile(expression), functions=dict(functions) or None)
+
+
+def _program(expression: str) -> Any:
+    try:
+        return program(expression)
     except celpy.CELParseError as exc:
         raise CELError(f"cannot parse CEL expression {expression!r}: {exc}") from None
 
@@ -32,6 +104,8 @@ def to_cel(value: Any) -> Any:
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise CELError("an integer past 64 bits cannot be passed to CEL")
         return celtypes.IntType(value)
     if isinstance(value, float):
         return celtypes.DoubleType(value)
@@ -47,7 +121,13 @@ def to_cel(value: Any) -> Any:
 
 
 def evaluate_bool(expression: str, activation: Mapping[str, Any]) -> bool:
-    result = _program(expression).evaluate({name: to_cel(value) for name, value in activation.items()})
+    """The boolean ``expression`` gives over ``activation``; CELError for anything else."""
+    runnable = _program(expression)
+    values = {name: to_cel(value) for name, value in activation.items()}
+    try:
+        result = runnable.evaluate(values)
+    except Exception as exc:  # cel-python raises CELEvalError, and TypeError for some operand mixes
+        raise CELError(f"CEL expression {expression!r} failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
     if isinstance(result, celpy.CELEvalError) or not isinstance(result, celtypes.BoolType):
         raise CELError(f"CEL expression {expression!r} did not give a boolean: {result!r}")
     return bool(result)

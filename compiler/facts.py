@@ -14,6 +14,7 @@ sorted by name, so the order of the file never changes a result.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -21,12 +22,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .diagnostics import CompileError, Diagnostic, error, format_path, info
+from .yamlio import Limits, check_size, make_loader, plain_data_problems
 
 __all__ = [
     "ClusterFacts",
     "load_facts",
     "facts_from_text",
     "facts_from_documents",
+    "facts_from_objects",
     "parse_quantity",
     "name_of",
     "labels_of",
@@ -146,37 +149,75 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
+#: Bounds that keep parsing cheap whatever the text: Kubernetes itself caps a quantity at
+#: 2^63-1 in magnitude, so longer mantissas and larger exponents can only be mistakes.
+MAX_QUANTITY_TEXT = 64
+MAX_QUANTITY_EXPONENT = 40
+_QUANTITY_CAP = Fraction(2**63 - 1)
+
+
 def parse_quantity(value: Any) -> Fraction:
     """Parse a Kubernetes resource quantity exactly (``8``, ``"8"``, ``"1k"``, ``"500m"``, ``"1Gi"``).
 
-    Raises ``ValueError`` for anything else (booleans included).
+    Raises ``ValueError`` for anything else (booleans included) and for a quantity whose
+    magnitude exceeds 2^63-1, the largest Kubernetes stores; the work done is bounded by
+    ``MAX_QUANTITY_TEXT`` characters and a decimal exponent of ``MAX_QUANTITY_EXPONENT``.
     """
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity")
     if isinstance(value, int):
-        return Fraction(value)
+        return _in_range(Fraction(value), value)
     if isinstance(value, float):
-        return Fraction(repr(value))
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{value!r} is not a quantity")
+        return _in_range(Fraction(repr(value)), value)
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a quantity")
-    m = _QUANTITY_RE.match(value.strip())
+        raise ValueError(f"{_shown(value)} is not a quantity")
+    text = value.strip()
+    if len(text) > MAX_QUANTITY_TEXT:
+        raise ValueError(f"{_shown(value)} is not a quantity: longer than {MAX_QUANTITY_TEXT} characters")
+    m = _QUANTITY_RE.match(text)
     if not m:
         raise ValueError(f"{value!r} is not a quantity")
     number = Fraction(m.group("num"))
     suffix = m.group("suffix") or ""
     if m.group("exp") is not None:
-        return number * Fraction(10) ** int(m.group("exp"))
+        exponent = int(m.group("exp"))
+        if abs(exponent) > MAX_QUANTITY_EXPONENT:
+            raise ValueError(f"{value!r} is out of range: the exponent may be at most {MAX_QUANTITY_EXPONENT} in magnitude")
+        return _in_range(number * Fraction(10) ** exponent, value)
     if suffix in _BINARY:
-        return number * 1024 ** _BINARY[suffix]
-    return number * Fraction(10) ** _DECIMAL[suffix]
+        return _in_range(number * 1024 ** _BINARY[suffix], value)
+    return _in_range(number * Fraction(10) ** _DECIMAL[suffix], value)
+
+
+def _in_range(quantity: Fraction, value: Any) -> Fraction:
+    if abs(quantity) > _QUANTITY_CAP:
+        raise ValueError(f"{_shown(value)} is out of range: a quantity is at most 2^63-1")
+    return quantity
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # --------------------------------------------------------------------------- loading
 
 
+#: A facts file is a cluster's objects as kubectl prints them: large, but not unbounded. YAML
+#: this size still parses in seconds; for bigger clusters save JSON (``-o json``), which is
+#: read by the JSON parser and may be four times larger.
+FACTS_LIMITS = Limits(max_bytes=16 * 1024 * 1024, max_values=2_000_000, max_depth=100)
+FACTS_JSON_LIMITS = Limits(max_bytes=64 * 1024 * 1024, max_values=4_000_000, max_depth=100)
+
+
 def load_facts(path: str | Path) -> ClusterFacts:
-    """Read a facts file; raise :class:`CompileError` when it is unreadable or malformed."""
+    """Read a facts file (``-`` reads standard input); raise :class:`CompileError` when it is
+    unreadable, too large or malformed."""
     source = str(path)
+    if source == "-":
+        return facts_from_text(sys.stdin.read(), source="<stdin>")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -186,35 +227,93 @@ def load_facts(path: str | Path) -> ClusterFacts:
 
 
 def facts_from_text(text: str, *, source: str = "<facts>") -> ClusterFacts:
-    """Parse YAML (or JSON) text holding one or more documents into facts."""
-    from ruamel.yaml import YAML
+    """Parse YAML (or JSON) text holding one or more documents into facts, within the limits."""
+    stripped = text.lstrip()
+    as_json = stripped[:1] in ("{", "[")
+    limits = FACTS_JSON_LIMITS if as_json else FACTS_LIMITS
+    check_size(text, source, limits, code="FactsTooLarge")
+    docs = _json_documents(text, source) if as_json else None
+    if docs is None:
+        docs = _yaml_documents(text, source)
+    return facts_from_documents(docs, source=source, limits=limits)
+
+
+def _json_documents(text: str, source: str) -> list[Any] | None:
+    """The one JSON document ``text`` holds, or None when it is not JSON (then it is read as YAML)."""
+    import json
+
+    try:
+        return [json.loads(text)]
+    except RecursionError:
+        raise CompileError([error("FactsMalformed", source, "mappings and lists nest too deep to read")]) from None
+    except ValueError as exc:
+        if "digits" in str(exc) and len(text) > (FACTS_LIMITS.max_bytes or 0):
+            # Python refuses integers of thousands of digits; the YAML reader, which would name
+            # the field, is too slow for a text this large.
+            raise CompileError([error("FactsMalformed", source, "an integer is out of range: numbers in Kubernetes objects are 64-bit")]) from None
+        return None  # not JSON after all, or an integer the YAML reader reports at its path
+
+
+def _yaml_documents(text: str, source: str) -> list[Any]:
     from ruamel.yaml.error import YAMLError
 
-    yaml = YAML(typ="safe")
     try:
-        docs = list(yaml.load_all(text))
+        return list(make_loader(version=None).load_all(text))
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise CompileError([error("FactsYAMLError", source, f"not valid YAML{where}: {problem}")]) from None
-    return facts_from_documents(docs, source=source)
+    except RecursionError:
+        raise CompileError([error("FactsMalformed", source, "mappings and lists nest too deep to read")]) from None
+    except ValueError as exc:
+        raise CompileError([error("FactsYAMLError", source, f"not valid YAML: {str(exc)[:200]}")]) from None
 
 
-def facts_from_documents(docs: Iterable[Any], *, source: str = "<facts>") -> ClusterFacts:
+def facts_from_documents(docs: Iterable[Any], *, source: str = "<facts>", limits: Limits | None = None) -> ClusterFacts:
     """Validate parsed documents and collect the Nodes, ResourceSlices and Pods in them.
 
-    ``None`` documents (empty ``---`` sections) are skipped. Raises :class:`CompileError`
+    ``None`` documents (empty ``---`` sections) are skipped. The documents must first be plain
+    data within ``limits`` (``FACTS_LIMITS`` by default): no more values than it allows once
+    aliases are followed, no deeper nesting, only JSON values. Raises :class:`CompileError`
     with every problem found.
     """
-    loader = _Loader(source)
     documents = list(docs)
+    _check_plain(documents, source, limits or FACTS_LIMITS)
+    loader = _Loader(source)
     for index, doc in enumerate(documents):
         prefix: list[str | int] = ["documents", index] if len(documents) > 1 else []
         if doc is None:
             continue
         loader.document(doc, prefix)
     return loader.finish()
+
+
+def facts_from_objects(
+    *,
+    nodes: Iterable[Mapping[str, Any]] = (),
+    resource_slices: Iterable[Mapping[str, Any]] = (),
+    pods: Iterable[Mapping[str, Any]] = (),
+    source: str = "cluster",
+) -> ClusterFacts:
+    """Facts from objects already sorted by kind, as an informer cache holds them: an object
+    without ``kind`` takes the kind of its argument (items of a typed list carry none)."""
+    docs: list[Any] = []
+    for kind, objects in (("Node", nodes), ("ResourceSlice", resource_slices), ("Pod", pods)):
+        docs.extend(obj if isinstance(obj, Mapping) and obj.get("kind") else {**obj, "kind": kind} for obj in objects)
+    return facts_from_documents([{"kind": "List", "items": docs}], source=source)
+
+
+def _check_plain(docs: list[Any], source: str, limits: Limits) -> None:
+    problems = []
+    for index, doc in enumerate(docs):
+        prefix: list[str | int] = ["documents", index] if len(docs) > 1 else []
+        for code, parts, message in plain_data_problems(doc, limits):
+            where = format_path([*prefix, *parts])
+            code = "FactsTooLarge" if code == "YAMLTooLarge" else "FactsMalformed"
+            problems.append(error(code, f"{source}: {where}" if where else source, message))
+    if problems:
+        raise CompileError(problems)
 
 
 class _Loader:
@@ -365,8 +464,9 @@ class _Loader:
             for rname, qty in resources.items():
                 try:
                     parse_quantity(qty)
-                except ValueError:
-                    self._err([*where, "status", key, str(rname)], f"{qty!r} is not a Kubernetes quantity")
+                except ValueError as exc:
+                    reason = str(exc) if "out of range" in str(exc) else f"{_shown(qty)} is not a Kubernetes quantity"
+                    self._err([*where, "status", key, str(rname)], reason)
         for i, cond in enumerate(self._list(status, "conditions", [*where, "status"])):
             if not isinstance(cond, dict):
                 self._err([*where, "status", "conditions", i], f"expected a mapping, found {_type_name(cond)}")

@@ -1,9 +1,27 @@
 """The ordered pass list, and the runner that lowers one unit through it.
 
-Each pass is a named pure function ``(unit, ctx) -> (unit, diagnostics)``. The runner stops a
-unit at the first pass that reports an error (later passes would only report consequences),
-but callers render every category, so all independent errors are collected. With
-``check_purity`` the runner also proves that no pass changed the unit it was given.
+Each pass is a named pure function ``(unit, ctx) -> (unit, diagnostics)``. A Certification
+category runs, in this order (``PASSES``):
+
+ 1. resolve_options        spec-level options, then the category's own
+ 2. apply_gpu_defaults     gpusPerNode / mlnxPerNode from the GPU defaults table
+ 3. size_workload          nodesPerJob and the catalog's numeric defaults
+ 4. instantiate_catalog    the entry's template becomes the Workflow
+ 5. apply_overlays         every platform x architecture overlay that matches
+ 6. merge_env              user env after catalog and overlays
+ 7. rewrite_gang           gang scheduler name and queue label
+ 8. override_image         spec or category image
+ 9. inject_pull_secrets    imagePullSecrets on node pods and the launcher
+10. merge_workload_labels  catalog, global, category, then the gang queue label
+11. stamp_provenance       overlays applied and the source of each cluster fact
+12. validate_workflow      a validator: invariants of the finished Workflow
+
+A WorkloadRun replaces passes 1-4 with its own five (``nvcre.compiler.workloadrun``) and runs
+5-12 (``WORKFLOW_PASSES``) unchanged. The runner stops a unit at the first pass that reports
+an error (later passes would only report consequences), but callers render every category,
+so all independent errors are collected. Every diagnostic leaves the runner with the name of
+the pass that reported it (``Diagnostic.pass_name``). With ``check_purity`` the runner also
+proves that no pass changed the unit it was given.
 """
 
 from __future__ import annotations
@@ -12,7 +30,7 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, attributed
 from .passes.apply_gpu_defaults import apply_gpu_defaults
 from .passes.apply_overlays import apply_overlays
 from .passes.inject_pull_secrets import inject_pull_secrets
@@ -82,6 +100,7 @@ def run_passes(
                 raise PassPurityError(f"pass {step.name} changed its input")
             if step.validator and result is not unit:
                 raise PassPurityError(f"validator {step.name} returned a different document")
+        found = attributed(found, step.name)
         diagnostics.extend(found)
         if any(d.is_error for d in found):
             return unit, diagnostics

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .catalog import Catalog, load_catalog
-from .diagnostics import CompileError, Diagnostic, error
+from .diagnostics import CompileError, Diagnostic, attributed, error
 from .overlays import OverlaySet, load_overlays
 from .pipeline import run_passes
 from .unit import ClusterView, Context, GangSpec, Unit
@@ -63,11 +63,15 @@ def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any
     from .api.schema_check import whole_numbers_as_integers
     from .api.validate import installed_schema, validate
 
-    problems = validate(dict(document))
+    if not isinstance(document, Mapping):
+        raise CompileError(
+            [error("DocumentInvalid", "", f"a document must be a mapping, got {type(document).__name__}").from_stage("validate")]
+        )
+    problems = attributed(validate(dict(document)), "validate")
     if any(d.is_error for d in problems):
         raise CompileError(problems)
     if document.get("kind") != kind:
-        raise CompileError([error("WrongKind", "kind", f"expected a {kind}, got {document.get('kind')!r}")])
+        raise CompileError([error("WrongKind", "kind", f"expected a {kind}, got {document.get('kind')!r}").from_stage("validate")])
     return whole_numbers_as_integers(installed_schema(kind_class(kind)), dict(document)), problems
 
 
@@ -78,6 +82,7 @@ def decide_cluster(
     from .detect import detect_cluster
 
     detection, found = detect_cluster(facts, target=dict(target), platform=platform, gpu_arch=gpu_arch)
+    found = attributed(found, "detect")
     if any(d.is_error for d in found):
         raise CompileError(found)
     return cluster_view(detection, facts), list(found)
@@ -102,7 +107,9 @@ def render_certification(
 
     categories = spec.get("categories") or []
     unknown = [
-        error("CategoryNotFound", f"spec.categories[{i}]", f"unknown certification category: {c.get('domain')}/{c.get('variant')}")
+        error(
+            "CategoryNotFound", f"spec.categories[{i}]", f"unknown certification category: {c.get('domain')}/{c.get('variant')}"
+        ).from_stage("validate")
         for i, c in enumerate(categories)
         if catalog.lookup(c.get("domain", ""), c.get("variant", "")) is None
     ]
@@ -120,6 +127,8 @@ def render_certification(
     provenance: list[tuple[dict[str, Any], ...]] = []
     for index, category in enumerate(categories):
         entry = catalog.lookup(category["domain"], category["variant"])
+        if entry is None:  # unknown categories were refused above
+            raise CompileError([error("CategoryNotFound", f"spec.categories[{index}]", "unknown certification category")])
         ctx = Context(
             source_kind="Certification",
             source_name=name,

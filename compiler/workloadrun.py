@@ -111,6 +111,8 @@ def render_workloadrun(
         spec["target"] = {key: dict(value) for key, value in DEFAULT_TARGET.items()}
     framework = framework_of(spec)
     entry = catalog.lookup(DOMAIN, framework)
+    if entry is None:
+        raise CompileError([error("FrameworkInvalid", "spec.framework", f"no {DOMAIN}/{framework} entry in the catalog")])
 
     try:
         view, found = decide_cluster(facts, spec["target"], platform, gpu_arch)

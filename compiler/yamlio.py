@@ -1,30 +1,96 @@
-"""Safe YAML input: documents in, plain data out, problems reported as diagnostics.
+"""Safe YAML input: documents in, plain JSON-like data out, problems reported as diagnostics.
 
 Only the safe loader is used (no Python object tags, no arbitrary constructors). Scalars are
 resolved with YAML 1.1 rules, the rules ``kubectl`` applies, so ``value: yes`` is a boolean
 here exactly as it is for the API server. Duplicate keys, syntax errors and non-mapping
 documents are reported with the file name and position instead of a traceback.
+
+Every load is bounded before anything walks the data (``Limits``): the text's size in bytes,
+the number of values once aliases are followed, and the nesting depth. The loaded data must
+also be what a Kubernetes object can hold (``plain_data_problems``): mappings with string
+keys, lists, strings, booleans, 64-bit integers, finite numbers and null. A YAML date,
+``!!binary``, ``!!set`` or an integer past 64 bits is reported at its field path.
 """
 
 from __future__ import annotations
 
-import re
+import datetime
+import math
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from .diagnostics import CompileError, Diagnostic, error
+from .diagnostics import CompileError, Diagnostic, PathPart, error, format_path
 
-__all__ = ["load_documents", "load_file", "read_text"]
+__all__ = [
+    "Limits",
+    "DOCUMENT_LIMITS",
+    "INTERNAL_LIMITS",
+    "INT64_MIN",
+    "INT64_MAX",
+    "load_documents",
+    "load_file",
+    "read_text",
+    "check_size",
+    "make_loader",
+    "plain_data_problems",
+]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: Longest integer scalar built at all; anything longer is out of range whatever its digits.
+_MAX_INT_TEXT = 64
 
 
-def _loader() -> YAML:
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one input: its size in bytes (None: no bound), the values it may expand to
+    once aliases are followed, and how deep mappings and lists may nest."""
+
+    max_bytes: int | None
+    max_values: int
+    max_depth: int
+
+
+#: A Certification or WorkloadRun as a user writes it. 1.5 MiB is the object size etcd accepts
+#: by default; a real document holds a few thousand values and nests about ten levels.
+DOCUMENT_LIMITS = Limits(max_bytes=1_572_864, max_values=100_000, max_depth=64)
+#: The project's own files and rendered templates, which embed user values a few levels down.
+INTERNAL_LIMITS = Limits(max_bytes=None, max_values=2_000_000, max_depth=128)
+
+#: Kept for callers that name the old single bound.
+MAX_EXPANDED_NODES = INTERNAL_LIMITS.max_values
+
+
+class _OversizedInt(str):
+    """An integer scalar too long to build; reported as out of range at its field path."""
+
+
+class _BoundedConstructor(SafeConstructor):
+    """The safe constructor, except that integers with absurdly many digits are not built:
+    ``int()`` on thousands of digits is slow, and Python refuses past 4300 digits anyway."""
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        text = str(node.value)
+        if len(text) > _MAX_INT_TEXT:
+            return _OversizedInt(text[:20])
+        return super().construct_yaml_int(node)
+
+
+_BoundedConstructor.add_constructor("tag:yaml.org,2002:int", _BoundedConstructor.construct_yaml_int)
+
+
+def make_loader(version: tuple[int, int] | None = (1, 1)) -> YAML:
     # The libyaml-backed safe loader when available (several times faster), else the pure one;
-    # both use the safe constructor and the same YAML 1.1 scalar rules.
+    # both use the safe constructor and the same scalar rules.
     yaml = YAML(typ="safe")
-    yaml.version = (1, 1)
+    yaml.Constructor = _BoundedConstructor
+    if version is not None:
+        yaml.version = version
     yaml.allow_duplicate_keys = False
     return yaml
 
@@ -36,48 +102,140 @@ def _position(exc: YAMLError) -> str:
     return f":{mark.line + 1}:{mark.column + 1}"
 
 
-#: Nodes a stream may expand to once its aliases are followed. Aliases load as shared objects,
-#: but everything downstream (validation, rendering, copies) walks them expanded, so a few nested
-#: anchors ("billion laughs") would otherwise cost billions of steps later.
-MAX_EXPANDED_NODES = 2_000_000
-_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s]")
+def check_size(text: str, source: str, limits: Limits, code: str = "DocumentTooLarge") -> None:
+    """Refuse a text larger than ``limits.max_bytes`` before any parsing."""
+    if limits.max_bytes is None or len(text) <= limits.max_bytes // 4:
+        return  # at most four bytes a character: no need to encode to know
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_bytes:
+        raise CompileError([error(code, source, f"the input is {size} bytes; at most {limits.max_bytes} are accepted")])
 
 
-def _check_expansion(docs: list[Any], source: str) -> None:
-    budget = MAX_EXPANDED_NODES
-    stack = list(docs)
+def _describe(value: Any) -> str | None:
+    """Why ``value`` cannot sit in a Kubernetes object, or None when it can."""
+    if value is None or (isinstance(value, (bool, str)) and not isinstance(value, _OversizedInt)):
+        return None
+    if isinstance(value, _OversizedInt):
+        return f"integer {value}... is out of range: numbers in Kubernetes objects are 64-bit"
+    if isinstance(value, int):
+        if INT64_MIN <= value <= INT64_MAX:
+            return None
+        return "integer is out of range: numbers in Kubernetes objects are 64-bit (-2^63 to 2^63-1); quote it to keep it as text"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "must be a finite number (JSON has no infinity or NaN)"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return "a YAML date or timestamp is not a JSON value: quote it to keep it as text"
+    if isinstance(value, (bytes, bytearray)):
+        return "!!binary data is not a JSON value: write it as a base64 string"
+    if isinstance(value, (set, frozenset)):
+        return "a YAML !!set is not a JSON value: write a list"
+    if isinstance(value, tuple):
+        return "a YAML !!pairs value is not a JSON value: write a mapping or a list"
+    return f"a {type(value).__name__} is not a JSON value"
+
+
+def _walk(data: Any, limits: Limits) -> Iterator[tuple[str, tuple[PathPart, ...], str]]:
+    """(code, path, message) for every value the limits or JSON refuse, without recursion.
+
+    Stops at the first size or depth problem: beyond it the data is not worth walking."""
+    budget = limits.max_values
+    stack: list[tuple[Any, tuple[PathPart, ...]]] = [(data, ())]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         budget -= 1
-        if budget < 0:
-            raise CompileError(
-                [error("YAMLTooLarge", source, f"the YAML expands to more than {MAX_EXPANDED_NODES} values once its aliases are followed")]
-            )
+        if budget < 0 or (isinstance(node, (dict, list)) and len(node) > budget):
+            yield ("YAMLTooLarge", (), f"the document holds more than {limits.max_values} values (YAML aliases counted as expanded)")
+            return
         if isinstance(node, dict):
-            stack.extend(node.values())
+            if len(path) >= limits.max_depth:
+                yield ("DocumentTooDeep", path, f"mappings and lists nest more than {limits.max_depth} levels deep here")
+                return
+            for key, item in reversed(list(node.items())):
+                if isinstance(key, str) and not isinstance(key, _OversizedInt):
+                    stack.append((item, path + (key,)))
+                else:
+                    shown = "null" if key is None else str(key).lower() if isinstance(key, bool) else str(key)[:40]
+                    yield ("FieldTypeInvalid", path + (shown,), f"keys must be strings, got {_type_name(key)}: quote the key")
         elif isinstance(node, list):
-            stack.extend(node)
+            if len(path) >= limits.max_depth:
+                yield ("DocumentTooDeep", path, f"mappings and lists nest more than {limits.max_depth} levels deep here")
+                return
+            for index in range(len(node) - 1, -1, -1):
+                stack.append((node[index], path + (index,)))
+        else:
+            problem = _describe(node)
+            if problem is not None:
+                code = "ValueOutOfRange" if isinstance(node, (int, _OversizedInt)) and not isinstance(node, bool) else "ValueInvalid"
+                yield (code, path, problem)
 
 
-def load_documents(text: str, source: str = "<input>") -> list[Any]:
-    """Parse a (multi-document) YAML stream; empty documents are dropped."""
+#: Codes after which the rest of the data is not walked.
+_FATAL = frozenset({"YAMLTooLarge", "DocumentTooDeep"})
+
+
+def plain_data_problems(data: Any, limits: Limits = DOCUMENT_LIMITS) -> list[tuple[str, tuple[PathPart, ...], str]]:
+    """Every value in ``data`` a Kubernetes object cannot hold, and the first size or depth
+    overrun, as ``(code, path parts, message)`` in document order (at most 100)."""
+    out = []
+    for found in _walk(data, limits):
+        out.append(found)
+        if len(out) >= 100:
+            break
+    return out
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, _OversizedInt)):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _parse(text: str, source: str, version: tuple[int, int] | None) -> list[Any]:
     try:
-        docs = [doc for doc in _loader().load_all(text) if doc is not None]
+        return [doc for doc in make_loader(version).load_all(text) if doc is not None]
     except MarkedYAMLError as exc:
         problem = exc.problem or str(exc).splitlines()[0]
         raise CompileError([error("YAMLSyntax", f"{source}{_position(exc)}", f"invalid YAML: {problem}")]) from None
     except YAMLError as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompileError([error("YAMLSyntax", source, f"invalid YAML: {first_line}")]) from None
-    if _ANCHOR.search(text):  # only a stream with anchors can expand beyond its own size
-        _check_expansion(docs, source)
+    except RecursionError:
+        raise CompileError([error("DocumentTooDeep", source, "mappings and lists nest too deep to read")]) from None
+    except ValueError as exc:  # a scalar the constructor cannot turn into a value
+        raise CompileError([error("YAMLSyntax", source, f"invalid YAML: {str(exc)[:200]}")]) from None
+
+
+def load_documents(
+    text: str, source: str = "<input>", *, limits: Limits = INTERNAL_LIMITS, version: tuple[int, int] | None = (1, 1)
+) -> list[Any]:
+    """Parse a (multi-document) YAML stream within ``limits``; empty documents are dropped.
+
+    A problem in the data is reported at its field path; in a stream of several documents
+    the path starts with the document's index (``[1].spec.x``).
+    """
+    check_size(text, source, limits)
+    docs = _parse(text, source, version)
+    problems: list[Diagnostic] = []
+    for index, doc in enumerate(docs):
+        prefix: tuple[PathPart, ...] = (index,) if len(docs) > 1 else ()
+        for code, path, message in plain_data_problems(doc, limits):
+            where = format_path(prefix + path) or source
+            problems.append(error(code, where, message))
+        if problems and problems[-1].code in _FATAL:
+            break
+    if problems:
+        raise CompileError(problems)
     return docs
 
 
 def read_text(path: str | Path) -> str:
     """Read a UTF-8 file; ``-`` reads standard input. Missing or unreadable files raise CompileError."""
-    import sys
-
     if str(path) == "-":
         return sys.stdin.read()
     try:
@@ -88,9 +246,9 @@ def read_text(path: str | Path) -> str:
         raise CompileError([error("FileUnreadable", str(path), f"cannot read file: {exc}")]) from None
 
 
-def load_file(path: str | Path) -> list[Any]:
+def load_file(path: str | Path, *, limits: Limits = DOCUMENT_LIMITS) -> list[Any]:
     """Read and parse a YAML file, every document a mapping; anything else is an error."""
-    docs = load_documents(read_text(path), str(path))
+    docs = load_documents(read_text(path), str(path), limits=limits)
     problems: list[Diagnostic] = []
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):

@@ -19,6 +19,7 @@ from nvcre.compiler.api.cel_rules import (
     NIC_RESOURCE_NAME_RULES,
     NON_NEGATIVE_QUANTITY,
     QUEUE_LABEL_KEY_RULES,
+    SOURCE_REPO_HOST,
     SOURCE_REPO_SCHEME,
     SPEC_IMMUTABLE,
     THRESHOLD_KEYS_RULE,
@@ -210,6 +211,7 @@ RULE_CASES: dict[str, Callable[[], tuple[dict, dict | None]]] = {
     QUEUE_LABEL_KEY_RULES[1].message: _cert_with(lambda s: s["gangScheduler"].update(queueLabelKey="nvcre.nvidia.com/q")),
     NIC_RESOURCE_NAME_RULES[0].message: _cert_with(lambda s: s.update(nicResourceName="a.kubernetes.io/nic")),
     SOURCE_REPO_SCHEME.message: _cert_with(lambda s: s.update(sourceRepo="http://x")),
+    SOURCE_REPO_HOST.message: _cert_with(lambda s: s.update(sourceRepo="ssh://-oProxyCommand=x/repo.git")),
     THRESHOLD_KEYS_RULE.message: _cert_with(lambda s: s.update(thresholds={"speed": "value > 1"})),
     NON_NEGATIVE_QUANTITY.message: _cert_with(lambda s: s.update(resources={"limits": {"cpu": "-2"}})),
     "requests.cpu must not exceed limits.cpu": _cert_with(

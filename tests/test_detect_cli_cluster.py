@@ -89,7 +89,7 @@ def test_unknown_gpu_prints_the_defaults_warning():
     r = invoke("--facts", str(FIXTURES / "unknown-gpu.yaml"))
     assert r.exit_code == 0
     assert "GPU:          Tesla-V100-SXM2-16GB (tesla, 8 GPUs/node)" in r.stdout
-    [line] = [l for l in r.stderr.splitlines() if l.endswith("[GPUArchitectureDefaults]")]
+    [line] = [text for text in r.stderr.splitlines() if text.endswith("[GPUArchitectureDefaults]")]
     assert line.startswith("warning: target: GPU architecture 'tesla'")
     assert "gpusPerNode=4 mlnxPerNode=0" in line
     r = invoke("--facts", str(FIXTURES / "aws-h100-2nodes.yaml"))
@@ -109,7 +109,10 @@ def test_malformed_facts_exit_2_with_paths(tmp_path):
     r = invoke("--facts", str(bad), "-o", "json")
     assert r.exit_code == 2
     assert r.stdout == ""
-    assert r.stderr == f"error: {bad}: items[1].metadata.name: Node needs a non-empty string name [FactsMalformed]\n"
+    assert r.stderr == (
+        f"error: {bad}: items[1].metadata.name: Node needs a non-empty string name [FactsMalformed]\n"
+        "1 error(s); nothing was written\n"
+    )
 
 
 def test_missing_file_exits_2():

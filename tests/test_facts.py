@@ -16,6 +16,7 @@ from nvcre.compiler.facts import (
     allocatable,
     device_attributes,
     facts_from_documents,
+    facts_from_objects,
     facts_from_text,
     is_cordoned,
     is_ready,
@@ -318,3 +319,51 @@ def test_device_attributes_handle_both_layouts():
     v1beta1 = {"name": "gpu-0", "basic": {"attributes": {"productName": {"string": "NVIDIA GB300"}, "cudaComputeCapability": {"version": "10.3.0"}}}}
     assert device_attributes(v1) == {"productName": "NVIDIA GB300", "index": 0}
     assert device_attributes(v1beta1) == {"productName": "NVIDIA GB300", "cudaComputeCapability": "10.3.0"}
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["1e999999999", "1e-999999999", "1e41", "9" * 30, "9223372036854775808", 2**63, "8Ei", "1" * 65, float("inf"), float("nan")],
+)
+def test_parse_quantity_refuses_what_kubernetes_cannot_store_without_computing_it(raw):
+    with pytest.raises(ValueError):
+        parse_quantity(raw)
+
+
+def test_parse_quantity_keeps_the_largest_storable_values():
+    assert parse_quantity("9223372036854775807") == 2**63 - 1
+    assert parse_quantity("1e18") == 10**18
+    assert parse_quantity("7Ei") == 7 * 1024**6
+    assert parse_quantity("1e-40") == Fraction(1, 10**40)
+
+
+def test_oversized_facts_are_refused_before_parsing():
+    text = "kind: List\nitems: []\n# " + "x" * (17 * 1024 * 1024) + "\n"
+    [(code, path, _)] = _errors(text)
+    assert (code, path) == ("FactsTooLarge", "facts.yaml")
+
+
+def test_facts_values_json_cannot_hold_are_refused_at_their_path():
+    text = "kind: Node\napiVersion: v1\nmetadata:\n  name: a\n  creationTimestamp: 2026-01-01T00:00:00Z\n"
+    [(code, path, message)] = _errors(text)
+    assert (code, path) == ("FactsMalformed", "facts.yaml: metadata.creationTimestamp")
+    assert "quote it" in message
+
+
+def test_deep_facts_are_refused_in_json_and_yaml():
+    deep = "[" * 5000 + "]" * 5000
+    for text in ('{"kind": "Node", "metadata": {"name": "a"}, "x": ' + deep + "}", "kind: Node\nmetadata: {name: a}\nx: " + deep + "\n"):
+        [(code, _, message)] = _errors(text)
+        assert code == "FactsMalformed" and "nest" in message
+
+
+def test_facts_from_objects_fills_in_the_kind_informer_items_lack():
+    facts = facts_from_objects(
+        nodes=[{"metadata": {"name": "b"}}, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}],
+        resource_slices=[{"apiVersion": "resource.k8s.io/v1", "metadata": {"name": "s"}, "spec": {"driver": "gpu.nvidia.com"}}],
+    )
+    assert [name_of(n) for n in facts.nodes] == ["a", "b"]
+    assert len(facts.resource_slices) == 1 and facts.source == "cluster"

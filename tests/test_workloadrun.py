@@ -273,7 +273,7 @@ USER_PARTS = {
 
 @pytest.mark.parametrize("framework", ["mpi", "torch", "exec"])
 def test_inline_config_volumes_and_init_containers_land_on_the_workers(framework):
-    doc = run_doc(framework, config={"inline": {"a.txt": "hello", "n": 3, "m": {"b": 1, "a": [True]}}}, **copy.deepcopy(USER_PARTS))
+    doc = run_doc(framework, config={"inline": {"a.txt": "hello", "n": "3", "m": '{"a":[true],"b":1}'}}, **copy.deepcopy(USER_PARTS))
     wf = workflow_of(doc)
     config_map = next(d for d in wf["spec"]["dependencies"] if d["kind"] == "ConfigMap")
     assert config_map["metadata"]["name"] == "demo-config"

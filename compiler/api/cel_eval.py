@@ -4,20 +4,19 @@ A rule sees the value of the schema node it sits on as ``self`` and, for transit
 update, the correlated old value as ``oldSelf``. Values are converted with the project's
 shared CEL adapter. The Kubernetes quantity functions the rules use (``quantity``,
 ``isQuantity``, ``compareTo``) are supplied here, since cel-python does not ship them.
-Programs are compiled once per rule text.
+Programs are compiled once per rule text, in the environment ``nvcre.compiler.cel`` shares.
 """
 
 from __future__ import annotations
 
 import re
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import celpy
 from celpy import celtypes
 
-from ..cel import to_cel
+from ..cel import program, to_cel
 from ..facts import parse_quantity
 from .patterns import QUANTITY
 
@@ -63,21 +62,26 @@ def _compare_to(left: _Quantity, right: _Quantity) -> celtypes.IntType:
 _FUNCTIONS = {"quantity": _quantity, "isQuantity": _is_quantity, "compareTo": _compare_to}
 
 
-@lru_cache(maxsize=512)
+_FUNCTION_ITEMS = tuple(sorted(_FUNCTIONS.items()))
+
+
 def compile_rule(rule: str) -> Any:
-    """A runnable program for one rule text; RuleError when the text does not parse."""
-    env = celpy.Environment()
+    """A runnable program for one rule text (compiled once per text, in the shared CEL
+    environment); RuleError when the text does not parse."""
     try:
-        return env.program(env.compile(rule), functions=_FUNCTIONS)
+        return program(rule, _FUNCTION_ITEMS)
     except celpy.CELParseError as exc:
         raise RuleError(f"cannot parse rule {rule!r}: {exc}") from None
 
 
 def evaluate_rule(rule: str, self_value: Any, old_value: Any = None, *, transition: bool = False) -> bool:
     """True when the rule holds for ``self_value`` (and ``old_value`` for transition rules)."""
-    activation = {"self": to_cel(self_value)}
-    if transition:
-        activation["oldSelf"] = to_cel(old_value)
+    try:
+        activation = {"self": to_cel(self_value)}
+        if transition:
+            activation["oldSelf"] = to_cel(old_value)
+    except ValueError as exc:  # a value CEL cannot hold; plain-data checks normally catch it first
+        raise RuleError(str(exc)) from None
     try:
         result = compile_rule(rule).evaluate(activation)
     except RuleError:

@@ -20,10 +20,12 @@ __all__ = [
     "THRESHOLD_KEYS",
     "VALUE_FROM_FORBIDDEN",
     "VALUE_FROM_MESSAGE",
+    "MODEL_DECIDED_RULES",
     "LABEL_KEY_RULES",
     "QUEUE_LABEL_KEY_RULES",
     "NIC_RESOURCE_NAME_RULES",
     "SOURCE_REPO_SCHEME",
+    "SOURCE_REPO_HOST",
     "THRESHOLD_KEYS_RULE",
     "NON_NEGATIVE_QUANTITY",
     "SPEC_IMMUTABLE",
@@ -48,14 +50,26 @@ VALUE_FROM_FORBIDDEN = Rule(
     reason="FieldValueForbidden",
 )
 
+#: Rule texts whose outcome the pydantic models decide with the same code, path and message;
+#: the offline validator does not evaluate them (the API server, which has no models, does).
+MODEL_DECIDED_RULES = frozenset({VALUE_FROM_FORBIDDEN.rule})
+
 _RESERVED_KEY = "app.kubernetes.io/managed-by"
 _RESERVED_PREFIX = "nvcre.nvidia.com/"
+#: Any subdomain of the reserved prefix (``team.nvcre.nvidia.com/x``) is reserved too.
+_RESERVED_SUBDOMAIN = "^[^/]*[.]nvcre[.]nvidia[.]com/"
 
 #: Rules on a ``labels`` map of workloadMetadata (map keys cannot carry an OpenAPI pattern).
 LABEL_KEY_RULES = (
     Rule(
-        rule=f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{_RESERVED_PREFIX}'))",
-        message=f"label keys must not be {_RESERVED_KEY} or start with the reserved prefix {_RESERVED_PREFIX}",
+        rule=(
+            f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{_RESERVED_PREFIX}')"
+            f" && !k.matches('{_RESERVED_SUBDOMAIN}'))"
+        ),
+        message=(
+            f"label keys must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX}"
+            " or a subdomain of it"
+        ),
     ),
     Rule(
         rule=f"self.all(k, k.matches('{LABEL_KEY}'))",
@@ -74,8 +88,14 @@ QUEUE_LABEL_KEY_RULES = (
         message="queueLabelKey prefix (before '/') must be at most 253 characters",
     ),
     Rule(
-        rule=f"self != '{_RESERVED_KEY}' && !self.startsWith('{_RESERVED_PREFIX}')",
-        message=f"queueLabelKey must not be {_RESERVED_KEY} or start with the reserved prefix {_RESERVED_PREFIX}",
+        rule=(
+            f"self != '{_RESERVED_KEY}' && !self.startsWith('{_RESERVED_PREFIX}')"
+            f" && !self.matches('{_RESERVED_SUBDOMAIN}')"
+        ),
+        message=(
+            f"queueLabelKey must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX}"
+            " or a subdomain of it"
+        ),
     ),
 )
 
@@ -90,6 +110,17 @@ NIC_RESOURCE_NAME_RULES = (
 SOURCE_REPO_SCHEME = Rule(
     rule="self.startsWith('https://') || self.startsWith('ssh://')",
     message="sourceRepo must be an https:// or ssh:// URL",
+)
+
+#: After the scheme: an optional user (``git@``) and a host, each starting with a letter or a
+#: digit. An empty host is no URL, and a leading '-' would reach ssh as an option
+#: (``ssh://-oProxyCommand=...``).
+SOURCE_REPO_HOST = Rule(
+    rule=(
+        "!(self.startsWith('https://') || self.startsWith('ssh://'))"
+        " || self.matches('^[a-z]+://([A-Za-z0-9][A-Za-z0-9._~%+:-]*@)?[A-Za-z0-9][A-Za-z0-9._~%+:-]*(/.*)?$')"
+    ),
+    message="sourceRepo must name a host after the scheme, and the host and any user@ part must start with a letter or digit",
 )
 
 THRESHOLD_KEYS_RULE = Rule(

@@ -17,6 +17,7 @@ from .cel_rules import (
     MERGED_LABEL_CAP,
     NIC_RESOURCE_NAME_RULES,
     NON_NEGATIVE_QUANTITY,
+    SOURCE_REPO_HOST,
     SOURCE_REPO_SCHEME,
     SPEC_IMMUTABLE,
     UNIQUE_CATEGORIES,
@@ -106,7 +107,7 @@ class CategoryOptions(ApiModel):
     resources: Optional[CategoryResources] = None
     image: Optional[str] = Field(None, min_length=1, max_length=MAX_IMAGE, description="Replaces the workload image.")
     image_pull_secrets: Optional[list[LocalObjectReference]] = Field(None, max_length=MAX_PULL_SECRETS)
-    source_repo: Annotated[Optional[str], Crd(rules=(SOURCE_REPO_SCHEME,))] = Field(
+    source_repo: Annotated[Optional[str], Crd(rules=(SOURCE_REPO_SCHEME, SOURCE_REPO_HOST))] = Field(
         None, max_length=MAX_SOURCE_REPO, pattern=SOURCE_REPO_CHARS, description="Git mirror (https:// or ssh://)."
     )
     dcgm_host: Optional[str] = Field(

@@ -9,7 +9,7 @@ so callers see one error format whichever layer found the problem.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -46,7 +46,7 @@ def kind_of(data: Any) -> tuple[type[ApiObject] | None, list[Diagnostic]]:
 def load_model(cls: type[ApiObject], data: dict[str, Any]) -> tuple[ApiObject | None, list[Diagnostic]]:
     """Validate ``data`` as ``cls`` with pydantic alone (no CRD rules)."""
     try:
-        return cls.from_dict(data), []
+        return cast(ApiObject, cls.from_dict(data)), []
     except ValidationError as exc:
         return None, pydantic_diagnostics(exc, data)
 

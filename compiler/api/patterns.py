@@ -51,7 +51,11 @@ QUANTITY = (
 SOURCE_REPO_CHARS = r"^[A-Za-z0-9._~:/@%+-]+$"
 
 # host[:port] of a DCGM host engine: a DNS name or IPv4 address, optional port.
-DCGM_HOST = r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$"
+# The port, when given, is 1-65535 without leading zeros.
+DCGM_HOST = (
+    r"^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?"
+    r"(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$"
+)
 
 # metav1.Condition fields.
 CONDITION_TYPE = (

@@ -167,7 +167,10 @@ def _check_number(schema: dict[str, Any], value: int | float, path: tuple[PathPa
 
 def _check_array(schema: dict[str, Any], value: list[Any], path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
     if "maxItems" in schema and len(value) > schema["maxItems"]:
+        # The items are not checked: the list is refused whatever they hold, and checking ten
+        # thousand of them would only bury this one error.
         yield error("FieldTooMany", path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items")
+        return
     if "minItems" in schema and len(value) < schema["minItems"]:
         yield error("FieldInvalid", path, f"should have at least {schema['minItems']} items")
     items = schema.get("items", {})

@@ -38,12 +38,12 @@ def model_schema(cls: type[BaseModel]) -> dict[str, Any]:
     for name, field in cls.model_fields.items():
         wire = field.alias or name
         try:
-            node = type_schema(field.annotation, list(field.metadata))
+            prop = type_schema(field.annotation, list(field.metadata))
         except SchemaGenError as exc:
             raise SchemaGenError(f"{cls.__name__}.{name}: {exc}") from None
         if field.description:
-            node = {**node, "description": field.description}
-        properties[wire] = node
+            prop = {**prop, "description": field.description}
+        properties[wire] = prop
         if field.is_required():
             required.append(wire)
     node: dict[str, Any] = {"type": "object", "properties": properties}
@@ -129,7 +129,7 @@ def _int_or_string(members: list[Any], metadata: list[Any]) -> dict[str, Any]:
 def _apply(node: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
     """Add the constraints and markers found in ``metadata`` to ``node``."""
     kind = node.get("type")
-    sized = {"string": "Length", "array": "Items", "object": "Properties"}.get(kind, "Length")
+    sized = {"string": "Length", "array": "Items", "object": "Properties"}.get(str(kind), "Length")
     rules: list[dict[str, Any]] = []
     for item in metadata:
         if isinstance(item, Crd):

@@ -12,10 +12,12 @@
    already reported a problem at that path.
 
 Unlike the API server, rules still run after a schema error, so one pass reports every
-problem. Two exceptions keep the output free of noise: a rule is not run when a value of the
-wrong type sits at or below its node, and a rule that cannot be evaluated because a value
-below it is missing or malformed is dropped (the schema error already explains the
-rejection). Diagnostics are deduplicated and sorted by field path. ``parse_document`` returns
+problem. One exception keeps the output free of noise and the cost bounded: a rule is not
+run when a value of the wrong shape (wrong type, missing required field, unsupported value,
+too long, too many) sits at or below its node; the schema error already explains the
+rejection. Before any of this, the document must be plain bounded data (``yamlio.Limits``:
+values, depth, 64-bit integers, no dates or binary); otherwise only those problems are
+reported. Diagnostics are deduplicated and sorted by field path. ``parse_document`` returns
 the typed model when nothing is wrong.
 """
 
@@ -23,15 +25,17 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..diagnostics import Diagnostic, PathPart, error, format_path
-from ..yamlio import load_documents
+from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
 from .cel_eval import RuleError, evaluate_rule
+from .cel_rules import MODEL_DECIDED_RULES
 from .common import ApiObject
 from .crdgen import CRD_DIR, crd_file_name
 from .dispatch import kind_of, load_model
 from .markers import REASON_CODES
+from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
 
@@ -42,6 +46,8 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_KEY = re.compile(LABEL_KEY)
 _LABEL_VALUE = re.compile(LABEL_VALUE)
+#: The API server's cap on the total size of an object's annotations (keys plus values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
 
 
 def validate(data: Any, old: Any = None) -> list[Diagnostic]:
@@ -75,11 +81,17 @@ def iter_rules(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, di
 
 
 def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
+    # Sizes, depth and value types first: nothing below may walk data that breaks them.
+    unplain = _plain_problems(data, "")
+    if old is not None:
+        unplain += _plain_problems(old, "old object: ")
+    if unplain:
+        return None, _finish(unplain)
     cls, problems = kind_of(data)
     if cls is None:
         return None, _finish(problems)
     schema = installed_schema(cls)
-    current = normalize(schema, data)
+    current = whole_numbers_as_integers(schema, normalize(schema, data))  # as the API server decodes it
     found = check_schema(schema, current)
     found += _check_metadata(cls, data.get("metadata"))
     previous = _MISSING
@@ -89,7 +101,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
             found.append(error("OldObjectInvalid", "", "the old object must be a valid object of the same kind"))
             found += [error(d.code, d.path, f"old object: {d.message}") for d in old_problems]
         else:
-            previous = normalize(schema, old)
+            previous = whole_numbers_as_integers(schema, normalize(schema, old))
     found += _check_rules(schema, current, previous, (), _Blocked(found))
     model, model_problems = load_model(cls, whole_numbers_as_integers(schema, data))
     reported = {d.path for d in found}
@@ -100,19 +112,38 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     return model, found
 
 
+def _plain_problems(data: Any, prefix: str) -> list[Diagnostic]:
+    return [error(code, path, prefix + message) for code, path, message in plain_data_problems(data, DOCUMENT_LIMITS)]
+
+
 class _Blocked:
-    """Where the schema checks found values of the wrong shape."""
+    """Where the schema checks found values of the wrong shape, as the set of those paths and
+    every path above them, so that a lookup costs the same however many errors there are."""
 
     def __init__(self, found: list[Diagnostic]):
-        self.shape = {d.path for d in found if d.code in BLOCKING_CODES}
-        self.types = {d.path for d in found if d.code == "FieldTypeInvalid"}
+        self.shape = _with_ancestors(d.path for d in found if d.code in BLOCKING_CODES)
+        self.types = _with_ancestors(d.path for d in found if d.code == "FieldTypeInvalid")
 
     def ill_typed(self, path: tuple[PathPart, ...]) -> bool:
         """A value at or below ``path`` has the wrong type: rules there would see garbage."""
-        return _touches(format_path(path), self.types)
+        return format_path(path) in self.types
 
     def misshapen(self, path: tuple[PathPart, ...]) -> bool:
-        return _touches(format_path(path), self.shape)
+        return format_path(path) in self.shape
+
+
+_STEP = re.compile(r"[.\[]")
+
+
+def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
+    out: set[str] = set()
+    for path in paths:
+        if path in out:
+            continue
+        out.add(path)
+        out.add("")
+        out.update(path[: match.start()] for match in _STEP.finditer(path))
+    return frozenset(out)
 
 
 def _check_rules(
@@ -122,9 +153,15 @@ def _check_rules(
     if value is None:
         return []
     out: list[Diagnostic] = []
-    for rule in schema.get("x-kubernetes-validations", []):
+    # A rule over a node with a value of the wrong shape at or below it (a wrong type, a missing
+    # required field, too many items...) is not run: the schema error already rejects the
+    # document, and such a rule could only fail noisily or, over a list, cost far more than
+    # its size (the API server skips every rule in that case).
+    rules = schema.get("x-kubernetes-validations", [])
+    skip = bool(rules) and blocked.misshapen(path)
+    for rule in rules:
         transition = "oldSelf" in rule["rule"]
-        if (transition and old is _MISSING) or blocked.ill_typed(path):
+        if (transition and old is _MISSING) or skip:
             continue
         diagnostic = _evaluate(rule, value, old, path, transition, blocked)
         if diagnostic is not None:
@@ -137,6 +174,8 @@ def _check_rules(
             if sub is not None:
                 out += _check_rules(sub, item, _child(old, key), path + (key,), blocked)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        if len(value) > schema.get("maxItems", len(value)):
+            return out  # refused by its size already; its items are not worth a rule each
         old_items = _correlate(schema, old)
         for index, item in enumerate(value):
             out += _check_rules(schema["items"], item, old_items(item), path + (index,), blocked)
@@ -146,9 +185,13 @@ def _check_rules(
 def _evaluate(
     rule: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], transition: bool, blocked: _Blocked
 ) -> Diagnostic | None:
+    if rule["rule"] in MODEL_DECIDED_RULES:
+        return None  # the pydantic model reports the same failure, at the same path
     where = path + _field_path_parts(rule.get("fieldPath", ""))
+    native = NATIVE_RULES.get(rule["rule"]) if not transition else None
+    decided = native(value) if native is not None else None
     try:
-        holds = evaluate_rule(rule["rule"], value, old, transition=transition)
+        holds = decided if decided is not None else evaluate_rule(rule["rule"], value, old, transition=transition)
     except RuleError as exc:
         if blocked.misshapen(path):
             return None
@@ -185,14 +228,6 @@ def _field_path_parts(field_path: str) -> tuple[PathPart, ...]:
     return tuple(part for part in field_path.split(".") if part)
 
 
-def _touches(path: str, blocked: set[str]) -> bool:
-    """True when a blocking schema error sits at ``path`` or below it."""
-    for other in blocked:
-        if other == path or not path or other.startswith(path + ".") or other.startswith(path + "["):
-            return True
-    return False
-
-
 def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
     """The object-metadata checks the API server makes on every object."""
     if not isinstance(meta, dict):
@@ -213,6 +248,13 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
         out.append(error("FieldForbidden", "metadata.namespace", f"not allowed on this type: {cls.kind_name()} is cluster-scoped"))
     elif isinstance(namespace, str) and namespace and (len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace)):
         out.append(error("FieldInvalid", "metadata.namespace", "must be a lowercase RFC 1123 label of at most 63 characters"))
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict):
+        size = sum(len(str(k).encode("utf-8", "surrogatepass")) + len(str(v).encode("utf-8", "surrogatepass"))
+                   for k, v in annotations.items())
+        if size > MAX_ANNOTATIONS_BYTES:
+            out.append(error("FieldTooLong", "metadata.annotations",
+                             f"Too long: annotations hold {size} bytes; keys and values together may hold at most {MAX_ANNOTATIONS_BYTES}"))
     for field, check_values in (("labels", True), ("annotations", False)):
         entries = meta.get(field)
         if not isinstance(entries, dict):

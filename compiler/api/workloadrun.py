@@ -22,7 +22,6 @@ from .common import (
     Duration,
     EnvList,
     FailedNodeList,
-    FreeFormObject,
     GangSchedulerSpec,
     GoodputMeasurementConfig,
     Int32,
@@ -43,6 +42,8 @@ from .patterns import MAX_IMAGE, MAX_NAME, MAX_PULL_SECRETS, NIC_RESOURCE_NAME, 
 from .workflow import OverrideSpec, Placement
 
 StringList = list[Annotated[str, Field(max_length=4096)]]
+#: A ConfigMap holds at most 1 MiB.
+MAX_CONFIG_BYTES = 1_048_576
 
 
 class TorchFramework(ApiModel):
@@ -97,7 +98,9 @@ class WorkloadConfig(ApiModel):
         Rule(rule="!(has(self.inline) && has(self.configMapRef))", message="inline and configMapRef are mutually exclusive"),
     )
 
-    inline: Optional[FreeFormObject] = None
+    inline: Optional[dict[str, Annotated[str, Field(max_length=MAX_CONFIG_BYTES)]]] = Field(
+        None, description="File name to file content, as in a ConfigMap's data; every value is a string."
+    )
     config_map_ref: Optional[LocalObjectReference] = None
 
 

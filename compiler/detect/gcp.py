@@ -36,8 +36,8 @@ __all__ = [
     "detect_tcpxo_profile",
 ]
 
-_RELEASE_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-[0-9A-Za-z][0-9A-Za-z.-]*)?$")
-_ETH_RE = re.compile(r"^eth(\d+)$")
+_RELEASE_RE = re.compile(r"^v(\d{1,9})\.(\d{1,9})\.(\d{1,9})(?:-[0-9A-Za-z][0-9A-Za-z.-]*)?$")
+_ETH_RE = re.compile(r"^eth(\d{1,9})$")
 _IMAGE_ADVICE = "set categories[].options.image to choose the images yourself"
 
 
@@ -85,7 +85,7 @@ def _interface_order(nodes: Sequence[Mapping[str, Any]], networks: set[str]) -> 
                     if m is None:
                         return None
                     mapping[entry["network"]] = int(m.group(1))
-        except (KeyError, TypeError, AttributeError, ValueError):
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError):
             return None
         if set(mapping) != networks or len(set(mapping.values())) != len(mapping):
             return None
