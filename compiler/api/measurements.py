@@ -99,8 +99,8 @@ class BandwidthMeasurementStatus(ApiModel):
     """Bandwidth per message size and the NCCL networks seen."""
 
     results: Optional[list[BandwidthResult]] = None
-    transport: Annotated[Optional[list[Literal["IB", "Socket"]]], Crd(list_type="set")] = Field(
-        None, description="NCCL networks that carried the collective (record only)."
+    transport: Annotated[Optional[list[Annotated[str, Field(min_length=1, max_length=63)]]], Crd(list_type="set")] = Field(
+        None, max_length=16, description="NCCL networks that carried the collective, e.g. IB, Socket, Libfabric (record only)."
     )
     start_time: Optional[Time] = None
     completion_time: Optional[Time] = None
