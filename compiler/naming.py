@@ -30,7 +30,7 @@ def truncate_name(name: str, limit: int = MAX_WORKFLOW_NAME_LEN) -> str:
     if len(name) <= limit:
         return name
     prefix = name[: limit - 6].rstrip("-")
-    digest = format(fnv1a_32(name), "08x")[:5]
+    digest = format(fnv1a_32(name), "05x")[:5]
     return f"{prefix}-{digest}"
 
 

@@ -174,3 +174,15 @@ def test_alias_bombs_are_refused_but_ordinary_aliases_load() -> None:
         load_documents(bomb, "bomb.yaml")
     assert exc.value.diagnostics[0].code == "YAMLTooLarge"
     assert load_documents("base: &b {x: 1}\nother: *b\n") == [{"base": {"x": 1}, "other": {"x": 1}}]
+
+
+def test_truncated_name_hash_is_the_leading_five_hex_digits_without_zero_padding() -> None:
+    # NVCRE formats the FNV-1a hash with %05x and keeps its first five characters, so a hash whose
+    # top hex digit is 0 contributes its digits after that zero, not a leading "0".
+    from nvcre.compiler.naming import fnv1a_32, truncate_name
+
+    name = next(f"certification-{i}-communication-nccl-all-reduce" for i in range(10_000)
+                if fnv1a_32(f"certification-{i}-communication-nccl-all-reduce") < 0x10000000)
+    digest = format(fnv1a_32(name), "x")[:5]
+    assert truncate_name(name).endswith("-" + digest)
+    assert not truncate_name(name).endswith("-0" + digest[:4])
