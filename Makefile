@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo controlplane test test-fast lint typecheck golden-update clean
+.PHONY: setup demo demo-offline controlplane test test-fast lint typecheck golden-update clean
 
 # What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
 LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
@@ -18,7 +18,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-demo: setup
+# Builds (or reuses) the simulated GPU cluster, then runs a PASSED and a FAILED certification on it.
+demo: setup controlplane
+	NVCRECTL=$(BIN)/nvcrectl scripts/demo.sh
+
+# Offline only: list the catalog and render the example Certification (no cluster, no Go).
+demo-offline: setup
 	$(BIN)/nvcrectl certification list-categories
 	$(BIN)/nvcrectl certification render examples/certification.yaml --platform onprem --gpu-arch gb300
 
