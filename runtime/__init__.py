@@ -1,5 +1,6 @@
-"""nvcre.runtime: applies compiled manifests and observes pods, logs and node health.
+"""nvcre.runtime: the controller that applies what the compiler produced and observes it.
 
-The runtime layer holds no code yet; the compiler and the test control plane come first.
-It will import from ``nvcre.compiler`` and never the other way round.
+``kube`` talks to the API server (the only user of the ``kubernetes`` client); ``reconcile``
+holds one reconciler per tier; ``measure``, ``judge`` and ``report`` are pure; ``controller``
+wires them together (``python -m nvcre.runtime``). See docs/runtime.md.
 """

@@ -1,0 +1,46 @@
+"""``nvcrectl controller``: run the nvcre controller against the current cluster."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="Run the controller: apply what was compiled and observe it.", invoke_without_command=True)
+
+
+@app.callback(invoke_without_command=True)
+def controller(
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file; in-cluster config when unset."),
+    namespace: str | None = typer.Option(None, "--namespace", help="Watch one namespace (default: all)."),
+    metrics_bind_address: str = typer.Option("127.0.0.1:8080", "--metrics-bind-address", help="host:port for /metrics; 0 disables."),
+    health_probe_bind_address: str = typer.Option(
+        "127.0.0.1:8081", "--health-probe-bind-address", help="host:port for /healthz and /readyz; 0 disables."
+    ),
+    leader_elect: bool = typer.Option(True, "--leader-elect/--no-leader-elect", help="Hold a Lease so one replica reconciles."),
+    lease_namespace: str = typer.Option("default", "--lease-namespace", help="Namespace of the leader-election Lease."),
+    workers: int = typer.Option(2, "--workers", help="Concurrent reconciles per tier."),
+    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+) -> None:
+    """Run until SIGTERM or Ctrl-C."""
+    from nvcre.runtime.main import OptionError, Options, serve
+
+    options = Options(
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        workers=workers,
+        log_level=log_level,
+    )
+    try:
+        code = serve(options)
+    except OptionError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+def run() -> None:
+    """Console entry for this command alone."""
+    app()

@@ -1,0 +1,170 @@
+"""The runtime's one door into the compiler: every object the controller creates comes out of here.
+
+Reconcilers never assemble a manifest; they call these functions, which hand the question to
+the pure compiler (render for Certifications and WorkloadRuns, plan and expand for the second
+lowering) and return its answer unchanged. Keeping the calls in one module makes "the runtime
+builds no manifest" a property one can check by reading a single file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nvcre.compiler.diagnostics import CompileError
+from nvcre.compiler.facts import ClusterFacts, facts_from_documents
+from nvcre.compiler.plan import PlanError
+from nvcre.compiler.plan.model import PLAN_ERROR_REASONS
+
+__all__ = [
+    "CompileError",
+    "PlanError",
+    "builtin_logprofiles",
+    "cluster_facts",
+    "expand_certification",
+    "expand_job",
+    "expand_job_dependencies",
+    "expand_node_results",
+    "expand_workflow_dependencies",
+    "expand_workload",
+    "expand_workloadrun",
+    "failure_of",
+    "plan_workflow",
+    "planned_group",
+    "stored_plan",
+    "stored_failed_nodes",
+    "stored_succeeded_nodes",
+]
+
+
+def cluster_facts(nodes: Iterable[Mapping[str, Any]], resource_slices: Iterable[Mapping[str, Any]] = ()) -> ClusterFacts:
+    """The compiler's view of the cluster, built from what the informers hold."""
+    # Informer items carry their apiVersion and kind, as every object the API server lists does.
+    return facts_from_documents([*nodes, *resource_slices], source="cluster")
+
+
+def _plan_module() -> Any:
+    from nvcre.compiler import plan
+
+    return plan
+
+
+def _expand_module() -> Any:
+    from nvcre.compiler import expand
+
+    return expand
+
+
+def failure_of(exc: CompileError, default: str = "WorkflowValidationFailed") -> tuple[str, str]:
+    """(reason, message) for a build error: a sizing/discovery problem keeps its own reason
+    (``PartitionError``...), anything else is ``default``; the message names every error."""
+    errors = exc.errors or exc.diagnostics
+    codes = [d.code for d in errors]
+    reason = codes[0] if codes and codes[0] in PLAN_ERROR_REASONS else default
+    return reason, str(exc)
+
+
+def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Any:
+    return _plan_module().plan_workflow(workflow, facts)
+
+
+def planned_group(group: Mapping[str, Any]) -> Any:
+    """The planner's group record for one ``status.orchestration.groups[]`` entry."""
+    return _plan_module().PlannedGroup(
+        name=str(group["name"]),
+        nodes=tuple(group.get("nodes") or ()),
+        domains=tuple(group.get("domains") or ()),
+        domain_node_counts=dict(group.get("domainNodeCounts") or {}),
+        overflow=bool(group.get("overflow")),
+    )
+
+
+def stored_plan(workflow: Mapping[str, Any], facts: ClusterFacts, *, cordoned_opt_in: bool, iterations: int) -> Any:
+    """The plan Jobs are expanded from once the groups are in ``status``.
+
+    The groups and job size are the stored ones (they were decided once); the rest (GPU
+    products for the affinity, the health-monitor rule) comes from planning again on today's
+    facts, or, when that is no longer possible, from what the status recorded.
+    """
+    plan = _plan_module()
+    status = (workflow.get("status") or {}).get("orchestration") or {}
+    groups = tuple(planned_group(g) for g in status.get("groups") or ())
+    nodes_per_job = int(status.get("nodesPerJob") or 0)
+    try:
+        fresh = plan.plan_workflow(workflow, facts)
+        return dataclasses.replace(fresh, groups=groups, nodes_per_job=nodes_per_job)
+    except (plan.PlanError, CompileError):
+        return plan.Plan(
+            groups=groups,
+            nodes_per_job=nodes_per_job,
+            target_nodes=tuple(sorted({n for g in groups for n in g.nodes})),
+            excluded_nodes=tuple(status.get("excludedNodes") or ()),
+            exclusion_reason=str(status.get("exclusionReason") or ""),
+            placement=status.get("placement") or "Pinned",
+            gpu_products=tuple(status.get("gpuProducts") or ()),
+            health_monitor_cleared=cordoned_opt_in,
+            events=(),
+            message="",
+            platform=str(status.get("detectedPlatform") or ""),
+            gpu_architecture=str(status.get("detectedGPUArchitecture") or ""),
+            iterations=iterations,
+        )
+
+
+def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_certification(certification, facts))
+
+
+def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts) -> dict[str, Any]:
+    return dict(_expand_module().expand_workloadrun(workloadrun, facts))
+
+
+def expand_workflow_dependencies(workflow: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_workflow_dependencies(workflow))
+
+
+def expand_job(workflow: Mapping[str, Any], plan: Any, group: Any, iteration: int) -> dict[str, Any]:
+    return dict(_expand_module().expand_job(workflow, plan, group, iteration))
+
+
+def expand_job_dependencies(
+    workflow: Mapping[str, Any], plan: Any, group: Any, iteration: int, job: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_job_dependencies(workflow, plan, group, iteration, job))
+
+
+def expand_workload(job: Mapping[str, Any], workflow: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_workload(job, workflow))
+
+
+def expand_node_results(
+    workflow: Mapping[str, Any], succeeded: Sequence[str], failed: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_node_results(workflow, succeeded, failed))
+
+
+def stored_succeeded_nodes(configmap: Mapping[str, Any] | None) -> list[str]:
+    """The names a succeeded-nodes ConfigMap holds ([] when absent or unreadable)."""
+    if not configmap:
+        return []
+    try:
+        return sorted(set(_expand_module().decode_succeeded(configmap)))
+    except (KeyError, OSError, ValueError):
+        return []
+
+
+def stored_failed_nodes(configmap: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The entries a failed-nodes ConfigMap holds ([] when absent or unreadable)."""
+    if not configmap:
+        return []
+    try:
+        return [dict(e) for e in _expand_module().decode_failed(configmap) if isinstance(e, Mapping)]
+    except (KeyError, OSError, ValueError):
+        return []
+
+
+def builtin_logprofiles() -> list[dict[str, Any]]:
+    from nvcre.compiler.logprofiles import builtin_logprofiles as profiles
+
+    return list(profiles())

@@ -1,0 +1,360 @@
+"""The controller process: informers, work queues, reconcilers, leader election, endpoints.
+
+Informers start at once (a standby has warm caches); reconcile workers start only while this
+replica holds the Lease. Every event is mapped to the keys it concerns (an object, its
+controller owner, the Jobs on a Node...) and queued; a reconcile's answer decides the next
+visit (``requeue_after``), errors back off per key. Losing the Lease stops the workers and
+ends :meth:`Controller.run` with a non-zero code, so a supervisor restarts the process clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import compile as compiler
+from .kube.client import Kube
+from .kube.errors import ApiError, Conflict, NotFound
+from .kube.informers import Informer, Store, wait_all_synced
+from .kube.lease import LeaderElector
+from .kube.queue import ShutDown, WorkQueue
+from .kube.resources import (
+    BANDWIDTH_MEASUREMENTS,
+    CERTIFICATIONS,
+    GOODPUT_MEASUREMENTS,
+    JOBS,
+    LOGPROFILES,
+    NODES,
+    PODS,
+    RESOURCE_SLICES,
+    TRAINJOBS,
+    WORKFLOWS,
+    WORKLOADRUNS,
+    Resource,
+)
+from .metrics import ControllerMetrics
+from .reconcile.certification import CertificationReconciler
+from .reconcile.context import Context, Result, Settings
+from .reconcile.job import JobReconciler
+from .reconcile.measurement import MeasurementReconciler
+from .reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL
+from .reconcile.workflow import WorkflowReconciler
+from .reconcile.workloadrun import WorkloadRunReconciler
+from .serve import Endpoint, parse_address
+
+__all__ = ["TIERS", "Controller", "ControllerConfig"]
+
+log = logging.getLogger("nvcre.runtime.controller")
+
+TIERS = ("certification", "workloadrun", "workflow", "job", "bandwidth", "goodput")
+_KIND_TIER = {"Certification": "certification", "WorkloadRun": "workloadrun", "Workflow": "workflow", "Job": "job"}
+_WATCHED: tuple[Resource, ...] = (
+    CERTIFICATIONS,
+    WORKLOADRUNS,
+    WORKFLOWS,
+    JOBS,
+    BANDWIDTH_MEASUREMENTS,
+    GOODPUT_MEASUREMENTS,
+    TRAINJOBS,
+    PODS,
+    NODES,
+    LOGPROFILES,
+    RESOURCE_SLICES,
+)
+_OPTIONAL = (RESOURCE_SLICES,)
+
+
+def _identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass
+class ControllerConfig:
+    """Process settings (the CLI flags)."""
+
+    namespace: str | None = None
+    metrics_address: str = "127.0.0.1:8080"
+    health_address: str = "127.0.0.1:8081"
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    lease_name: str = "nvcre-controller"
+    identity: str = field(default_factory=_identity)
+    workers: int = 2
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    install_logprofiles: bool = True
+    settings: Settings = field(default_factory=Settings)
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(obj.get("metadata") or {})
+
+
+def _node_view(node: Mapping[str, Any] | None) -> Any:
+    """The parts of a Node whose change can matter to a run (not heartbeats)."""
+    if not node:
+        return None
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or [])
+    return (
+        _meta(node).get("labels"),
+        spec.get("taints"),
+        spec.get("unschedulable"),
+        conditions,
+        status.get("allocatable"),
+    )
+
+
+class Controller:
+    """See the module docstring."""
+
+    def __init__(self, kube: Kube, config: ControllerConfig | None = None) -> None:
+        self.kube = kube
+        self.config = config or ControllerConfig()
+        self.informers: dict[str, Informer] = {}
+        self.stores: dict[str, Store] = {}
+        self.queues: dict[str, WorkQueue[tuple[str, str]]] = {tier: WorkQueue() for tier in TIERS}
+        self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue)
+        jobs = JobReconciler(self.ctx)
+        measurements = MeasurementReconciler(self.ctx)
+        self.reconcilers: dict[str, Callable[[str, str], Result]] = {
+            "certification": CertificationReconciler(self.ctx).reconcile,
+            "workloadrun": WorkloadRunReconciler(self.ctx).reconcile,
+            "workflow": WorkflowReconciler(self.ctx, jobs).reconcile,
+            "job": jobs.reconcile,
+            "bandwidth": measurements.reconcile_bandwidth,
+            "goodput": measurements.reconcile_goodput,
+        }
+        self.leading = threading.Event()
+        self.lost_leadership = threading.Event()
+        self.metrics = ControllerMetrics(self.stores, self.leading.is_set)
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self._endpoints: list[Endpoint] = []
+        self._elector: LeaderElector | None = None
+        self._elector_thread: threading.Thread | None = None
+        self.metrics_port: int | None = None
+        self.health_port: int | None = None
+
+    # ------------------------------------------------------------------ events -> keys
+
+    def enqueue(self, tier: str, namespace: str, name: str) -> None:
+        if tier in self.queues and name:
+            self.queues[tier].add((namespace, name))
+
+    def _owner(self, obj: Mapping[str, Any]) -> None:
+        for ref in _meta(obj).get("ownerReferences") or []:
+            tier = _KIND_TIER.get(str(ref.get("kind")))
+            if tier and ref.get("controller"):
+                self.enqueue(tier, str(_meta(obj).get("namespace") or ""), str(ref.get("name")))
+
+    def _on(self, tier: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
+        def handler(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            meta = _meta(obj)
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            self.enqueue(tier, namespace, name)
+            self._owner(obj)
+            if tier == "job":
+                self.enqueue("bandwidth", namespace, f"{name}-bandwidth")
+                self.enqueue("goodput", namespace, f"{name}-goodput")
+            if tier in ("bandwidth", "goodput"):
+                job = str(((obj.get("spec") or {}).get("jobRef") or {}).get("name") or "")
+                self.enqueue("job", namespace, job)
+
+        return handler
+
+    def _on_trainjob(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self._owner(obj)
+
+    def _on_pod(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = _meta(obj)
+        labels = meta.get("labels") or {}
+        namespace = str(meta.get("namespace") or "")
+        if labels.get(JOB_LABEL):
+            self.enqueue("job", namespace, str(labels[JOB_LABEL]))
+        jobset = str(labels.get(JOBSET_NAME_LABEL) or "")
+        if jobset.endswith("-workload"):
+            self.enqueue("job", namespace, jobset[: -len("-workload")])
+
+    def _on_node(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event_type == "DELETED" or (event_type == "MODIFIED" and _node_view(old) == _node_view(obj)):
+            return
+        node = str(_meta(obj).get("name") or "")
+        for pod in self.stores[PODS.plural].list():
+            if (pod.get("spec") or {}).get("nodeName") == node:
+                self._on_pod("MODIFIED", pod, None)
+        for tier, plural in (("certification", "certifications"), ("workloadrun", "workloadruns")):
+            for item in self.stores[plural].list():
+                if not (item.get("status") or {}).get("categoryStatuses") and not (item.get("status") or {}).get("workflowRef"):
+                    self.enqueue(tier, str(_meta(item).get("namespace") or ""), str(_meta(item).get("name") or ""))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _start_informers(self) -> None:
+        handlers: dict[str, Callable[[str, dict[str, Any], dict[str, Any] | None], None]] = {
+            CERTIFICATIONS.plural: self._on("certification"),
+            WORKLOADRUNS.plural: self._on("workloadrun"),
+            WORKFLOWS.plural: self._on("workflow"),
+            JOBS.plural: self._on("job"),
+            BANDWIDTH_MEASUREMENTS.plural: self._on("bandwidth"),
+            GOODPUT_MEASUREMENTS.plural: self._on("goodput"),
+            TRAINJOBS.plural: self._on_trainjob,
+            PODS.plural: self._on_pod,
+            NODES.plural: self._on_node,
+        }
+        for resource in _WATCHED:
+            if resource in _OPTIONAL:
+                try:
+                    self.kube.list(resource)
+                except NotFound:
+                    self.stores[resource.plural] = Store()
+                    continue
+            indexed = (JOB_LABEL, JOBSET_NAME_LABEL) if resource is PODS else ()
+            informer = Informer(self.kube, resource, self.config.namespace, indexed_labels=indexed)
+            if resource.plural in handlers:
+                informer.add_handler(handlers[resource.plural])
+            self.informers[resource.plural] = informer
+            self.stores[resource.plural] = informer.store
+            informer.start()
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    def start(self) -> Controller:
+        self._start_informers()
+        metrics_at = parse_address(self.config.metrics_address)
+        if metrics_at is not None:
+            endpoint = Endpoint(metrics_at, registry=self.metrics.registry).start()
+            self.metrics_port = endpoint.port
+            self._endpoints.append(endpoint)
+        health_at = parse_address(self.config.health_address)
+        if health_at is not None:
+            endpoint = Endpoint(health_at, ready=self.synced).start()
+            self.health_port = endpoint.port
+            self._endpoints.append(endpoint)
+        if self.config.leader_elect:
+            self._elector = LeaderElector(
+                self.kube,
+                name=self.config.lease_name,
+                namespace=self.config.lease_namespace,
+                identity=self.config.identity,
+                lease_duration=self.config.lease_duration,
+                renew_deadline=self.config.renew_deadline,
+                retry_period=self.config.retry_period,
+                on_started_leading=self._start_leading,
+                on_stopped_leading=self._stop_leading,
+            )
+            self._elector_thread = threading.Thread(target=self._elector.run, args=(self._stop,), name="leader-election", daemon=True)
+            self._elector_thread.start()
+        else:
+            self._start_leading()
+        return self
+
+    def _start_leading(self) -> None:
+        if not wait_all_synced(self.informers.values(), 60.0):
+            log.warning("informers not synced after 60s; starting anyway")
+        if self.config.install_logprofiles:
+            self._install_logprofiles()
+        self.leading.set()
+        for tier in TIERS:
+            for store_key in self._existing_keys(tier):
+                self.queues[tier].add(store_key)
+            for index in range(max(1, self.config.workers)):
+                worker = threading.Thread(target=self._work, args=(tier,), name=f"{tier}-worker-{index}", daemon=True)
+                worker.start()
+                self._workers.append(worker)
+        log.info("reconcilers started", extra={"identity": self.config.identity})
+
+    def _stop_leading(self) -> None:
+        self.leading.clear()
+        self.lost_leadership.set()
+        self._stop.set()
+        for queue in self.queues.values():
+            queue.shutdown()
+
+    def _existing_keys(self, tier: str) -> list[tuple[str, str]]:
+        plural = {
+            "certification": CERTIFICATIONS.plural,
+            "workloadrun": WORKLOADRUNS.plural,
+            "workflow": WORKFLOWS.plural,
+            "job": JOBS.plural,
+            "bandwidth": BANDWIDTH_MEASUREMENTS.plural,
+            "goodput": GOODPUT_MEASUREMENTS.plural,
+        }[tier]
+        return [(str(_meta(o).get("namespace") or ""), str(_meta(o).get("name") or "")) for o in self.stores[plural].list()]
+
+    def _install_logprofiles(self) -> None:
+        try:
+            profiles = compiler.builtin_logprofiles()
+        except Exception as exc:  # noqa: BLE001 - a broken profile file must not stop the controller
+            log.error("built-in LogProfiles not loaded", extra={"error": str(exc)[:500]})
+            return
+        for profile in profiles:
+            try:
+                self.kube.apply(profile)
+            except ApiError as exc:
+                log.warning("LogProfile not applied", extra={"profile": _meta(profile).get("name"), "error": exc.message})
+
+    def _work(self, tier: str) -> None:
+        queue = self.queues[tier]
+        reconcile = self.reconcilers[tier]
+        while not self._stop.is_set():
+            try:
+                key = queue.get()
+            except ShutDown:
+                return
+            started = time.monotonic()
+            try:
+                result = reconcile(*key)
+            except Conflict:
+                # the object moved on while we worked: run again on fresh state, soon
+                queue.add_rate_limited(key)
+                self.metrics.observe(tier, "requeue", started)
+            except Exception as exc:  # noqa: BLE001 - one bad object must not stop the worker
+                delay = queue.add_rate_limited(key)
+                self.metrics.observe(tier, "error", started)
+                log.warning(
+                    "reconcile failed; retrying",
+                    extra={"controller": tier, "object": f"{key[0]}/{key[1]}", "error": str(exc)[:500], "retry_in": round(delay, 3)},
+                    exc_info=not isinstance(exc, ApiError),
+                )
+            else:
+                queue.forget(key)
+                if result.requeue_after is not None:
+                    queue.add_after(key, result.requeue_after)
+                    self.metrics.observe(tier, "requeue", started)
+                else:
+                    self.metrics.observe(tier, "success", started)
+            finally:
+                queue.done(key)
+
+    def stop(self) -> None:
+        """Stop workers, release the Lease, stop informers and endpoints."""
+        self._stop.set()
+        for queue in self.queues.values():
+            queue.shutdown()
+        for worker in self._workers:
+            worker.join(timeout=10)
+        if self._elector_thread is not None:
+            self._elector_thread.join(timeout=10)
+        for informer in self.informers.values():
+            informer.stop()
+        for endpoint in self._endpoints:
+            endpoint.stop()
+
+    def run(self, stop: threading.Event) -> int:
+        """Start, wait for ``stop`` (or lost leadership), stop. 0 on a clean stop, 1 otherwise."""
+        self.start()
+        while not stop.wait(0.5):
+            if self.lost_leadership.is_set():
+                break
+        self.stop()
+        return 1 if self.lost_leadership.is_set() else 0

@@ -1,0 +1,113 @@
+"""Starting the controller from flags: validation of the options, signals, exit codes.
+
+``serve(options)`` is what both ``python -m nvcre.runtime`` and ``nvcrectl controller`` run.
+Bad flags raise :class:`OptionError` (the callers print it and exit 2); SIGTERM and SIGINT stop
+the controller cleanly (workers finish their reconcile, the Lease is released).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .serve import parse_address
+
+__all__ = ["OptionError", "Options", "main", "serve"]
+
+log = logging.getLogger("nvcre.runtime.main")
+
+
+class OptionError(ValueError):
+    """A flag value the controller cannot run with (``--flag: problem``)."""
+
+
+@dataclass(frozen=True)
+class Options:
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    metrics_bind_address: str = "127.0.0.1:8080"
+    health_probe_bind_address: str = "127.0.0.1:8081"
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    workers: int = 2
+    log_level: str = "info"
+
+    def check(self) -> None:
+        for flag, value in (
+            ("--metrics-bind-address", self.metrics_bind_address),
+            ("--health-probe-bind-address", self.health_probe_bind_address),
+        ):
+            try:
+                parse_address(value)
+            except ValueError as exc:
+                raise OptionError(f"{flag}: {exc}") from None
+        if self.workers < 1:
+            raise OptionError("--workers: must be at least 1")
+        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
+            raise OptionError("--log-level: one of debug, info, warning, error")
+
+
+def serve(options: Options, stop: threading.Event | None = None) -> int:
+    """Run until SIGTERM/SIGINT (or ``stop``); the process exit code."""
+    from .controller import Controller, ControllerConfig
+    from .kube.client import ApiServerClient
+    from .logs import configure
+
+    options.check()
+    configure(options.log_level)
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    kube = ApiServerClient.from_kubeconfig(options.kubeconfig)
+    config = ControllerConfig(
+        namespace=options.namespace or None,
+        metrics_address=options.metrics_bind_address,
+        health_address=options.health_probe_bind_address,
+        leader_elect=options.leader_elect,
+        lease_namespace=options.lease_namespace,
+        workers=options.workers,
+    )
+    log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
+    try:
+        return Controller(kube, config).run(stop)
+    finally:
+        kube.close()
+        log.info("controller stopped")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m nvcre.runtime", description="Run the nvcre controller.")
+    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--namespace", default=None, help="watch one namespace (default: all)")
+    parser.add_argument("--metrics-bind-address", default="127.0.0.1:8080")
+    parser.add_argument("--health-probe-bind-address", default="127.0.0.1:8081")
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--lease-namespace", default="default")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--log-level", default="info")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    options = Options(
+        kubeconfig=args.kubeconfig,
+        namespace=args.namespace,
+        metrics_bind_address=args.metrics_bind_address,
+        health_probe_bind_address=args.health_probe_bind_address,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.lease_namespace,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
+    try:
+        return serve(options)
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,143 @@
+"""Prometheus metrics: reconcile counters, and scrape-time gauges projected from the verdict model.
+
+At scrape time, on the elected leader only, every Certification and WorkloadRun in the caches is
+turned into ``judge.verdict``'s verdict (with its Workflows, Jobs and measurements), and
+``report.metrics`` projects those verdicts into samples: ``nvcre_certification_status``,
+``nvcre_workflow_status``, ``nvcre_job_status`` (a timed-out Job counts as failed) and the NCCL
+gauges ``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs`` with the ``workflow`` label, present
+while a measurement holds provisional results. The report, the CLI and these gauges therefore
+read one model and cannot disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from .judge.model import CertificationVerdict
+from .judge.verdict import certification_verdict, workloadrun_verdict
+from .kube.informers import Store
+from .report.metrics import samples
+
+__all__ = ["ControllerMetrics", "StatusCollector", "verdicts"]
+
+log = logging.getLogger("nvcre.runtime.metrics")
+
+_HELP = {
+    "nvcre_certification_status": "Lifecycle of each Certification (1 = current)",
+    "nvcre_workflow_status": "Lifecycle of each Workflow (1 = current)",
+    "nvcre_job_status": "Lifecycle of each Job (1 = current; timed out counts as failed)",
+    "nvcre_nccl_busbw_gbs": "NCCL bus bandwidth per message size while measuring (GB/s)",
+    "nvcre_nccl_algbw_gbs": "NCCL algorithm bandwidth per message size while measuring (GB/s)",
+}
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(obj.get("metadata") or {})
+
+
+def _items(stores: Mapping[str, Store], plural: str) -> list[dict[str, Any]]:
+    store = stores.get(plural)
+    return store.list() if store is not None else []
+
+
+class _Namespace:
+    """One namespace's Workflows, Jobs and measurements, indexed the ways a verdict needs."""
+
+    def __init__(self) -> None:
+        self.workflows: dict[str, dict[str, Any]] = {}
+        self.by_certification: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.jobs_by_workflow: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.measurements_by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    def related(self, workflows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        jobs = [j for w in workflows for j in self.jobs_by_workflow.get(str(_meta(w).get("name")), ())]
+        measurements = [m for j in jobs for m in self.measurements_by_job.get(str(_meta(j).get("name")), ())]
+        return jobs, measurements
+
+
+def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
+    """The verdict of every Certification and WorkloadRun the caches hold."""
+    spaces: dict[str, _Namespace] = defaultdict(_Namespace)
+    for wf in _items(stores, "workflows"):
+        space = spaces[str(_meta(wf).get("namespace") or "")]
+        space.workflows[str(_meta(wf).get("name"))] = wf
+        cert = (_meta(wf).get("labels") or {}).get("nvcre.nvidia.com/certification")
+        if cert:
+            space.by_certification[str(cert)].append(wf)
+    for job in _items(stores, "jobs"):
+        workflow = (_meta(job).get("labels") or {}).get("nvcre.nvidia.com/workflow")
+        if workflow:
+            spaces[str(_meta(job).get("namespace") or "")].jobs_by_workflow[str(workflow)].append(job)
+    for plural in ("bandwidthmeasurements", "goodputmeasurements"):
+        for m in _items(stores, plural):
+            job_name = ((m.get("spec") or {}).get("jobRef") or {}).get("name")
+            if job_name:
+                spaces[str(_meta(m).get("namespace") or "")].measurements_by_job[str(job_name)].append(m)
+    out: list[CertificationVerdict] = []
+    for cert in _items(stores, "certifications"):
+        space = spaces[str(_meta(cert).get("namespace") or "")]
+        chosen = {str(_meta(w).get("name")): w for w in space.by_certification.get(str(_meta(cert).get("name")), ())}
+        for category in (cert.get("status") or {}).get("categoryStatuses") or []:
+            ref = str((category.get("workflowRef") or {}).get("name") or "")
+            if ref in space.workflows:
+                chosen.setdefault(ref, space.workflows[ref])
+        workflows = list(chosen.values())
+        jobs, measurements = space.related(workflows)
+        out.append(certification_verdict(cert, workflows, jobs, measurements))
+    for run in _items(stores, "workloadruns"):
+        space = spaces[str(_meta(run).get("namespace") or "")]
+        ref = str(((run.get("status") or {}).get("workflowRef") or {}).get("name") or "")
+        workflow = space.workflows.get(ref)
+        jobs, measurements = space.related([workflow] if workflow else [])
+        out.append(workloadrun_verdict(run, workflow, jobs, measurements))
+    return out
+
+
+class StatusCollector(Collector):
+    """Projects the verdicts at scrape time; silent unless ``is_leader()``."""
+
+    def __init__(self, stores: Mapping[str, Store], is_leader: Callable[[], bool]) -> None:
+        self.stores = stores
+        self.is_leader = is_leader
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if not self.is_leader():
+            return
+        families: dict[str, GaugeMetricFamily] = {}
+        for sample in samples(verdicts(self.stores)):
+            family = families.get(sample.name)
+            if family is None:
+                keys = [key for key, _ in sample.labels]
+                family = families[sample.name] = GaugeMetricFamily(sample.name, _HELP.get(sample.name, sample.name), labels=keys)
+            family.add_metric([value for _, value in sample.labels], sample.value)
+        yield from families.values()
+
+
+class ControllerMetrics:
+    """The registry served on ``/metrics``."""
+
+    def __init__(self, stores: Mapping[str, Store], is_leader: Callable[[], bool]) -> None:
+        self.registry = CollectorRegistry()
+        self.reconciles = Counter(
+            "nvcre_reconcile_total", "Reconciles by controller and result", ["controller", "result"], registry=self.registry
+        )
+        self.durations = Histogram(
+            "nvcre_reconcile_duration_seconds",
+            "Reconcile duration by controller",
+            ["controller"],
+            buckets=tuple(0.01 * 2**i for i in range(12)),
+            registry=self.registry,
+        )
+        self.registry.register(StatusCollector(stores, is_leader))
+
+    def observe(self, controller: str, result: str, started: float) -> None:
+        self.reconciles.labels(controller, result).inc()
+        self.durations.labels(controller).observe(max(0.0, time.monotonic() - started))

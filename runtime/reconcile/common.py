@@ -1,0 +1,120 @@
+"""Small helpers the tier reconcilers share: metadata access, finalizers, create-or-adopt.
+
+Create-or-adopt is NVCRE's rule at every tier: create; on AlreadyExists read the object live;
+terminating -> try again once the name is free; ours (it names us as owner) -> adopt it;
+someone else's -> a terminal name collision that never records the foreign object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from ..kube.resources import Resource
+from .context import Context, referenced_by
+
+__all__ = [
+    "Adopted",
+    "annotations_of",
+    "create_or_adopt",
+    "ensure_finalizer",
+    "labels",
+    "meta",
+    "name_of",
+    "namespace_of",
+    "reference",
+    "remove_finalizer",
+    "uid_of",
+]
+
+
+def meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(obj.get("metadata") or {})
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("uid") or "")
+
+
+def labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    return dict(meta(obj).get("labels") or {})
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return dict(meta(obj).get("annotations") or {})
+
+
+def reference(obj: Mapping[str, Any], *, namespace: bool = True) -> dict[str, Any]:
+    """A WorkloadReference-shaped pointer to ``obj``: its type fields, name and namespace."""
+    ref = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    ref["name"] = name_of(obj)
+    if namespace and namespace_of(obj):
+        ref["namespace"] = namespace_of(obj)
+    return ref
+
+
+def ensure_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Add ``finalizer`` (merge patch guarded by resourceVersion); True when a patch was sent."""
+    current = list(meta(obj).get("finalizers") or [])
+    if finalizer in current:
+        return False
+    patch = {"metadata": {"finalizers": [*current, finalizer], "resourceVersion": meta(obj).get("resourceVersion")}}
+    try:
+        ctx.kube.merge_patch(resource, name_of(obj), namespace_of(obj) or None, patch)
+    except (Conflict, NotFound):
+        pass
+    return True
+
+
+def remove_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> None:
+    current = list(meta(obj).get("finalizers") or [])
+    if finalizer not in current:
+        return
+    remaining = [item for item in current if item != finalizer]
+    patch = {"metadata": {"finalizers": remaining, "resourceVersion": meta(obj).get("resourceVersion")}}
+    try:
+        ctx.kube.merge_patch(resource, name_of(obj), namespace_of(obj) or None, patch)
+    except NotFound:
+        pass
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """Outcome of :func:`create_or_adopt`: the live object, and how we came by it."""
+
+    obj: dict[str, Any] | None
+    created: bool = False
+    adopted: bool = False
+    collision: bool = False
+    retry: bool = False
+    error: str = ""
+
+
+def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[str, Any] | None) -> Adopted:
+    """Create ``manifest``; on AlreadyExists adopt it when ``owner`` controls it (or no owner)."""
+    try:
+        return Adopted(ctx.kube.create(manifest), created=True)
+    except AlreadyExists:
+        pass
+    except ApiError as exc:
+        return Adopted(None, error=exc.message or str(exc))
+    resource = ctx.kube.resource_for(str(manifest.get("apiVersion")), str(manifest.get("kind")))
+    live = ctx.live(resource, name_of(manifest), namespace_of(manifest) or None)
+    if live is None:
+        return Adopted(None, retry=True)
+    if meta(live).get("deletionTimestamp"):
+        # ours or not, an object on its way out is never adopted: wait until the name is free
+        return Adopted(None, retry=True)
+    if owner is None or referenced_by(live, owner):
+        return Adopted(live, adopted=True)
+    return Adopted(None, collision=True)

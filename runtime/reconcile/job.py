@@ -1,0 +1,399 @@
+"""The Job tier: one TrainJob per Job, its state mapped onto the Job's conditions.
+
+Flow of one reconcile (NVCRE's Job controller): deletion -> finalizer -> terminal handling
+(threshold verdict after success) -> create the workload and its measurements from the
+compiler's ``expand_workload`` -> map the TrainJob's conditions -> while running, watch for
+pods the scheduler refuses (``schedulingStallGraceSeconds``; the blocked interval pauses the
+timeout clock) and evaluate the node health monitor on the pods' nodes. Failures attribute
+nodes and capture a failure log through ``judge.attribution``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from nvcre.compiler.compose import parse_duration
+
+from .. import compile as compiler
+from ..clock import format_time, parse_time
+from ..judge.attribution import group_nodes
+from ..judge.health import (
+    HARDWARE_FAILURE_MESSAGE,
+    HARDWARE_FAILURE_REASON,
+    hardware_failed_message,
+)
+from ..kube.errors import ApiError
+from ..kube.resources import (
+    BANDWIDTH_MEASUREMENTS,
+    GOODPUT_MEASUREMENTS,
+    JOBS,
+    NODES,
+    PODS,
+    TRAINJOBS,
+    WORKFLOWS,
+)
+from . import conditions as cond
+from . import verdicts
+from .common import (
+    create_or_adopt,
+    ensure_finalizer,
+    meta,
+    name_of,
+    namespace_of,
+    reference,
+    remove_finalizer,
+)
+from .context import Context, Result, owned_by
+from .stall import stall_message
+from .pods import JOB_LABEL, JOBSET_NAME_LABEL, blocked_pods, bound_nodes, job_pods, live_pods, scheduler_message
+
+__all__ = ["FINALIZER", "JobReconciler", "trainjob_phase", "workload_name"]
+
+log = logging.getLogger("nvcre.runtime.reconcile.job")
+
+FINALIZER = "nvcre.nvidia.com/finalizer"
+TIMEOUT_TAIL_REASON = "Timeout"
+
+
+def workload_name(job: Mapping[str, Any]) -> str:
+    ref = (job.get("status") or {}).get("workloadRef") or {}
+    return str(ref.get("name") or f"{name_of(job)}-workload")
+
+
+def trainjob_phase(trainjob: Mapping[str, Any]) -> tuple[str, str]:
+    """(phase, message) of a TrainJob: Failed is checked before Complete; suspend is Pending."""
+    status = trainjob.get("status") or {}
+    for type_, phase in (("Failed", "Failed"), ("Complete", "Succeeded")):
+        found = cond.condition(status, type_)
+        if found and found.get("status") == "True":
+            return phase, str(found.get("message") or "")
+    if (trainjob.get("spec") or {}).get("suspend"):
+        return "Pending", "TrainJob is suspended (spec.suspend=true), waiting for it to be resumed"
+    return "Running", ""
+
+
+class JobReconciler:
+    """Reconciles ``nvcre.nvidia.com`` Jobs."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    # ------------------------------------------------------------------ entry
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        ctx = self.ctx
+        job = ctx.read(JOBS, name, namespace)
+        if job is None:
+            return Result()
+        if meta(job).get("deletionTimestamp"):
+            return self._finalize(job)
+        if ensure_finalizer(ctx, JOBS, job, FINALIZER):
+            return Result(ctx.settings.step_interval)
+        status = job.get("status") or {}
+        life = cond.lifecycle(status)
+        if life == cond.SUCCEEDED:
+            return self._judge_thresholds(job)
+        if life == cond.FAILED:
+            return Result()
+        workflow = self._workflow_of(job)
+        if not status.get("workloadRef"):
+            return self._create_workload(job, workflow)
+        self._ensure_measurements(job, workflow)
+        return self._observe_workload(job)
+
+    # ------------------------------------------------------------------ creation
+
+    def _workflow_of(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        for ref in meta(job).get("ownerReferences") or []:
+            if ref.get("kind") == "Workflow" and ref.get("controller"):
+                return self.ctx.read(WORKFLOWS, str(ref.get("name")), namespace_of(job))
+        return None
+
+    def _workload_objects(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        return compiler.expand_workload(job, workflow or {})
+
+    def _create_workload(self, job: dict[str, Any], workflow: Mapping[str, Any] | None) -> Result:
+        ctx = self.ctx
+        try:
+            objects = self._workload_objects(job, workflow)
+        except compiler.CompileError as exc:
+            self._fail(job, "WorkloadCreationError", f"Failed to build the workload: {exc}")
+            return Result()
+        trainjob = next((o for o in objects if o.get("kind") == "TrainJob"), None)
+        if trainjob is None:
+            self._fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob")
+            return Result()
+        outcome = create_or_adopt(ctx, trainjob, job)
+        tj_name = name_of(trainjob)
+        if outcome.collision:
+            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} already exists and is not owned by this Job")
+            return Result()
+        if outcome.obj is None:
+            if outcome.error:
+                ctx.event(job, "Warning", "WorkloadCreationError", f"Failed to create TrainJob {tj_name}: {outcome.error}")
+            return Result(ctx.settings.poll_interval if outcome.error else 1.0)
+        self._create_measurements(job, objects)
+        reason, message = (
+            ("WorkloadAdopted", f"Workload TrainJob/{tj_name} adopted and is starting")
+            if outcome.adopted
+            else ("WorkloadCreated", f"Workload TrainJob/{tj_name} created and is starting")
+        )
+        ref = reference(trainjob)
+        ref.setdefault("namespace", namespace_of(job))
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any]:
+            status["workloadRef"] = ref
+            return cond.set_lifecycle(status, cond.IN_PROGRESS, reason, message, ctx.clock.stamp())
+
+        ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
+        return Result(ctx.settings.poll_interval)
+
+    def _create_measurements(self, job: Mapping[str, Any], objects: list[dict[str, Any]]) -> None:
+        for obj in objects:
+            if obj.get("kind") not in ("BandwidthMeasurement", "GoodputMeasurement"):
+                continue
+            outcome = create_or_adopt(self.ctx, obj, None)
+            if outcome.obj is None and (outcome.error or outcome.collision):
+                self.ctx.event(
+                    job,
+                    "Warning",
+                    "MeasurementCreationError",
+                    f"Failed to create {obj.get('kind')} {name_of(obj)}: {outcome.error or 'name taken'}",
+                )
+
+    def _ensure_measurements(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> None:
+        spec = job.get("spec") or {}
+        wanted = []
+        if spec.get("bandwidthMeasurement"):
+            wanted.append((BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth"))
+        if spec.get("goodputMeasurement"):
+            wanted.append((GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput"))
+        if all(self.ctx.cached(res, name, namespace_of(job)) for res, name in wanted):
+            return
+        try:
+            objects = self._workload_objects(job, workflow)
+        except compiler.CompileError:
+            return
+        self._create_measurements(job, objects)
+
+    # ------------------------------------------------------------------ observing
+
+    def _pods(self, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+        store = self.ctx.store(PODS)
+        namespace = namespace_of(job)
+        candidates = {
+            name_of(p): p
+            for p in (*store.by_label(namespace, JOB_LABEL, name_of(job)), *store.by_label(namespace, JOBSET_NAME_LABEL, workload_name(job)))
+        }
+        return job_pods(candidates.values(), name_of(job), workload_name(job))
+
+    def _observe_workload(self, job: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        tj_name = workload_name(job)
+        trainjob = ctx.read(TRAINJOBS, tj_name, namespace_of(job))
+        if trainjob is None:
+            self._fail(job, "WorkloadFailed", f"Workload TrainJob/{tj_name} was deleted")
+            return Result()
+        if not owned_by(trainjob, job):
+            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} is not owned by this Job")
+            return Result()
+        phase, detail = trainjob_phase(trainjob)
+        if phase == "Failed":
+            message = f"Workload TrainJob/{tj_name} failed: {detail}" if detail else f"Workload TrainJob/{tj_name} failed"
+            self._fail(job, "WorkloadFailed", message)
+            return Result()
+        if phase == "Succeeded":
+            message = f"Workload TrainJob/{tj_name} completed" + (f": {detail}" if detail else "")
+            ctx.write_status(
+                JOBS,
+                job,
+                lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", message, ctx.clock.stamp()),
+                stop_when_terminal=True,
+            )
+            fresh = ctx.live(JOBS, name_of(job), namespace_of(job))
+            return self._judge_thresholds(fresh) if fresh else Result()
+        if phase == "Pending":
+            ctx.write_status(
+                JOBS,
+                job,
+                lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadPending", detail, ctx.clock.stamp()),
+                stop_when_terminal=True,
+            )
+            return Result(ctx.settings.poll_interval)
+        pods = self._pods(job)
+        result = self._running(job, tj_name, pods)
+        if self._stalled(job):
+            return Result()
+        self._check_health(job, pods)
+        return result
+
+    def _running(self, job: dict[str, Any], tj_name: str, pods: list[dict[str, Any]]) -> Result:
+        ctx = self.ctx
+        now = ctx.clock.now()
+        stamp = format_time(now)
+        blocked = blocked_pods(pods)
+        spec = job.get("spec") or {}
+        grace = float(spec.get("schedulingStallGraceSeconds") or ctx.settings.scheduling_stall_grace)
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any]:
+            if not status.get("workloadStartTime"):
+                status["workloadStartTime"] = stamp
+            since = parse_time(status.get("schedulingBlockedSince"))
+            if blocked:
+                if since is None:
+                    status["schedulingBlockedSince"] = stamp
+                    since = now
+                if (now - since).total_seconds() >= grace:
+                    message = f"Workload pods are unschedulable: {scheduler_message(blocked)}"
+                    return cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkloadSchedulingBlocked", message, stamp)
+            elif since is not None:
+                started = parse_time(status.get("workloadStartTime")) or since
+                paused = now - max(since, started)
+                status["workloadStartTime"] = format_time(started + paused)
+                status["schedulingResumedTime"] = stamp
+                status.pop("schedulingBlockedSince", None)
+            message = f"Workload TrainJob/{tj_name} is running"
+            return cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkloadRunning", message, stamp)
+
+        ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
+        if blocked:
+            return Result(min(ctx.settings.poll_interval, max(1.0, grace / 4)))
+        return Result(ctx.settings.poll_interval)
+
+    def _stalled(self, job: dict[str, Any]) -> bool:
+        """Fail the Job with WorkloadStalled when its training steps stopped coming."""
+        spec = job.get("spec") or {}
+        if not spec.get("stallMultiplier") or not spec.get("goodputMeasurement"):
+            return False
+        fresh = self.ctx.cached(JOBS, name_of(job), namespace_of(job)) or job
+        goodput = self.ctx.cached(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
+        if goodput is None:
+            return False
+        raw = (goodput.get("spec") or {}).get("sampleInterval") or (spec.get("goodputMeasurement") or {}).get("sampleInterval")
+        try:
+            interval = parse_duration(str(raw)) if raw else 60.0
+        except ValueError:
+            interval = 60.0
+        message = stall_message(spec, fresh.get("status") or {}, goodput.get("status") or {}, self.ctx.clock.now(), interval)
+        if message is None:
+            return False
+        self._fail(fresh, "WorkloadStalled", message)
+        return True
+
+    # ------------------------------------------------------------------ health
+
+    def _check_health(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+        monitor = ((job.get("spec") or {}).get("nodeHealthMonitor") or {}).get("cel") or {}
+        expression = str(monitor.get("expression") or "")
+        if not expression:
+            return
+        nodes = bound_nodes(pods, labelled_for=name_of(job))
+        node_objs = {n: self.ctx.cached(NODES, n, None) for n in nodes}
+        unhealthy = verdicts.unhealthy_nodes(expression, {n: o for n, o in node_objs.items() if o is not None})
+        if not unhealthy:
+            return
+        ctx = self.ctx
+        first: dict[str, bool] = {}
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any]:
+            first["flip"] = not cond.is_true(status, cond.HARDWARE_FAILED)
+            entries = [{"name": n, "reason": HARDWARE_FAILURE_REASON, "message": HARDWARE_FAILURE_MESSAGE} for n in unhealthy]
+            status["failedNodes"] = verdicts.merge_failed_nodes(status.get("failedNodes") or [], entries)
+            flagged = [e["name"] for e in status["failedNodes"] if e.get("reason") == "HardwareFailureDetected"]
+            message = hardware_failed_message(flagged)
+            return cond.set_condition(status, cond.HARDWARE_FAILED, "True", "HardwareFailureDetected", message, ctx.clock.stamp())
+
+        written = ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
+        if written is not None and first.get("flip"):
+            ctx.event(written, "Warning", "HardwareFailureDetected", hardware_failed_message(unhealthy))
+
+    # ------------------------------------------------------------------ verdicts
+
+    def _fail(self, job: dict[str, Any], reason: str, message: str, *, log_reason: str | None = None) -> None:
+        """Failed with ``reason``; seed failed nodes and capture a failure log when none yet."""
+        ctx = self.ctx
+        pods = self._pods(job)
+        nodes = group_nodes(job, pods)
+        failure_log = None
+        if not (job.get("status") or {}).get("failureLog"):
+            failure_log = verdicts.failure_log(ctx.kube, pods, reason_override=log_reason)
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any]:
+            if not status.get("failedNodes") and nodes:
+                status["failedNodes"] = verdicts.seed_failed_nodes(nodes, "WorkloadFailed", message)
+            if failure_log and not status.get("failureLog"):
+                status["failureLog"] = failure_log
+            return cond.set_lifecycle(status, cond.FAILED, reason, message, ctx.clock.stamp())
+
+        ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
+
+    def time_out(self, job: dict[str, Any], message: str) -> None:
+        """The Workflow's timeout: Failed/JobTimedOut with a log tail (launcher preferred)."""
+        self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON)
+
+    def _judge_thresholds(self, job: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        status = job.get("status") or {}
+        thresholds = dict((job.get("spec") or {}).get("thresholds") or {})
+        if not thresholds or cond.condition(status, cond.VALIDATION_FAILED):
+            return Result()
+        namespace = namespace_of(job)
+        bandwidth = ctx.read(BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth", namespace)
+        goodput = ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace)
+        values = verdicts.threshold_values(bandwidth, goodput)
+        succeeded_at = parse_time((cond.condition(status, cond.SUCCEEDED) or {}).get("lastTransitionTime"))
+        spec_timeout = (job.get("spec") or {}).get("measurementTimeout")
+        limit = parse_duration(spec_timeout) if spec_timeout else ctx.settings.measurement_timeout
+        expired = succeeded_at is not None and ctx.clock.now() - succeeded_at > timedelta(seconds=limit)
+        outcome = verdicts.judge_thresholds(thresholds, values, expired=expired, timeout_seconds=limit)
+        if outcome is None:
+            return Result(min(ctx.settings.poll_interval, 5.0))
+        failed, reason, message = outcome
+        nodes = group_nodes(job, self._pods(job))
+
+        def mutate(s: dict[str, Any]) -> dict[str, Any] | None:
+            if cond.condition(s, cond.VALIDATION_FAILED):
+                return None
+            if failed and not s.get("failedNodes") and nodes:
+                s["failedNodes"] = verdicts.seed_failed_nodes(nodes, "ThresholdViolation", message)
+            return cond.set_condition(s, cond.VALIDATION_FAILED, "True" if failed else "False", reason, message, ctx.clock.stamp())
+
+        written = ctx.write_status(JOBS, job, mutate)
+        if written is not None:
+            ctx.event(written, "Warning" if failed else "Normal", reason, message)
+        return Result()
+
+    # ------------------------------------------------------------------ deletion
+
+    def _finalize(self, job: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        if FINALIZER not in (meta(job).get("finalizers") or []):
+            return Result()
+        namespace = namespace_of(job)
+        tj_name = workload_name(job)
+        trainjob = ctx.live(TRAINJOBS, tj_name, namespace)
+        if trainjob is not None and owned_by(trainjob, job) and not meta(trainjob).get("deletionTimestamp"):
+            ctx.kube.delete(TRAINJOBS, tj_name, namespace, uid=str(meta(trainjob).get("uid")))
+        try:
+            selector = f"jobset.sigs.k8s.io/jobset-name={tj_name}"
+            running = live_pods(ctx.kube.list(PODS, namespace, label_selector=selector).items)
+            running += live_pods(ctx.kube.list(PODS, namespace, label_selector=f"nvcre.nvidia.com/job={name_of(job)}").items)
+        except ApiError:
+            running = []
+        still_there = (trainjob is not None and owned_by(trainjob, job)) or bool(running)
+        if still_there:
+            started = verdicts.drain_anchor(job)
+            waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
+            if waited < ctx.settings.pod_drain_grace:
+                return Result(1.0)
+            ctx.event(
+                job,
+                "Warning",
+                "PodDrainTimeout",
+                f"Removed the finalizer after {int(waited)}s with {len(running)} workload pod(s) still present",
+            )
+        remove_finalizer(ctx, JOBS, job, FINALIZER)
+        return Result()

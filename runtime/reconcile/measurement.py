@@ -1,0 +1,282 @@
+"""The measurement tier: BandwidthMeasurement and GoodputMeasurement, read once when the Job ends.
+
+A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs. When the Job is
+terminal, the profile's pod log is read in full once and handed to the pure parsers in
+``runtime.measure``; the result is one terminal write (``Complete=True``), never overwritten.
+Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
+(Job gone or replaced, or the log stayed unreadable past the grace), with
+``Measuring=False``/``FinalReadPending`` while a finished Job's log cannot be read yet and
+``LogProfileNotFound`` while the profile is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from nvcre.compiler.compose import parse_duration
+
+from ..clock import format_time, parse_time
+from ..kube.errors import ApiError
+from ..kube.resources import (
+    BANDWIDTH_MEASUREMENTS,
+    GOODPUT_MEASUREMENTS,
+    JOBS,
+    LOGPROFILES,
+    PODS,
+    Resource,
+)
+from ..measure import nccl, training
+from ..measure.profile import PatternError
+from . import conditions as cond
+from .common import annotations_of, meta, name_of, namespace_of
+from .context import Context, Result
+from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+
+__all__ = ["MeasurementReconciler"]
+
+log = logging.getLogger("nvcre.runtime.reconcile.measurement")
+
+JOB_UID_ANNOTATION = "nvcre.nvidia.com/job-uid"
+MEASURING = "Measuring"
+COMPLETE = "Complete"
+_TRANSPORTS = ("IB", "Socket")
+DEFAULT_SAMPLE_INTERVAL = 60.0
+
+
+def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
+    for type_ in (cond.SUCCEEDED, cond.FAILED):
+        found = cond.condition(job.get("status"), type_)
+        if found and found.get("status") == "True":
+            return str(found.get("lastTransitionTime") or "") or None
+    return None
+
+
+class MeasurementReconciler:
+    """Reconciles BandwidthMeasurements and GoodputMeasurements."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._warned: set[tuple[str, str, str]] = set()
+        # when each measurement was last sampled (cadence only; results live in status)
+        self._sampled: dict[tuple[str, str], float] = {}
+
+    def reconcile_bandwidth(self, namespace: str, name: str) -> Result:
+        return self._reconcile(BANDWIDTH_MEASUREMENTS, namespace, name)
+
+    def reconcile_goodput(self, namespace: str, name: str) -> Result:
+        return self._reconcile(GOODPUT_MEASUREMENTS, namespace, name)
+
+    # ------------------------------------------------------------------ shared flow
+
+    def _reconcile(self, resource: Resource, namespace: str, name: str) -> Result:
+        ctx = self.ctx
+        measurement = ctx.read(resource, name, namespace)
+        if measurement is None or meta(measurement).get("deletionTimestamp"):
+            return Result()
+        if cond.is_true(measurement.get("status"), COMPLETE):
+            return Result()
+        job_name = str(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") or "")
+        job = ctx.read(JOBS, job_name, namespace) if job_name else None
+        expected_uid = annotations_of(measurement).get(JOB_UID_ANNOTATION)
+        if job is None or (expected_uid and expected_uid != meta(job).get("uid")):
+            self._complete(resource, measurement, "LogsUnavailable", f"Job {job_name} is gone; its logs cannot be read", None, {})
+            return Result()
+        life = cond.lifecycle(job.get("status"))
+        if life not in (cond.SUCCEEDED, cond.FAILED):
+            return self._sample_running(resource, measurement, job)
+        profile = self._profile(measurement)
+        if profile is None:
+            ref = (measurement.get("spec") or {}).get("logProfileRef")
+            message = f"LogProfile {ref} not found"
+            self._measuring(resource, measurement, "False", "LogProfileNotFound", message, warn=True)
+            return Result(ctx.settings.poll_interval)
+        text = self._read_log(job, profile, resource is GOODPUT_MEASUREMENTS)
+        completed_at = _job_terminal_time(job)
+        if life == cond.FAILED:
+            fields = self._fields(resource, profile, text or "", completed_at) if text else {}
+            self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
+            return Result()
+        if text is None:
+            finished = parse_time(completed_at)
+            waited = (ctx.clock.now() - finished).total_seconds() if finished else 0.0
+            grace = max(ctx.settings.final_read_grace, ctx.settings.measurement_timeout)
+            if waited < grace:
+                self._measuring(
+                    resource, measurement, "False", "FinalReadPending", "Job succeeded; waiting to read its complete log", warn=True
+                )
+                return Result(min(ctx.settings.poll_interval, 5.0))
+            self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
+            return Result()
+        try:
+            fields = self._fields(resource, profile, text, completed_at)
+        except PatternError as exc:
+            self._complete(resource, measurement, "NoDataCollected", f"LogProfile cannot parse the log: {exc}", completed_at, {})
+            return Result()
+        if not fields:
+            message = (
+                "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
+                if resource is BANDWIDTH_MEASUREMENTS
+                else "Job succeeded but no training step was parsed; check spec.logProfileRef"
+            )
+            self._complete(resource, measurement, "NoDataCollected", message, completed_at, {})
+            return Result()
+        self._complete(resource, measurement, "JobSucceeded", "Final read of the complete log", completed_at, fields)
+        return Result()
+
+    def _sample_interval(self, measurement: Mapping[str, Any]) -> float:
+        raw = (measurement.get("spec") or {}).get("sampleInterval")
+        try:
+            interval = parse_duration(str(raw)) if raw else DEFAULT_SAMPLE_INTERVAL
+        except ValueError:
+            interval = DEFAULT_SAMPLE_INTERVAL
+        cap = self.ctx.settings.max_sample_interval
+        return max(1.0, min(interval, cap) if cap else interval)
+
+    def _sample_running(self, resource: Resource, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
+        """While the Job runs: every sampleInterval, read the log so far and record provisional
+        numbers (the final read replaces them; thresholds never read them, stall detection
+        reads the last step)."""
+        key = (namespace_of(measurement), name_of(measurement))
+        interval = self._sample_interval(measurement)
+        now = time.monotonic()
+        message = f"Job {name_of(job)} is running"
+        fields: dict[str, Any] = {}
+        if now - self._sampled.get(key, -interval) >= interval:
+            self._sampled[key] = now
+            profile = self._profile(measurement)
+            training_log = resource is GOODPUT_MEASUREMENTS
+            text = self._read_log(job, profile, training_log) if profile is not None else None
+            if profile is not None and text:
+                try:
+                    fields = self._fields(resource, profile, text, None)
+                except PatternError:
+                    fields = {}
+            if fields.get("results"):
+                message = f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
+            elif fields.get("currentStep"):
+                message = f"Job {name_of(job)} is running; step {fields['currentStep']} seen"
+        stamp = self.ctx.clock.stamp()
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
+            if cond.is_true(status, COMPLETE):
+                return None
+            new = dict(status)
+            new.update(fields)
+            new.setdefault("startTime", stamp)
+            if not fields:
+                previous = cond.condition(new, MEASURING) or {}
+                if previous.get("reason") == "JobRunning" and previous.get("status") == "True":
+                    return new
+            return cond.set_condition(new, MEASURING, "True", "JobRunning", message, stamp)
+
+        self.ctx.write_status(resource, measurement, mutate)
+        return Result(min(interval, self.ctx.settings.poll_interval * 4))
+
+    # ------------------------------------------------------------------ reading
+
+    def _profile(self, measurement: Mapping[str, Any]) -> dict[str, Any] | None:
+        ref = str((measurement.get("spec") or {}).get("logProfileRef") or "")
+        return self.ctx.read(LOGPROFILES, ref, None) if ref else None
+
+    def _read_log(self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool) -> str | None:
+        """The complete log of the profile's pod, or None when it cannot be read (yet)."""
+        strategy = (profile.get("spec") or {}).get("workerStrategy") or {}
+        replicated = str(strategy.get("replicatedJobName") or ("node" if training_log else "launcher"))
+        workload = str(((job.get("status") or {}).get("workloadRef") or {}).get("name") or f"{name_of(job)}-workload")
+        store = self.ctx.store(PODS)
+        pods = [
+            p
+            for p in store.by_label(namespace_of(job), JOBSET_NAME_LABEL, workload)
+            if ((p.get("metadata") or {}).get("labels") or {}).get(REPLICATED_JOB_LABEL) == replicated
+        ]
+        if not pods:
+            # The profile names a replicatedJob this workload does not have (the API defaults it
+            # to "trainer"); the worker pods carry the Job's label, so read those instead.
+            pods = store.by_label(namespace_of(job), JOB_LABEL, name_of(job))
+        if not pods:
+            return None
+        pods.sort(key=name_of)
+        pick = str(strategy.get("trainingStepPod") or "first")
+        pod = pods[-1] if pick == "last" else pods[0]
+        containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
+        container = "node" if "node" in containers else (containers[0] if containers else None)
+        try:
+            return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True)
+        except ApiError as exc:
+            log.info("log not readable yet", extra={"pod": name_of(pod), "error": exc.message})
+            return None
+
+    def _fields(self, resource: Resource, profile: Mapping[str, Any], text: str, completed_at: str | None) -> dict[str, Any]:
+        spec = profile.get("spec") or {}
+        if resource is BANDWIDTH_MEASUREMENTS:
+            parsed = nccl.parse_bandwidth(text, spec)
+            if not parsed.results:
+                return {}
+            fields: dict[str, Any] = {"results": [row.to_status() for row in parsed.results]}
+            transport = sorted({t for t in parsed.transport if t in _TRANSPORTS})
+            if transport:
+                fields["transport"] = transport
+            return fields
+        parsed_training = training.parse_training(text, spec)
+        if not parsed_training.steps:
+            return {}
+        now = parse_time(completed_at) or self.ctx.clock.now()
+        goodput = training.calculate_goodput(parsed_training, now)
+        out: dict[str, Any] = dict(goodput.status_fields())
+        out["highestStep"] = goodput.highest_step
+        out["currentStep"] = parsed_training.steps[-1].iteration
+        out["lastCheckpointStep"] = goodput.last_checkpoint_step
+        if parsed_training.log_interval:
+            out["logInterval"] = parsed_training.log_interval
+        if parsed_training.application_start is not None:
+            out["applicationStartTime"] = format_time(parsed_training.application_start)
+        last = parsed_training.steps[-1].timestamp
+        if last is not None:
+            out["lastStepTimestamp"] = format_time(last)
+        return out
+
+    # ------------------------------------------------------------------ writing
+
+    def _measuring(self, resource: Resource, measurement: Mapping[str, Any], state: str, reason: str, message: str, *, warn: bool = False) -> None:
+        ctx = self.ctx
+        now = ctx.clock.stamp()
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
+            if cond.is_true(status, COMPLETE):
+                return None
+            new = cond.set_condition(status, MEASURING, state, reason, message, now)
+            new.setdefault("startTime", now)
+            return new
+
+        written = ctx.write_status(resource, measurement, mutate)
+        key = (namespace_of(measurement), name_of(measurement), reason)
+        if warn and written is not None and key not in self._warned:
+            self._warned.add(key)
+            ctx.event(written, "Warning", reason, message)
+
+    def _complete(
+        self,
+        resource: Resource,
+        measurement: Mapping[str, Any],
+        reason: str,
+        message: str,
+        completed_at: str | None,
+        fields: Mapping[str, Any],
+    ) -> None:
+        ctx = self.ctx
+        now = ctx.clock.stamp()
+
+        def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
+            if cond.is_true(status, COMPLETE):
+                return None
+            new = dict(status)
+            new.update(fields)
+            new.setdefault("startTime", now)
+            new["completionTime"] = completed_at or now
+            new = cond.set_condition(new, MEASURING, "False", reason, message, now)
+            return cond.set_condition(new, COMPLETE, "True", reason, message, now)
+
+        ctx.write_status(resource, measurement, mutate)

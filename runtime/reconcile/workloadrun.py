@@ -1,0 +1,130 @@
+"""The WorkloadRun tier: one Workflow from the inline spec, followed to its verdict.
+
+The Workflow comes from the compiler's ``expand_workloadrun``. While it runs the WorkloadRun is
+``InProgress``; when it ends, the WorkloadRun takes the Workflow's terminal condition — reason
+and message unchanged, so a ``PartitionError`` or ``IterationsFailed`` reads the same on both —
+and the node-results ConfigMap references. Deleting the WorkloadRun deletes its Workflow; the
+finalizer holds until the Workflow (and with it every TrainJob and pod) is gone, bounded.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from .. import compile as compiler
+from ..clock import parse_time
+from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
+from . import conditions as cond
+from .common import (
+    create_or_adopt,
+    ensure_finalizer,
+    meta,
+    name_of,
+    namespace_of,
+    remove_finalizer,
+    uid_of,
+)
+from .context import Context, Result, owned_by
+
+__all__ = ["FINALIZER", "WorkloadRunReconciler"]
+
+FINALIZER = "nvcre.nvidia.com/workloadrun-finalizer"
+
+
+class WorkloadRunReconciler:
+    """Reconciles WorkloadRuns."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def reconcile(self, namespace: str, name: str) -> Result:
+        ctx = self.ctx
+        # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
+        run = ctx.live(WORKLOADRUNS, name, namespace)
+        if run is None:
+            return Result()
+        if meta(run).get("deletionTimestamp"):
+            return self._finalize(run)
+        if ensure_finalizer(ctx, WORKLOADRUNS, run, FINALIZER):
+            return Result(ctx.settings.step_interval)
+        status = copy.deepcopy(dict(run.get("status") or {}))
+        if cond.is_terminal(status):
+            return Result()
+        if not status.get("workflowRef"):
+            return self._create(run, status)
+        return self._poll(run, status)
+
+    def _write(self, run: Mapping[str, Any], status: dict[str, Any]) -> None:
+        self.ctx.write_status(WORKLOADRUNS, run, lambda _old: copy.deepcopy(status), based_on=run)
+
+    def _create(self, run: dict[str, Any], status: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        now = ctx.clock.stamp()
+        facts = compiler.cluster_facts(ctx.store(NODES).list(), ctx.store(RESOURCE_SLICES).list())
+        try:
+            manifest = compiler.expand_workloadrun(run, facts)
+        except compiler.CompileError as exc:
+            self._write(run, cond.set_lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
+            return Result()
+        outcome = create_or_adopt(ctx, manifest, run)
+        if outcome.collision:
+            message = f"Workflow {name_of(manifest)} already exists and is not owned by this WorkloadRun"
+            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowNameCollision", message, now))
+            return Result()
+        if outcome.obj is None:
+            if outcome.retry:
+                return Result(1.0)
+            message = f"Failed to create Workflow {name_of(manifest)}: {outcome.error}"
+            ctx.event(run, "Warning", "WorkflowCreationError", message)
+            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
+            return Result()
+        status["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
+        message = f"Created Workflow {name_of(outcome.obj)}"
+        self._write(run, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", message, now))
+        return Result(ctx.settings.poll_interval)
+
+    def _poll(self, run: dict[str, Any], status: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        ref = status["workflowRef"]
+        now = ctx.clock.stamp()
+        workflow = ctx.read(WORKFLOWS, str(ref.get("name")), ref.get("namespace") or namespace_of(run))
+        if workflow is None:
+            message = f"Workflow {ref.get('name')} not found"
+            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowNotFound", message, now))
+            return Result()
+        wf_status = workflow.get("status") or {}
+        orchestration = wf_status.get("orchestration") or {}
+        if orchestration.get("detectedPlatform"):
+            status["detectedPlatform"] = orchestration["detectedPlatform"]
+        if orchestration.get("detectedGPUArchitecture"):
+            status["detectedGPUArchitecture"] = orchestration["detectedGPUArchitecture"]
+        for key in ("succeededNodesRef", "failedNodesRef"):
+            if wf_status.get(key):
+                status[key] = wf_status[key]
+        life = cond.lifecycle(wf_status)
+        if life in (cond.SUCCEEDED, cond.FAILED):
+            found = cond.condition(wf_status, life) or {}
+            new = cond.set_lifecycle(status, life, str(found.get("reason") or life), str(found.get("message") or ""), now)
+            self._write(run, new)
+            return Result()
+        self._write(run, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowRunning", f"Workflow {ref.get('name')} is running", now))
+        return Result(ctx.settings.poll_interval)
+
+    def _finalize(self, run: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        if FINALIZER not in (meta(run).get("finalizers") or []):
+            return Result()
+        ref = (run.get("status") or {}).get("workflowRef") or {}
+        live = ctx.live(WORKFLOWS, str(ref["name"]), ref.get("namespace") or namespace_of(run)) if ref.get("name") else None
+        if live is not None and owned_by(live, run):
+            if not meta(live).get("deletionTimestamp"):
+                ctx.kube.delete(WORKFLOWS, name_of(live), namespace_of(live), uid=uid_of(live))
+            started = parse_time(meta(run).get("deletionTimestamp"))
+            waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
+            if waited < ctx.settings.pod_drain_grace:
+                return Result(1.0)
+            ctx.event(run, "Warning", "FinalizerTimeout", f"Removed the finalizer after {int(waited)}s with Workflow {name_of(live)} still being torn down")
+        remove_finalizer(ctx, WORKLOADRUNS, run, FINALIZER)
+        return Result()

@@ -1,0 +1,85 @@
+"""The controller's two HTTP endpoints: ``/metrics`` (Prometheus text) and ``/healthz``/``/readyz``.
+
+Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
+informer has listed at least once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+__all__ = ["Endpoint", "parse_address"]
+
+
+def parse_address(text: str) -> tuple[str, int] | None:
+    """``host:port`` (``:port`` means loopback); ``0`` or empty disables the endpoint."""
+    value = text.strip()
+    if value in ("", "0"):
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        raise ValueError(f"bind address {text!r} must be host:port")
+    try:
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"bind address {text!r} has a non-numeric port") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"bind address {text!r} has a port outside 0-65535")
+    return (host or "127.0.0.1"), number
+
+
+class Endpoint:
+    """One small HTTP server in a daemon thread."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        registry: CollectorRegistry | None = None,
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        registry_ref = registry
+        ready_ref = ready
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics" and registry_ref is not None:
+                    self._send(200, generate_latest(registry_ref), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    self._send(200, b"ok\n", "text/plain")
+                elif path == "/readyz":
+                    ok = ready_ref()
+                    self._send(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n", "text/plain")
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, content_type: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(address, Handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, name=f"http-{address[1]}", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> Endpoint:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,88 @@
+"""Pure observations the reconcilers act on: blocked pods, TrainJob phases, the timeout clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from nvcre.runtime.clock import Clock
+from nvcre.runtime.kube.informers import Store
+from nvcre.runtime.reconcile.context import Context
+from nvcre.runtime.reconcile.job import JobReconciler, trainjob_phase
+from nvcre.runtime.reconcile.pods import blocked_pods, bound_nodes, job_pods, scheduler_message
+from nvcre.runtime.reconcile.workflow import WorkflowReconciler
+
+
+def pod(name: str, *, node: str = "", phase: str = "Pending", scheduled: tuple[str, str, str] | None = None, labels=None) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase}
+    if scheduled:
+        state, reason, message = scheduled
+        status["conditions"] = [{"type": "PodScheduled", "status": state, "reason": reason, "message": message}]
+    spec = {"nodeName": node} if node else {}
+    return {"metadata": {"name": name, "namespace": "ns", "labels": labels or {}}, "spec": spec, "status": status}
+
+
+def test_only_pods_the_scheduler_refused_count_as_blocked():
+    refused = pod("a", scheduled=("False", "Unschedulable", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."))
+    gated = pod("b", scheduled=("False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"))
+    unseen = pod("c")
+    placed = pod("d", node="n1", phase="Running", scheduled=("True", "", ""))
+    blocked = blocked_pods([refused, gated, unseen, placed])
+    assert [p["metadata"]["name"] for p in blocked] == ["a"]
+    assert scheduler_message(blocked) == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+
+
+def test_job_pods_include_the_unlabelled_launcher_and_bound_nodes_skip_finished_pods():
+    worker = pod("w", node="n2", phase="Running", labels={"nvcre.nvidia.com/job": "j"})
+    launcher = pod("l", node="n1", phase="Running", labels={"jobset.sigs.k8s.io/jobset-name": "j-workload"})
+    done = pod("x", node="n3", phase="Succeeded", labels={"nvcre.nvidia.com/job": "j"})
+    other = pod("o", node="n4", phase="Running", labels={"nvcre.nvidia.com/job": "k"})
+    mine = job_pods([worker, launcher, done, other], "j", "j-workload")
+    assert [p["metadata"]["name"] for p in mine] == ["l", "w", "x"]
+    assert bound_nodes(mine) == ["n1", "n2"]
+    assert bound_nodes(mine, labelled_for="j") == ["n2"]
+
+
+def test_trainjob_phase_checks_failed_before_complete_and_suspend_is_pending():
+    both = {"status": {"conditions": [{"type": "Complete", "status": "True"}, {"type": "Failed", "status": "True", "message": "boom"}]}}
+    assert trainjob_phase(both) == ("Failed", "boom")
+    assert trainjob_phase({"status": {"conditions": [{"type": "Complete", "status": "True", "message": "ok"}]}}) == ("Succeeded", "ok")
+    assert trainjob_phase({"spec": {"suspend": True}})[0] == "Pending"
+    assert trainjob_phase({}) == ("Running", "")
+
+
+class FixedClock(Clock):
+    def __init__(self, now: str) -> None:
+        self.moment = datetime.fromisoformat(now.replace("Z", "+00:00")).astimezone(UTC)
+
+    def now(self) -> datetime:
+        return self.moment
+
+
+def _timed_out(now: str, job_status: dict[str, Any], group: dict[str, Any] | None = None) -> str:
+    ctx = Context(kube=None, stores={"pods": Store()}, clock=FixedClock(now))  # type: ignore[arg-type]
+    reconciler = WorkflowReconciler(ctx, JobReconciler(ctx))
+    workflow = {"spec": {"orchestration": {"execution": {"timeoutPerJob": "10m"}}}}
+    return reconciler._timed_out(workflow, group or {}, {"status": job_status})
+
+
+def test_the_timeout_clock_runs_from_the_workload_start():
+    start = {"workloadStartTime": "2026-01-01T00:00:00Z", "workloadRef": {"name": "w"}}
+    assert _timed_out("2026-01-01T00:09:59Z", start) == ""
+    assert _timed_out("2026-01-01T00:10:01Z", start) == "Job exceeded timeoutPerJob"
+
+
+def test_a_blocked_interval_pauses_the_clock_until_it_alone_exceeds_the_timeout():
+    blocked = {
+        "workloadStartTime": "2026-01-01T00:00:00Z",
+        "schedulingBlockedSince": "2026-01-01T00:05:00Z",
+        "workloadRef": {"name": "w"},
+    }
+    assert _timed_out("2026-01-01T00:14:00Z", blocked) == "", "5m ran + 9m blocked: the blocked time does not count"
+    assert _timed_out("2026-01-01T00:15:01Z", blocked) == "Job exceeded timeoutPerJob while its pods were unschedulable"
+
+
+def test_a_workload_never_seen_running_never_times_out_and_no_workload_counts_from_the_group():
+    assert _timed_out("2026-01-02T00:00:00Z", {"workloadRef": {"name": "w"}}) == ""
+    group = {"startTime": "2026-01-01T00:00:00Z"}
+    assert _timed_out("2026-01-01T00:11:00Z", {}, group) == "Job exceeded timeoutPerJob"
