@@ -38,7 +38,7 @@ def _fail_invalid(message: str) -> typer.Exit:
     return typer.Exit(EXIT_INVALID)
 
 
-def kube_client(kubeconfig: Path | None, context: str | None) -> Any:
+def kube_client(kubeconfig: Path | str | None, context: str | None) -> Any:
     """A client for the cluster the kubeconfig names; exit 1 with a clear line when there is none."""
     from nvcre.runtime.kube.client import ApiServerClient
 
@@ -306,7 +306,9 @@ def run_certification(
     from nvcre.runtime.ops.submit import AccessMissing, submit_run
 
     kube = kube_client(kubeconfig, context)
-    say = lambda line: sys.stderr.write(line + "\n")
+    def say(line: str) -> None:
+        sys.stderr.write(line + "\n")
+
     try:
         result = submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=say)
     except AccessMissing as exc:

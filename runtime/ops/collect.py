@@ -133,17 +133,15 @@ def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
     succeeded: dict[str, tuple[str, ...]] = {}
     for wf in workflows:
         status = wf.get("status") or {}
-        for key, decode, into in (
-            ("failedNodesRef", decode_failed_nodes, failed),
-            ("succeededNodesRef", decode_succeeded_nodes, succeeded),
-        ):
-            ref = _refs(status, key)
-            if not ref:
-                continue
-            try:
-                into[wf["metadata"]["name"]] = decode(kube.get(CONFIGMAPS, ref, namespace))  # type: ignore[operator]
-            except NotFound:
-                continue
+        name = wf["metadata"]["name"]
+        failed_ref, succeeded_ref = _refs(status, "failedNodesRef"), _refs(status, "succeededNodesRef")
+        try:
+            if failed_ref:
+                failed[name] = decode_failed_nodes(kube.get(CONFIGMAPS, failed_ref, namespace))
+            if succeeded_ref:
+                succeeded[name] = decode_succeeded_nodes(kube.get(CONFIGMAPS, succeeded_ref, namespace))
+        except NotFound:
+            continue
     return Collected(
         run=run,
         workflows=tuple(workflows),

@@ -30,7 +30,7 @@ __all__ = [
     "reset_install",
 ]
 
-Say = Callable[[str], None]
+Say = Callable[[str], object]
 INIT_PHASES = ("deps", "helm")
 RESET_PHASES = ("cr", "helm", "deps")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)

@@ -20,7 +20,7 @@ from ..kube.resources import CERTIFICATIONS, WORKLOADRUNS, Resource
 
 __all__ = ["AccessMissing", "Registry", "SubmitResult", "rbac_scope", "submit_run"]
 
-Say = Callable[[str], None]
+Say = Callable[[str], object]
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 _SECRETS = Resource("", "v1", "secrets", "Secret")
 _ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
@@ -167,7 +167,7 @@ def delete_object(
     except NotFound:
         say(f'{kind} "{name}" not found in namespace "{namespace}"')
         return False
-    kube.delete(resource, name, namespace, uid=(live.get("metadata") or {}).get("uid"), propagation="Foreground")
+    kube.delete(resource, name, namespace, uid=(live.get("metadata") or {}).get("uid"))
     say(f"Deleting {kind.lower()} {name}...")
     if not wait:
         return True
