@@ -21,8 +21,6 @@ from .. import compile as compiler
 from ..clock import format_time, parse_time
 from ..judge.attribution import group_nodes
 from ..judge.health import (
-    HARDWARE_FAILURE_MESSAGE,
-    HARDWARE_FAILURE_REASON,
     hardware_failed_message,
 )
 from ..kube.errors import ApiError
@@ -300,15 +298,14 @@ class JobReconciler:
 
         def mutate(status: dict[str, Any]) -> dict[str, Any]:
             first["flip"] = not cond.is_true(status, cond.HARDWARE_FAILED)
-            entries = [{"name": n, "reason": HARDWARE_FAILURE_REASON, "message": HARDWARE_FAILURE_MESSAGE} for n in unhealthy]
-            status["failedNodes"] = verdicts.merge_failed_nodes(status.get("failedNodes") or [], entries)
+            status["failedNodes"] = verdicts.merge_failed_nodes(status.get("failedNodes") or [], unhealthy)
             flagged = [e["name"] for e in status["failedNodes"] if e.get("reason") == "HardwareFailureDetected"]
             message = hardware_failed_message(flagged)
             return cond.set_condition(status, cond.HARDWARE_FAILED, "True", "HardwareFailureDetected", message, ctx.clock.stamp())
 
         written = ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
         if written is not None and first.get("flip"):
-            ctx.event(written, "Warning", "HardwareFailureDetected", hardware_failed_message(unhealthy))
+            ctx.event(written, "Warning", "HardwareFailureDetected", hardware_failed_message([e["name"] for e in unhealthy]))
 
     # ------------------------------------------------------------------ verdicts
 

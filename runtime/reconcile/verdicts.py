@@ -33,16 +33,18 @@ __all__ = [
 log = logging.getLogger("nvcre.runtime.reconcile.verdicts")
 
 
-def unhealthy_nodes(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Names of ``nodes`` the monitor marks unhealthy; evaluation errors are logged, never fatal."""
+def unhealthy_nodes(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Failed-node entries for the ``nodes`` the monitor marks unhealthy, each with the detector's
+    own message (a matching Node condition's message) when it has one; evaluation errors are
+    logged, never fatal."""
     monitor = health.compile_monitor(expression)
-    flagged: list[str] = []
+    flagged: list[dict[str, str]] = []
     for name in sorted(nodes):
         check = monitor.check(nodes[name])
         if check.error:
             log.warning("node health check failed to evaluate", extra={"node": name, "error": check.error})
         elif check.unhealthy:
-            flagged.append(name)
+            flagged.append({**check.failed_node(), "name": name})
     return flagged
 
 
