@@ -69,15 +69,9 @@ def _elapsed(seconds: float) -> str:
 
 def build_verdict(kube: Any, kind: str, name: str, namespace: str) -> Any:
     """Collect a run's objects and judge them (the one verdict model)."""
-    from nvcre.runtime.judge.verdict import certification_verdict, workloadrun_verdict
-    from nvcre.runtime.ops.collect import collect_run
+    from nvcre.runtime.ops.queries import verdict_of
 
-    got = collect_run(kube, kind, name, namespace)
-    if kind == "Certification":
-        return certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes)
-    workflow = got.workflows[0] if got.workflows else None
-    failed = next(iter(got.failed_nodes.values()), ())
-    return workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed)
+    return verdict_of(kube, kind, name, namespace)
 
 
 def render_report(verdicts: list[Any], output: ReportFormat) -> str:

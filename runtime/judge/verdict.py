@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import io
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -145,13 +146,21 @@ def _positive(text: Any) -> float | None:
 # Failed nodes.
 
 
+#: the largest decompressed node-results payload read (a 1 MiB object holds far less than this)
+_MAX_DECODED = 64 * 1024 * 1024
+
+
 def failed_nodes_from_configmap(configmap: Obj) -> list[dict[str, Any]]:
     """The entries of a ``failed-nodes-<uid8>`` ConfigMap; an unreadable payload gives none."""
     data = _map(configmap.get("binaryData")).get(FAILED_NODES_KEY)
     if not isinstance(data, str):
         return []
     try:
-        decoded = json.loads(gzip.decompress(base64.b64decode(data, validate=True)).decode("utf-8"))
+        with gzip.GzipFile(fileobj=io.BytesIO(base64.b64decode(data, validate=True))) as fh:
+            raw = fh.read(_MAX_DECODED + 1)
+        if len(raw) > _MAX_DECODED:
+            return []  # a payload no controller writes: refuse it rather than inflate it
+        decoded = json.loads(raw.decode("utf-8"))
     except (binascii.Error, OSError, EOFError, ValueError):
         return []
     return [dict(entry) for entry in _list(decoded) if isinstance(entry, Mapping) and entry.get("name")]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 import gzip
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..judge.verdict import failed_nodes_from_configmap
 from ..kube.client import Kube
 from ..kube.errors import NotFound
 from ..kube.resources import (
@@ -30,7 +30,6 @@ from ..kube.resources import (
 
 __all__ = ["Collected", "RunNotFound", "collect_run", "decode_failed_nodes", "decode_succeeded_nodes"]
 
-_FAILED_KEY = "failed-nodes.json.gz"
 _SUCCEEDED_KEY = "succeeded-nodes.csv.gz"
 _MAX_DECODED = 64 * 1024 * 1024
 
@@ -68,20 +67,7 @@ def _binary(configmap: Mapping[str, Any], key: str) -> bytes | None:
 
 def decode_failed_nodes(configmap: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """The ``{name, reason, message}`` entries of a failed-nodes ConfigMap; () when unreadable."""
-    data = _binary(configmap, _FAILED_KEY)
-    if not data:
-        return ()
-    try:
-        entries = json.loads(data)
-    except ValueError:
-        return ()
-    if not isinstance(entries, list):
-        return ()
-    out = []
-    for entry in entries:
-        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
-            out.append({k: str(entry.get(k) or "") for k in ("name", "reason", "message")})
-    return tuple(out)
+    return tuple(failed_nodes_from_configmap(configmap))
 
 
 def decode_succeeded_nodes(configmap: Mapping[str, Any]) -> tuple[str, ...]:
