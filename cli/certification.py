@@ -52,9 +52,10 @@ def _load_single(path: Path) -> dict:
 load_single = _load_single
 
 
-def _load_facts(path: Path | None):
-    if path is None:
-        return None
+def _load_facts(path):
+    """Facts from a file (``-`` reads stdin); facts already read from a cluster pass through."""
+    if path is None or not isinstance(path, (str, Path)):
+        return path
     from nvcre.compiler.facts import load_facts
 
     return load_facts(path)
@@ -94,17 +95,48 @@ def render(
     explain: ExplainOption = False,
     output_dir: OutputDirOption = None,
     env_prefix: EnvPrefixOption = None,
+    dry_run: DryRunOption = False,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
 ) -> None:
     """Print one Workflow per category, in spec order, exactly as the controller would create them."""
     from nvcre.compiler.render import render_certification
 
     platform, gpu_arch, facts = flags_from_env(env_prefix, platform, gpu_arch, facts)
+    live = live_facts_for(dry_run, gpu_arch, facts, kubeconfig, context)
     if file.is_dir():
-        render_directory(file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain,
+        render_directory(file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output, explain=explain,
                          output_dir=output_dir)
         return
-    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output,
+    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output,
                      explain=explain, output_dir=output_dir)
+
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Detect platform, GPU, NICs and TCPXO from the live cluster (no --gpu-arch).")
+]
+KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="With --dry-run: the kubeconfig to use.")]
+ContextOption = Annotated[str | None, typer.Option("--context", help="With --dry-run: the kubeconfig context.")]
+
+
+def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kubeconfig: str | None, context: str | None):
+    """With ``--dry-run``, the live cluster's facts (flag conflicts refused with exit 2); else None."""
+    if not dry_run:
+        return None
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    if gpu_arch:
+        raise CompileError([error("InvalidFlags", "--gpu-arch",
+                                  "--dry-run detects the GPU architecture from cluster nodes; cannot combine with --gpu-arch")])
+    if facts is not None:
+        raise CompileError([error("InvalidFlags", "--facts", "--dry-run reads the facts from the cluster; cannot combine with --facts")])
+    from nvcre.runtime.ops.facts import live_facts
+
+    from .operate import kube_client
+
+    found = live_facts(kube_client(kubeconfig, context))
+    sys.stderr.write(f"Read {len(found.nodes)} nodes and {len(found.resource_slices)} ResourceSlices from the cluster.\n")
+    return found
 
 
 def flags_from_env(

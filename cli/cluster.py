@@ -44,12 +44,15 @@ def _cluster() -> None:
 @app.command("info")
 @guarded
 def info_command(
-    facts_file: str = typer.Option(
-        ...,
+    facts_file: str | None = typer.Option(
+        None,
         "--facts",
         metavar="FILE",
-        help="Cluster facts: the output of `kubectl get nodes,resourceslices -o yaml` (YAML or JSON; - reads stdin).",
+        help="Cluster facts: the output of `kubectl get nodes,resourceslices -o yaml` (YAML or JSON; - reads stdin). "
+        "Without it, the live cluster of the kubeconfig is read.",
     ),
+    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without --facts: the kubeconfig to use."),
+    context: str | None = typer.Option(None, "--context", help="Without --facts: the kubeconfig context."),
     output: OutputFormat = typer.Option(OutputFormat.text, "-o", "--output", help="Output format."),
     topology_key: str = typer.Option(
         "", "--topology-key", help="Show domains of this node label instead of the detected topology labels."
@@ -59,7 +62,14 @@ def info_command(
     from nvcre.compiler.diagnostics import CompileError
     from nvcre.compiler.facts import load_facts
 
-    facts = load_facts(facts_file)
+    if facts_file is not None:
+        facts = load_facts(facts_file)
+    else:
+        from nvcre.runtime.ops.facts import live_facts
+
+        from .operate import kube_client
+
+        facts = live_facts(kube_client(kubeconfig, context))
     summary, diags = cluster_info(facts, topology_key=topology_key or None)
     if summary is None or any(d.is_error for d in diags):
         raise CompileError(diags)

@@ -131,3 +131,26 @@ def test_run_wait_with_a_crashing_node_prints_failed_naming_it(simcluster, sim_n
     # says so and keeps the crash log as the failure excerpt.
     assert "Job exceeded timeoutPerJob" in run.stderr
     assert f"Node: {nodes[1]}" in run.stderr
+
+
+def test_cluster_info_and_render_dry_run_read_the_live_cluster(simcluster, sim_namespace):
+    simcluster.add_nodes(profile="h100", count=2, platform="aws", prefix=f"{sim_namespace}-aws")
+    info = nvcrectl(simcluster, "cluster", "info", "-o", "json")
+    assert info.returncode == 0, info.stderr
+    summary = json.loads(info.stdout)
+    assert summary["platform"]["name"] == "aws" and summary["platform"]["source"] == "detected"
+    assert summary["gpu"]["architecture"] == "h100"
+
+    cert = REPO / "golden" / "render" / "aws-h100-all-reduce" / "certification.yaml"
+    offline = nvcrectl(simcluster, "certification", "render", str(cert), "--platform", "aws", "--gpu-arch", "h100")
+    live = nvcrectl(simcluster, "certification", "render", str(cert), "--dry-run")
+    assert live.returncode == 0, live.stderr
+    assert "Read " in live.stderr and " nodes and " in live.stderr
+    assert "efa" in live.stdout.lower()
+    # The same Workflows, except where the facts were detected instead of supplied.
+    assert '"source":"detected"' in live.stdout
+    assert offline.returncode == 0 and '"source":"detected"' not in offline.stdout
+
+    both = nvcrectl(simcluster, "certification", "render", str(cert), "--dry-run", "--gpu-arch", "h100")
+    assert both.returncode == 2
+    assert "cannot combine with --gpu-arch" in both.stderr and both.stdout == ""
