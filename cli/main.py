@@ -36,6 +36,7 @@ def _mount_optional() -> None:
         ("nvcre.cli.controller", "controller"),
         ("nvcre.cli.setup", "setup"),
         ("nvcre.cli.gitops", "gitops"),
+        ("nvcre.cli.completion", "completion"),
     ):
         try:
             sub = import_module(module)
@@ -62,8 +63,14 @@ def main(
 
 
 def run() -> None:
+    import os
+
+    if os.environ.get("_NVCRECTL_COMPLETE"):  # a shell asking for candidates (nvcrectl completion)
+        from typer.completion import completion_init
+
+        completion_init()
     _mount_optional()
-    app()
+    app(complete_var="_NVCRECTL_COMPLETE")
 
 
 if __name__ == "__main__":

@@ -159,3 +159,15 @@ def test_workloadrun_run_validation(args: list[str], message: str, code: int) ->
 @pytest.mark.parametrize("command", ["run", "report", "status", "cancel"])
 def test_workloadrun_operate_commands_have_help(command: str) -> None:
     assert run("workloadrun", command, "--help").returncode == 0
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts(shell: str) -> None:
+    result = run("completion", shell)
+    assert result.returncode == 0, result.stderr
+    assert "_NVCRECTL_COMPLETE" in result.stdout
+
+
+def test_completion_answers_from_the_command_tree() -> None:
+    result = run(env={"_NVCRECTL_COMPLETE": "complete_bash", "COMP_WORDS": "nvcrectl certification re", "COMP_CWORD": "2"})
+    assert result.stdout.split() == ["render", "report"]
