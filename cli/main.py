@@ -37,6 +37,7 @@ def _mount_optional() -> None:
         ("nvcre.cli.setup", "setup"),
         ("nvcre.cli.gitops", "gitops"),
         ("nvcre.cli.completion", "completion"),
+        ("nvcre.cli.workflow", "workflow"),
     ):
         try:
             sub = import_module(module)
