@@ -19,6 +19,9 @@ def controller(
     lease_namespace: str = typer.Option("default", "--lease-namespace", help="Namespace of the leader-election Lease."),
     workers: int = typer.Option(2, "--workers", help="Concurrent reconciles per tier."),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error."),
+    namespace_access_timeout: str = typer.Option(
+        "10m", "--namespace-access-timeout", help="How long a Workflow waits for write access in its namespace."
+    ),
 ) -> None:
     """Run until SIGTERM or Ctrl-C."""
     from nvcre.runtime.main import OptionError, Options, serve
@@ -32,6 +35,7 @@ def controller(
         lease_namespace=lease_namespace,
         workers=workers,
         log_level=log_level,
+        namespace_access_timeout=namespace_access_timeout,
     )
     try:
         code = serve(options)

@@ -36,6 +36,7 @@ class Options:
     lease_namespace: str = "default"
     workers: int = 2
     log_level: str = "info"
+    namespace_access_timeout: str = "10m"
 
     def check(self) -> None:
         for flag, value in (
@@ -48,6 +49,13 @@ class Options:
                 raise OptionError(f"{flag}: {exc}") from None
         if self.workers < 1:
             raise OptionError("--workers: must be at least 1")
+        from nvcre.compiler.compose import parse_duration
+
+        try:
+            if parse_duration(self.namespace_access_timeout) <= 0:
+                raise ValueError("must be positive")
+        except ValueError as exc:
+            raise OptionError(f"--namespace-access-timeout: {exc}") from None
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise OptionError("--log-level: one of debug, info, warning, error")
 
@@ -57,6 +65,9 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
     from .controller import Controller, ControllerConfig
     from .kube.client import ApiServerClient
     from .logs import configure
+    from .reconcile.context import Settings
+
+    from nvcre.compiler.compose import parse_duration
 
     options.check()
     configure(options.log_level)
@@ -72,6 +83,7 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
         workers=options.workers,
+        settings=Settings(namespace_access_timeout=parse_duration(options.namespace_access_timeout)),
     )
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
     try:
@@ -91,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--lease-namespace", default="default")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--namespace-access-timeout", default="10m",
+                        help="how long a Workflow waits for write access in its namespace (Go duration)")
     return parser
 
 
@@ -105,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lease_namespace=args.lease_namespace,
         workers=args.workers,
         log_level=args.log_level,
+        namespace_access_timeout=args.namespace_access_timeout,
     )
     try:
         return serve(options)

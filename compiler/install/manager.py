@@ -35,6 +35,7 @@ def _args(values: dict[str, Any]) -> list[str]:
         f"--lease-namespace={values['namespace']['name']}",
         f"--workers={manager['workers']}",
         f"--log-level={manager['logLevel']}",
+        f"--namespace-access-timeout={manager['namespaceAccessTimeout']}",
     ]
 
 

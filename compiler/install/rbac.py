@@ -98,3 +98,23 @@ def rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[st
             binding["metadata"]["labels"] = dict(labels)
             objects.append(binding)
     return objects
+
+
+def access_reviews(namespace: str) -> list[dict[str, Any]]:
+    """The SelfSubjectAccessReviews that tell whether the controller may work in ``namespace``:
+    one per resource of the run role, asking for its first write verb (``get`` for read-only ones)."""
+    reviews = []
+    for rule in run_rules():
+        verb = next((v for v in ("create", "update", "patch", "get") if v in rule["verbs"]), rule["verbs"][0])
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                name, _, sub = resource.partition("/")
+                attributes: dict[str, Any] = {"namespace": namespace, "verb": verb, "group": group, "resource": name}
+                if sub:
+                    attributes["subresource"] = sub
+                reviews.append({
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "kind": "SelfSubjectAccessReview",
+                    "spec": {"resourceAttributes": attributes},
+                })
+    return reviews

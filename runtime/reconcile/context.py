@@ -18,6 +18,7 @@ from ..kube.errors import Conflict, NotFound
 from ..kube.informers import Store
 from ..kube.resources import Resource
 from . import conditions as cond
+from .access import NamespaceAccess
 
 __all__ = ["Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
 
@@ -47,6 +48,8 @@ class Settings:
     scheduling_stall_grace: float = 300.0
     #: caps a measurement's sampleInterval (None: honour it as written)
     max_sample_interval: float | None = None
+    #: how long a Workflow waits for write access in its namespace before it fails
+    namespace_access_timeout: float = 600.0
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Context:
     clock: Clock = field(default_factory=Clock)
     settings: Settings = field(default_factory=Settings)
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
+    access: NamespaceAccess = field(default_factory=NamespaceAccess)
 
     def store(self, resource: Resource) -> Store:
         return self.stores.setdefault(resource.plural, Store())

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.compose import parse_duration
+from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE, parse_duration
 
 from .. import compile as compiler
 from ..clock import parse_time
@@ -57,6 +57,9 @@ WORKFLOW_LABEL = "nvcre.nvidia.com/workflow"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 SUCCEEDED_PREFIX = "succeeded-nodes-"
 FAILED_PREFIX = "failed-nodes-"
+
+
+NAMESPACE_ACCESS = "NamespaceAccess"
 
 
 def _orchestration(wf: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,6 +102,9 @@ class WorkflowReconciler:
         status = copy.deepcopy(dict(wf.get("status") or {}))
         if cond.is_terminal(status):
             return Result()
+        waiting = self._namespace_access(wf, status)
+        if waiting is not None:
+            return waiting
         orchestration = status.get("orchestration") or {}
         if not orchestration.get("groups"):
             return self._partition(wf, status)
@@ -115,6 +121,46 @@ class WorkflowReconciler:
             result = self._launch_pending(wf, status)
         self._write(wf, status)
         return result
+
+    # ------------------------------------------------------------------ namespace access
+
+    def _namespace_access(self, wf: dict[str, Any], status: dict[str, Any]) -> Result | None:
+        """None when the controller may write in the Workflow's namespace; else wait (or fail)."""
+        ctx = self.ctx
+        namespace = namespace_of(wf)
+        check = ctx.access.check(ctx.kube, namespace)
+        now = ctx.clock.stamp()
+        if check.allowed:
+            if not cond.is_true(status, NAMESPACE_ACCESS) and cond.condition(status, NAMESPACE_ACCESS) is not None:
+                new = cond.set_condition(status, NAMESPACE_ACCESS, "True", "NamespaceAccessGranted",
+                                         f"The controller may write in namespace {namespace}", now)
+                new = cond.set_lifecycle(new, cond.IN_PROGRESS, "NamespaceAccessGranted",
+                                         f"The controller may write in namespace {namespace}", now)
+                self._write(wf, new)
+                return Result(ctx.settings.step_interval)  # go on from the status just written
+            return None
+        reason = "NamespaceAccessCheckFailed" if check.error else "NamespacePermissionsMissing"
+        binding = (f"RoleBinding {RUN_BINDING} in namespace {namespace} to ClusterRole {RUN_ROLE} "
+                   f"(nvcrectl rbac print --namespace {namespace})")
+        detail = check.error or "missing " + ", ".join(check.missing)
+        message = f"The controller cannot write in namespace {namespace} ({detail}); create the {binding}"
+        previous = cond.condition(status, NAMESPACE_ACCESS)
+        first = previous is None or previous.get("status") != "False"
+        since = parse_time(previous.get("lastTransitionTime")) if previous and not first else None
+        waited = (ctx.clock.now() - since).total_seconds() if since else 0.0
+        new = status if not first and previous and previous.get("reason") == reason else cond.set_condition(
+            status, NAMESPACE_ACCESS, "False", reason, message, now)
+        if waited > ctx.settings.namespace_access_timeout:
+            new = cond.set_lifecycle(new, cond.FAILED, reason,
+                                     f"{message}; gave up after waiting {int(waited)}s", now)
+            self._write(wf, new)
+            ctx.event(wf, "Warning", reason, f"{message}; gave up after waiting {int(waited)}s")
+            return Result()
+        new = cond.set_lifecycle(new, cond.IN_PROGRESS, reason, message, now)
+        self._write(wf, new)
+        if first:
+            ctx.event(wf, "Warning", reason, message)
+        return Result(min(ctx.settings.poll_interval, 15.0))
 
     def _write(self, wf: Mapping[str, Any], status: dict[str, Any]) -> None:
         self.ctx.write_status(WORKFLOWS, wf, lambda _old: copy.deepcopy(status), based_on=wf)

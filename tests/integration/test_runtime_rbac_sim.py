@@ -1,0 +1,114 @@
+"""Namespaced write access: the controller runs as its own ServiceAccount with the install's RBAC.
+
+With ``rbac.scope: namespaced`` the controller may write in a run namespace only through the
+RoleBinding ``nvcre-manager-run``. A Workflow there waits ``InProgress`` /
+``NamespacePermissionsMissing`` with a Warning naming the binding, and goes on by itself once the
+binding exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from integration_helpers import eventually
+
+pytestmark = pytest.mark.integration
+
+
+def _install_rbac(kube: Any, controller_ns: str) -> list[dict[str, Any]]:
+    from nvcre.compiler.install import render_install
+
+    installed = render_install([{
+        "namespace": {"name": controller_ns},
+        "rbac": {"scope": "namespaced"},
+        "crds": {"install": False},
+    }])
+    kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
+    objects = [o for o in installed.objects if o["kind"] in kinds]
+    for obj in objects:
+        kube.apply(obj)
+    return objects
+
+
+@pytest.fixture
+def restricted(simcluster) -> Iterator[tuple[Any, Any, str]]:
+    """(admin client, the controller's own client, controller namespace); RBAC removed afterwards."""
+    from kubernetes import client as k8s
+
+    from nvcre.runtime.kube.client import ApiServerClient
+
+    admin = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
+    controller_ns = f"ctl-{uuid.uuid4().hex[:6]}"
+    objects = _install_rbac(admin, controller_ns)
+    with simcluster.api_client() as api:
+        token = k8s.CoreV1Api(api).create_namespaced_service_account_token(
+            "nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}}
+        ).status.token
+    own = ApiServerClient(simcluster.api_client(token=token))
+    try:
+        yield admin, own, controller_ns
+    finally:
+        own.close()
+        for obj in reversed(objects):
+            if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
+                meta = obj["metadata"]
+                try:
+                    admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
+                except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
+                    pass
+        admin.close()
+
+
+def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_namespace, restricted):
+    from nvcre.compiler.compose import run_access_binding
+    from nvcre.runtime.controller import Controller, ControllerConfig
+    from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, WORKFLOWS
+    from nvcre.runtime.reconcile import conditions as cond
+    from nvcre.runtime.reconcile.context import Settings
+
+    admin, own, controller_ns = restricted
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-rb")
+    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
+                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                              leader_elect=False, install_logprofiles=False, settings=settings)
+    ctl = Controller(own, config).start()
+    try:
+        admin.create({
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Certification",
+            "metadata": {"name": "rbac", "namespace": sim_namespace},
+            "spec": {"target": {"nodeNames": nodes}, "timeoutPerJob": "3m",
+                     "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
+        })
+
+        def waiting() -> dict[str, Any] | None:
+            for wf in admin.list(WORKFLOWS, sim_namespace).items:
+                found = cond.condition(wf.get("status"), "NamespaceAccess")
+                if found and found.get("status") == "False":
+                    return wf
+            return None
+
+        wf = eventually(waiting, timeout=60, what="the Workflow to wait for namespace access")
+        progress = cond.condition(wf["status"], cond.IN_PROGRESS)
+        assert progress["reason"] == "NamespacePermissionsMissing"
+        assert "RoleBinding nvcre-manager-run" in progress["message"]
+        assert "create trainer.kubeflow.org/trainjobs" in progress["message"]
+        warnings = [e for e in admin.list(EVENTS, sim_namespace).items
+                    if e.get("reason") == "NamespacePermissionsMissing" and e.get("type") == "Warning"]
+        assert warnings
+
+        admin.create(run_access_binding(sim_namespace, controller_namespace=controller_ns))
+
+        def finished() -> str | None:
+            life = cond.lifecycle(admin.get(CERTIFICATIONS, "rbac", sim_namespace).get("status"))
+            return life if life in (cond.SUCCEEDED, cond.FAILED) else None
+
+        assert eventually(finished, timeout=120, what="the Certification to finish") == cond.SUCCEEDED
+        wf = admin.get(WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+        assert cond.is_true(wf["status"], "NamespaceAccess")
+    finally:
+        ctl.stop()
