@@ -309,11 +309,18 @@ class JobReconciler:
 
     # ------------------------------------------------------------------ verdicts
 
-    def _fail(self, job: dict[str, Any], reason: str, message: str, *, log_reason: str | None = None) -> None:
-        """Failed with ``reason``; seed failed nodes and capture a failure log when none yet."""
+    def _fail(
+        self, job: dict[str, Any], reason: str, message: str, *, log_reason: str | None = None, timed_out: bool = False
+    ) -> None:
+        """Failed with ``reason``; seed failed nodes and capture a failure log when none yet.
+
+        A timed-out Job whose pods never reached a node blames nobody: nothing ran there, and a
+        full cluster is not a fault of the nodes the group was meant for.
+        """
         ctx = self.ctx
         pods = self._pods(job)
-        nodes = group_nodes(job, pods)
+        ran = any((p.get("spec") or {}).get("nodeName") for p in pods)
+        nodes = group_nodes(job, pods) if ran or not timed_out else []
         failure_log = None
         if not (job.get("status") or {}).get("failureLog"):
             failure_log = verdicts.failure_log(ctx.kube, pods, reason_override=log_reason)
@@ -329,7 +336,7 @@ class JobReconciler:
 
     def time_out(self, job: dict[str, Any], message: str) -> None:
         """The Workflow's timeout: Failed/JobTimedOut with a log tail (launcher preferred)."""
-        self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON)
+        self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON, timed_out=True)
 
     def _judge_thresholds(self, job: dict[str, Any]) -> Result:
         ctx = self.ctx

@@ -543,3 +543,29 @@ def test_a_controller_killed_mid_run_resumes_to_the_same_objects(simcluster, sim
     assert measured == expected_jobs
     cert = kube.get(CERTIFICATIONS, "resumed", sim_namespace)
     assert [c["status"] for c in cert["status"]["categoryStatuses"]] == ["Succeeded"]
+
+
+def test_a_job_that_never_scheduled_times_out_blaming_no_node(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-never")
+    for node in nodes:
+        simcluster.set_fault(node, "no-capacity")
+    kube.create(
+        certification(
+            sim_namespace,
+            "never",
+            nodes,
+            [{"domain": "communication", "variant": "nccl-all-reduce"}],
+            schedulingStallGraceSeconds=2,
+            timeoutPerJob="15s",
+        )
+    )
+    life, reason, _ = wait_terminal(kube, CERTIFICATIONS, "never", sim_namespace, timeout=120)
+    assert (life, reason) == ("Failed", "WorkflowFailed")
+    (job,) = kube.list(JOBS, sim_namespace).items
+    failed = cond.condition(job["status"], cond.FAILED)
+    assert failed["reason"] == "JobTimedOut"
+    assert "unschedulable" in failed["message"]
+    assert not job["status"].get("failedNodes")
+    workflow = kube.list(WORKFLOWS, sim_namespace).items[0]
+    _, blamed = node_results(kube, workflow)
+    assert blamed == []
