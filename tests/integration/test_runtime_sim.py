@@ -569,3 +569,44 @@ def test_a_job_that_never_scheduled_times_out_blaming_no_node(simcluster, sim_na
     workflow = kube.list(WORKFLOWS, sim_namespace).items[0]
     _, blamed = node_results(kube, workflow)
     assert blamed == []
+
+
+@pytest.mark.slow
+def test_ten_kills_at_random_moments_leave_exactly_the_expected_objects(simcluster, sim_namespace, kube, tmp_path):
+    import random
+
+    nodes = simcluster.add_nodes(profile="h100", count=5, prefix=f"{sim_namespace}-ten")
+    runner = ControllerProcess(simcluster.kubeconfig, sim_namespace, tmp_path / "controller.log")
+    moments = random.Random(20261202)
+    kills = 0
+    try:
+        runner.start()
+        kube.create(
+            certification(
+                sim_namespace,
+                "tenfold",
+                nodes,
+                [{"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 1, "maxConcurrent": 1}}],
+            )
+        )
+        while kills < 10:
+            time.sleep(moments.uniform(0.5, 3.0))
+            if lifecycle_of(kube, CERTIFICATIONS, "tenfold", sim_namespace)[0] in ("Succeeded", "Failed"):
+                break
+            runner.kill()
+            kills += 1
+            runner.start()
+        life, reason, _ = wait_terminal(kube, CERTIFICATIONS, "tenfold", sim_namespace, timeout=240)
+    finally:
+        runner.kill()
+    log_tail = (tmp_path / "controller.log").read_text()[-3000:]
+    assert kills >= 5, f"the run ended before the controller was killed often enough ({kills})"
+    assert (life, reason) == ("Succeeded", "AllWorkflowsSucceeded"), log_tail
+    (workflow_name,) = names(kube, WORKFLOWS, sim_namespace)
+    groups = kube.get(WORKFLOWS, workflow_name, sim_namespace)["status"]["orchestration"]["groups"]
+    assert [(g["name"], g["phase"]) for g in groups] == [(f"group-{i}", "Succeeded") for i in range(5)]
+    expected_jobs = sorted(g["jobRef"]["name"] for g in groups)
+    assert names(kube, JOBS, sim_namespace) == expected_jobs, "no duplicate or orphaned Jobs"
+    workloads = sorted(kube.get(JOBS, j, sim_namespace)["status"]["workloadRef"]["name"] for j in expected_jobs)
+    assert names(kube, TRAINJOBS, sim_namespace) == workloads
+    assert sorted(b["spec"]["jobRef"]["name"] for b in kube.list(BANDWIDTH_MEASUREMENTS, sim_namespace).items) == expected_jobs
