@@ -297,20 +297,8 @@ def run_certification(
     else:
         derived = False
 
-    from nvcre.runtime.ops.submit import AccessMissing, submit_run
-
     kube = kube_client(kubeconfig, context)
-    def say(line: str) -> None:
-        sys.stderr.write(line + "\n")
-
-    try:
-        result = submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=say)
-    except AccessMissing as exc:
-        from nvcre.compiler.emit import dump_yaml
-
-        sys.stderr.write(f"error: {exc}\n")
-        sys.stdout.write(dump_yaml(exc.binding))
-        raise typer.Exit(EXIT_FAILURE) from None
+    result = _submit(kube, document, grant_run_access, creds)
     sys.stderr.write("Categories:\n")
     for cat in document["spec"]["categories"]:
         sys.stderr.write(f"  - {cat['domain']}/{cat['variant']}\n")
@@ -324,6 +312,24 @@ def run_certification(
             _cleanup(kube, result)
     if code:
         raise typer.Exit(code)
+
+
+def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: Any) -> Any:
+    """Submit the run; without the controller's access in an existing namespace, print the
+    RoleBinding to create on stdout and exit 1."""
+    from nvcre.runtime.ops.submit import AccessMissing, submit_run
+
+    def say(line: str) -> None:
+        sys.stderr.write(line + "\n")
+
+    try:
+        return submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=say)
+    except AccessMissing as exc:
+        from nvcre.compiler.emit import dump_yaml
+
+        sys.stderr.write(f"error: {exc}\n")
+        sys.stdout.write(dump_yaml(exc.binding))
+        raise typer.Exit(EXIT_FAILURE) from None
 
 
 def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derived: bool, results_file: Path | None,
@@ -590,18 +596,8 @@ def workloadrun_run_command(
     if problems:
         raise CompileError(problems)
 
-    from nvcre.runtime.ops.submit import AccessMissing, submit_run
-
     kube = kube_client(kubeconfig, context)
-    try:
-        result = submit_run(kube, document, grant_run_access=grant_run_access, registry=creds,
-                            say=lambda line: sys.stderr.write(line + "\n"))
-    except AccessMissing as exc:
-        from nvcre.compiler.emit import dump_yaml
-
-        sys.stderr.write(f"error: {exc}\n")
-        sys.stdout.write(dump_yaml(exc.binding))
-        raise typer.Exit(EXIT_FAILURE) from None
+    result = _submit(kube, document, grant_run_access, creds)
     if not wait:
         sys.stderr.write(f"\nTo check status:\n  kubectl get workloadrun {result.name} -n {result.namespace}\n")
         return

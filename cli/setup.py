@@ -83,6 +83,21 @@ def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
     return {"manager": {"image": {"repository": image}}}
 
 
+def _objects_with_kept_values(installed: Any) -> list[dict[str, Any]]:
+    """The install's objects plus the ConfigMap that keeps its values for the next ``init``."""
+    from nvcre.compiler.install.keep import kept_values_configmap
+
+    return [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
+
+
+def _installed_now(kube: Any) -> Any:
+    """The install as the last ``init`` left it: its kept values over the defaults."""
+    from nvcre.compiler.install import DEFAULT_VALUES, render_install
+    from nvcre.runtime.ops.install import read_kept_values
+
+    return render_install([read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))])
+
+
 @app.command("init")
 @guarded
 def init(
@@ -102,7 +117,7 @@ def init(
 
     from nvcre.compiler.diagnostics import CompileError, error
     from nvcre.compiler.install import DEFAULT_VALUES, parse_set, render_install
-    from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values, kept_values_configmap
+    from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
     from nvcre.runtime.ops import install as ops
 
     from .operate import kube_client
@@ -166,8 +181,7 @@ def init(
             raise typer.Exit(1)
         sys.stderr.write("Kubeflow Trainer and JobSet are present.\n")
     if "helm" not in skip:
-        objects = [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
-        ops.apply_install(kube, objects, say=lambda line: sys.stderr.write(line + "\n"))
+        ops.apply_install(kube, _objects_with_kept_values(installed), say=lambda line: sys.stderr.write(line + "\n"))
         sys.stderr.write("Setup complete. Check it with: nvcrectl setup status\n")
 
 
@@ -181,15 +195,12 @@ def status(
     """What the install has and exactly what is missing; exit 1 when anything is."""
     import json
 
-    from nvcre.compiler.install import DEFAULT_VALUES, render_install
     from nvcre.runtime.ops import install as ops
 
     from .operate import kube_client
 
     kube = kube_client(kubeconfig, context)
-    kept = ops.read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))
-    installed = render_install([kept])
-    components = ops.install_status(kube, installed.objects)
+    components = ops.install_status(kube, _installed_now(kube).objects)
     if output is Format.json:
         sys.stdout.write(json.dumps([c.__dict__ for c in components], indent=2) + "\n")
     else:
@@ -208,8 +219,6 @@ def reset(
     context: ContextOption = None,
 ) -> None:
     """Delete every run (cr), then our install (helm); the JobSet CRD and Kubeflow Trainer stay."""
-    from nvcre.compiler.install import DEFAULT_VALUES, render_install
-    from nvcre.compiler.install.keep import kept_values_configmap
     from nvcre.runtime.ops import install as ops
 
     from .operate import kube_client
@@ -224,10 +233,7 @@ def reset(
         if not typer.confirm("Delete every nvcre run and the nvcre install?", err=True):
             raise typer.Exit(1)
     kube = kube_client(kubeconfig, context)
-    kept = ops.read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))
-    installed = render_install([kept])
-    objects = [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
-    ops.reset_install(kube, objects, skip, say=lambda line: sys.stderr.write(line + "\n"))
+    ops.reset_install(kube, _objects_with_kept_values(_installed_now(kube)), skip, say=lambda line: sys.stderr.write(line + "\n"))
 
 
 if __name__ == "__main__":

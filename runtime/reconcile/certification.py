@@ -24,7 +24,7 @@ from ..kube.resources import CERTIFICATIONS, NODES, RESOURCE_SLICES, WORKFLOWS
 from . import conditions as cond
 from .common import (
     create_or_adopt,
-    ensure_finalizer,
+    lifecycle_gate,
     meta,
     name_of,
     namespace_of,
@@ -74,12 +74,9 @@ class CertificationReconciler:
         ctx = self.ctx
         # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
         cert = ctx.live(CERTIFICATIONS, name, namespace)
-        if cert is None:
-            return Result()
-        if meta(cert).get("deletionTimestamp"):
-            return self._finalize(cert)
-        if ensure_finalizer(ctx, CERTIFICATIONS, cert, FINALIZER):
-            return Result(ctx.settings.step_interval)
+        gate = lifecycle_gate(ctx, CERTIFICATIONS, cert, FINALIZER, self._finalize)
+        if gate is not None or cert is None:
+            return gate or Result()
         status = copy.deepcopy(dict(cert.get("status") or {}))
         if cond.is_terminal(status):
             return self._recover_if_running(cert, status)

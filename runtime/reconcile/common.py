@@ -7,13 +7,13 @@ someone else's -> a terminal name collision that never records the foreign objec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..kube.errors import AlreadyExists, ApiError, Conflict, NotFound
 from ..kube.resources import Resource
-from .context import Context, referenced_by
+from .context import Context, Result, referenced_by
 
 __all__ = [
     "Adopted",
@@ -21,6 +21,7 @@ __all__ = [
     "create_or_adopt",
     "ensure_finalizer",
     "labels",
+    "lifecycle_gate",
     "meta",
     "name_of",
     "namespace_of",
@@ -74,6 +75,24 @@ def ensure_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], f
     except (Conflict, NotFound):
         pass
     return True
+
+
+def lifecycle_gate(
+    ctx: Context,
+    resource: Resource,
+    obj: Mapping[str, Any] | None,
+    finalizer: str,
+    finalize: Callable[[Any], Result],
+) -> Result | None:
+    """The steps every tier takes first, in order: gone -> done; being deleted -> ``finalize``;
+    no finalizer yet -> add it and come back. ``None`` means: go on reconciling ``obj``."""
+    if obj is None:
+        return Result()
+    if meta(obj).get("deletionTimestamp"):
+        return finalize(obj)
+    if ensure_finalizer(ctx, resource, obj, finalizer):
+        return Result(ctx.settings.step_interval)
+    return None
 
 
 def remove_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> None:

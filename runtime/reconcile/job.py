@@ -37,7 +37,7 @@ from . import conditions as cond
 from . import verdicts
 from .common import (
     create_or_adopt,
-    ensure_finalizer,
+    lifecycle_gate,
     meta,
     name_of,
     namespace_of,
@@ -84,12 +84,9 @@ class JobReconciler:
     def reconcile(self, namespace: str, name: str) -> Result:
         ctx = self.ctx
         job = ctx.read(JOBS, name, namespace)
-        if job is None:
-            return Result()
-        if meta(job).get("deletionTimestamp"):
-            return self._finalize(job)
-        if ensure_finalizer(ctx, JOBS, job, FINALIZER):
-            return Result(ctx.settings.step_interval)
+        gate = lifecycle_gate(ctx, JOBS, job, FINALIZER, self._finalize)
+        if gate is not None or job is None:
+            return gate or Result()
         status = job.get("status") or {}
         life = cond.lifecycle(status)
         if life == cond.SUCCEEDED:

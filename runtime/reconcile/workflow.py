@@ -35,7 +35,7 @@ from ..kube.resources import (
 from . import conditions as cond
 from .common import (
     create_or_adopt,
-    ensure_finalizer,
+    lifecycle_gate,
     labels,
     meta,
     name_of,
@@ -93,12 +93,9 @@ class WorkflowReconciler:
         ctx = self.ctx
         # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
         wf = ctx.live(WORKFLOWS, name, namespace)
-        if wf is None:
-            return Result()
-        if meta(wf).get("deletionTimestamp"):
-            return self._finalize(wf)
-        if ensure_finalizer(ctx, WORKFLOWS, wf, FINALIZER):
-            return Result(ctx.settings.step_interval)
+        gate = lifecycle_gate(ctx, WORKFLOWS, wf, FINALIZER, self._finalize)
+        if gate is not None or wf is None:
+            return gate or Result()
         status = copy.deepcopy(dict(wf.get("status") or {}))
         if cond.is_terminal(status):
             return Result()

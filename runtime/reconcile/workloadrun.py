@@ -19,7 +19,7 @@ from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
 from . import conditions as cond
 from .common import (
     create_or_adopt,
-    ensure_finalizer,
+    lifecycle_gate,
     meta,
     name_of,
     namespace_of,
@@ -43,12 +43,9 @@ class WorkloadRunReconciler:
         ctx = self.ctx
         # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
         run = ctx.live(WORKLOADRUNS, name, namespace)
-        if run is None:
-            return Result()
-        if meta(run).get("deletionTimestamp"):
-            return self._finalize(run)
-        if ensure_finalizer(ctx, WORKLOADRUNS, run, FINALIZER):
-            return Result(ctx.settings.step_interval)
+        gate = lifecycle_gate(ctx, WORKLOADRUNS, run, FINALIZER, self._finalize)
+        if gate is not None or run is None:
+            return gate or Result()
         status = copy.deepcopy(dict(run.get("status") or {}))
         if cond.is_terminal(status):
             return Result()

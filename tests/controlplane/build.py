@@ -438,19 +438,23 @@ def _say(message: str) -> None:
 
 
 @contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    """Serialise concurrent builds into the same cache directory."""
-    build_dir().mkdir(parents=True, exist_ok=True)
-    with open(build_dir() / LOCK_NAME, "w") as fh:
+def _directory_lock(directory: Path, what: str) -> Iterator[None]:
+    """Serialise concurrent builds into the same cache ``directory`` (``what`` names it in the wait message)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_NAME, "w") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            _say("another build of this control plane is running; waiting for it")
+            _say(f"another build of {what} is running; waiting for it")
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build_lock() -> contextlib.AbstractContextManager[None]:
+    return _directory_lock(build_dir(), "this control plane")
 
 
 def _build_group(
@@ -869,19 +873,8 @@ def _build_sim_component(go: str, component: SimComponent, env: dict[str, str], 
     )
 
 
-@contextlib.contextmanager
-def _sim_build_lock() -> Iterator[None]:
-    sim_build_dir().mkdir(parents=True, exist_ok=True)
-    with open(sim_build_dir() / LOCK_NAME, "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _say("another build of the simulated cluster is running; waiting for it")
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _sim_build_lock() -> contextlib.AbstractContextManager[None]:
+    return _directory_lock(sim_build_dir(), "the simulated cluster")
 
 
 def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool = False) -> Path:
