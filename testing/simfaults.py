@@ -4,6 +4,8 @@ Kinds:
 
 ``slow-link[:factor]``  the node's links run at ``factor`` (default 0.1) of nominal bandwidth
 ``nccl-crash``          an NCCL error on this node makes the workload exit non-zero
+``crash-once``          like ``nccl-crash`` for the first workload played on the node, then healthy
+                        (a transient fault: what checkpoint restarts exist for)
 ``hang``                the workload on this node never finishes
 ``xid``                 once work runs on the node, a GPU health condition appears and the node
                         is cordoned, as GPU health agents do
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FAULT_KINDS = ("slow-link", "nccl-crash", "hang", "xid", "no-capacity", "cordon", "none")
+FAULT_KINDS = ("slow-link", "nccl-crash", "crash-once", "hang", "xid", "no-capacity", "cordon", "none")
 DEFAULT_SLOW_FACTOR = 0.1
 XID_CONDITION = "NVSentinelGPUHealthy"
 FAULT_ANNOTATION = "sim.nvcre.io/fault"
@@ -65,6 +67,11 @@ def parse_fault(kind: str) -> Fault:
     if arg:
         raise FaultError(f"fault {text!r}: {base} takes no argument")
     return Fault(base)
+
+
+def group_quality(faults: Mapping[str, Fault]) -> float:
+    """The link quality a group of nodes runs at: its slowest member's."""
+    return min((f.link_quality for f in faults.values()), default=1.0)
 
 
 def parse_assignment(spec: str) -> tuple[str, Fault]:

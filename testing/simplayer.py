@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import simlogs
-from .simfaults import NO_FAULT, Fault
+from .simfaults import NO_FAULT, Fault, group_quality
 from .simlogs import LogLine, NcclOutcome, Rank
 from .simprofiles import GPU_RESOURCE, Profile
 from .simstages import DECIDED, DURATION, EXIT_CODE
@@ -187,7 +187,7 @@ def decide(
     hang = [n for n, f in faults.items() if f.kind in ("hang", "xid")]
     crash = next((n for n, f in faults.items() if f.kind == "nccl-crash"), None)
     xid_nodes = tuple(n for n, f in faults.items() if f.kind == "xid")
-    quality = min((f.link_quality for f in faults.values()), default=1.0)
+    quality = group_quality(faults)
     pod_seed = f"{seed}/{meta.get('namespace')}/{group_key(pod)[1]}/{meta.get('name')}"
 
     if workload.kind == "nccl-mpi" or workload.kind == "nccl-loopback":
