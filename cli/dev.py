@@ -89,13 +89,16 @@ def _build_missing() -> None:
 
 
 def _usage(state: Dict[str, object]) -> None:
+    from nvcre.testing.simfaults import FAULT_KINDS
+
     nodes = list(state.get("nodes") or [])  # type: ignore[call-overload]
     example = nodes[-1] if nodes else "NODE"
+    others = ", ".join(kind for kind in FAULT_KINDS if kind != "slow-link")
     typer.echo(
         "# the simulated GPU cluster is up:\n"
         f"#   eval \"$(nvcrectl dev env)\"        # or the export line above\n"
         "#   kubectl get nodes\n"
-        f"#   nvcrectl dev fault {example}=slow-link:0.5   # also nccl-crash, hang, xid, no-capacity, cordon, none\n"
+        f"#   nvcrectl dev fault {example}=slow-link:0.5   # also {others}\n"
         "#   nvcrectl dev status\n"
         "#   nvcrectl dev down",
         err=True,
