@@ -20,6 +20,17 @@ app = typer.Typer(
 app.add_typer(certification.app, name="certification")
 
 
+_mounted = False
+
+
+def mount_commands() -> None:
+    """Mount every command group once (``run`` does it; tests and embedders may call it too)."""
+    global _mounted
+    if not _mounted:
+        _mount_optional()
+        _mounted = True
+
+
 def _mount_optional() -> None:
     """Command groups that live in their own modules."""
     from importlib import import_module
@@ -70,7 +81,7 @@ def run() -> None:
         from typer.completion import completion_init
 
         completion_init()
-    _mount_optional()
+    mount_commands()
     app(complete_var="_NVCRECTL_COMPLETE")
 
 

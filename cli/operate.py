@@ -1,10 +1,13 @@
 """``nvcrectl certification run | report | status | delete``: the operator's day on a live cluster.
 
-``run`` composes (or reads) a Certification, creates its namespace and the controller's access
-there, submits it and, with ``--wait``, shows progress on stderr until it ends, then prints the
-report. ``report`` prints the same report later. Exit codes: 0 PASSED, 1 FAILED (or still running
-for ``report``), 2 invalid input, 3 the wait timed out, 130 interrupted. Ctrl-C stops waiting and
-never deletes the run.
+``run`` composes (or reads) a Certification, optionally installs the controller first
+(``--setup``), creates its namespace and the controller's access there, submits it and, with
+``--wait``, shows progress on stderr until it ends, then prints the report. ``--cleanup`` then
+deletes what the run made (the run object, a namespace it created, with ``--setup`` the install),
+on every way out. ``report`` prints the same report later. Exit codes: 0 PASSED, 1 FAILED (or
+still running for ``report``), 2 invalid input, 3 the wait timed out, 130 interrupted. Ctrl-C
+stops waiting and, without ``--cleanup``, never deletes the run; with ``--setup`` or
+``--cleanup`` SIGTERM is handled the same way, so the cleanup still runs.
 
 Everything heavy (the compiler, the Kubernetes client, rich) is imported inside the commands.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -186,11 +190,11 @@ class _PlainProgress:
 class _LiveProgress:
     """A rich live table on a terminal: categories, jobs, elapsed against the budget."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        self._console = Console(stderr=True)
+        self._console = console if console is not None else Console(stderr=True)
         self._live = Live(console=self._console, refresh_per_second=4, transient=False)
         self._live.start()
 
@@ -213,6 +217,7 @@ class _LiveProgress:
 
 
 def progress_view() -> Any:
+    """The rich live table when stderr is a terminal, else plain ``[watch]`` lines."""
     return _LiveProgress() if sys.stderr.isatty() else _PlainProgress()
 
 
@@ -252,6 +257,17 @@ def _load_cert_file(path: Path, namespace: str | None, generated: str) -> dict[s
     return document
 
 
+def _check_setup_flags(*, setup: bool, image: str | None, controller_pull_secret: str | None, cleanup: bool,
+                       wait: bool) -> None:
+    """The flags that only make sense together (exit 2 before anything touches a cluster)."""
+    if image and not setup:
+        raise _fail_invalid("--image requires --setup: it is the controller image setup installs")
+    if controller_pull_secret and not setup:
+        raise _fail_invalid("--controller-pull-secret requires --setup: it is the controller's image pull Secret")
+    if cleanup and not wait:
+        raise _fail_invalid("--cleanup requires --wait: without it the run would be deleted as soon as it was submitted")
+
+
 def run_certification(
     *,
     categories: list[str],
@@ -268,6 +284,9 @@ def run_certification(
     cleanup: bool,
     kubeconfig: Path | None,
     context: str | None,
+    setup: bool = False,
+    image: str | None = None,
+    controller_pull_secret: str | None = None,
 ) -> None:
     from nvcre.compiler import compose
     from nvcre.compiler.catalog import load_catalog
@@ -285,6 +304,7 @@ def run_certification(
     creds = _registry(*registry)
     if cert_file is not None and stall_changed:
         raise _fail_invalid("--startup-stall-timeout-seconds cannot be used with --cert-file; set it in the Certification YAML")
+    _check_setup_flags(setup=setup, image=image, controller_pull_secret=controller_pull_secret, cleanup=cleanup, wait=wait)
 
     catalog = load_catalog()
     generated = _timestamp_name()
@@ -297,21 +317,125 @@ def run_certification(
     else:
         derived = False
 
-    kube = kube_client(kubeconfig, context)
-    result = _submit(kube, document, grant_run_access, creds)
-    sys.stderr.write("Categories:\n")
-    for cat in document["spec"]["categories"]:
-        sys.stderr.write(f"  - {cat['domain']}/{cat['variant']}\n")
-    if not wait:
-        sys.stderr.write(f"\nTo check status:\n  kubectl get certification {result.name} -n {result.namespace}\n")
-        return
-    try:
-        code = _wait_and_report("Certification", result.name, result.namespace, budget, derived, results_file, kube)
-    finally:
-        if cleanup:
-            _cleanup(kube, result)
+    def submitted(result: Any) -> None:
+        sys.stderr.write("Categories:\n")
+        for cat in document["spec"]["categories"]:
+            sys.stderr.write(f"  - {cat['domain']}/{cat['variant']}\n")
+
+    plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
+                   derived=derived, results_file=results_file, setup=setup, image=image,
+                   controller_pull_secret=controller_pull_secret, cleanup=cleanup)
+    code = execute_run(kube_client(kubeconfig, context), plan, on_submitted=submitted)
     if code:
         raise typer.Exit(code)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run command decided before it touches the cluster."""
+
+    document: dict[str, Any]
+    grant_run_access: bool
+    registry: Any
+    wait: bool
+    budget: float
+    derived: bool
+    results_file: Path | None
+    setup: bool
+    image: str | None
+    controller_pull_secret: str | None
+    cleanup: bool
+    timeout_text: str | None = None  # printed as given (``workloadrun run``)
+
+    @property
+    def kind(self) -> str:
+        return str(self.document["kind"])
+
+
+def _say(prefix: str) -> Any:
+    return lambda line: sys.stderr.write(f"{prefix}{line}\n")
+
+
+def _run_setup(kube: Any, plan: RunPlan, state: dict[str, Any]) -> None:
+    """``--setup``: ``setup init --auto-approve`` with this run's controller image and pull Secret.
+
+    ``state["installed"]`` turns true once something is applied, so a cleanup resets only then.
+    """
+    from nvcre.runtime.ops import install as ops
+
+    certification = plan.kind == "Certification"
+    sys.stderr.write("[setup] Installing dependencies...\n" if certification else "Installing NVCRE components...\n")
+    try:
+        ops.setup_init(kube, ops.controller_values(plan.image, plan.controller_pull_secret),
+                       say=_say("[setup] " if certification else ""),
+                       on_apply=lambda: state.update(installed=True))
+    except ops.DependenciesMissing as exc:
+        for component in exc.missing:
+            sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
+        sys.stderr.write(ops.TRAINER_INSTALL + "\n")
+        raise typer.Exit(EXIT_FAILURE) from None
+    sys.stderr.write("[setup] Setup complete.\n" if certification else "Setup complete.\n")
+
+
+def execute_run(kube: Any, plan: RunPlan, *, on_submitted: Any = None) -> int:
+    """Setup, submit, wait and report, then clean up on every way out; returns the exit code.
+
+    With ``--setup`` or ``--cleanup``, SIGTERM is handled like Ctrl-C, so the cleanup still runs.
+    """
+    state: dict[str, Any] = {"result": None, "installed": False}
+    code, last_words = 0, ""
+    with _signals_end_the_wait(plan.setup or plan.cleanup):
+        try:
+            if plan.setup:
+                _run_setup(kube, plan, state)
+            result = _submit(kube, plan.document, plan.grant_run_access, plan.registry)
+            state["result"] = result
+            if on_submitted is not None:
+                on_submitted(result)
+            if not plan.wait:
+                sys.stderr.write(f"\nTo check status:\n  kubectl get {plan.kind.lower()} {result.name} -n {result.namespace}\n")
+                return 0
+            if plan.timeout_text is not None:
+                sys.stderr.write(f"Waiting for completion (timeout: {plan.timeout_text})...\n")
+            code, last_words = _wait_and_report(plan.kind, result.name, result.namespace, plan.budget, plan.derived,
+                                                plan.results_file, kube, cleanup=plan.cleanup)
+        except KeyboardInterrupt:
+            code, last_words = 130, "interrupted"
+        except typer.Exit as exc:
+            code = int(exc.exit_code or 0)
+        finally:
+            if plan.cleanup and (state["result"] is not None or state["installed"]):
+                code = _cleanup(kube, state["result"], state["installed"], code)
+    if last_words:
+        sys.stderr.write(f"{last_words}\n")
+    return code
+
+
+class _signals_end_the_wait:  # noqa: N801 - used as a context manager, reads as a phrase
+    """While active, SIGTERM raises KeyboardInterrupt (SIGINT already does), in the main thread only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self._enabled = enabled
+        self._previous: Any = None
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if not self._enabled or threading.current_thread() is not threading.main_thread():
+            self._enabled = False
+            return
+
+        def interrupt(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        self._previous = signal.signal(signal.SIGTERM, interrupt)
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._enabled:
+            signal.signal(signal.SIGTERM, self._previous)
 
 
 def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: Any) -> Any:
@@ -319,11 +443,8 @@ def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: 
     RoleBinding to create on stdout and exit 1."""
     from nvcre.runtime.ops.submit import AccessMissing, submit_run
 
-    def say(line: str) -> None:
-        sys.stderr.write(line + "\n")
-
     try:
-        return submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=say)
+        return submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=_say(""))
     except AccessMissing as exc:
         from nvcre.compiler.emit import dump_yaml
 
@@ -332,8 +453,48 @@ def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: 
         raise typer.Exit(EXIT_FAILURE) from None
 
 
+def _still_running(kind: str, name: str, namespace: str) -> str:
+    lower = kind.lower()
+    stop = (f"Stop it:\n  nvcrectl workloadrun cancel {name} -n {namespace}\n" if kind == "WorkloadRun"
+            else f"Stop it:\n  kubectl delete {lower} {name} -n {namespace}\n")
+    return (
+        f"The {lower} is still running in namespace {namespace}.\nMonitor its progress:\n"
+        f"  kubectl get {lower} {name} -n {namespace} --watch\n"
+        "Print an updated report (exits nonzero while still running):\n"
+        f"  nvcrectl {lower} report {name} -n {namespace}\n" + stop
+    )
+
+
+def _unfinished(kind: str, name: str, namespace: str, results_file: Path | None, kube: Any, cleanup: bool) -> None:
+    """After a timeout or Ctrl-C: the partial report (stderr), the results file, and what to do next."""
+    from nvcre.runtime.ops.collect import RunNotFound
+
+    lower = kind.lower()
+    try:
+        verdict = build_verdict(kube, kind, name, namespace)
+    except RunNotFound:
+        sys.stderr.write(f'{kind} "{name}" no longer exists after timeout; partial report unavailable.\n')
+        return
+    except Exception:  # noqa: BLE001 - the API server may be the reason the wait ended
+        if not cleanup:
+            sys.stderr.write(f"Unable to determine whether the {lower} is still running in namespace {namespace}.\n"
+                             f"Check its status:\n  kubectl get {lower} {name} -n {namespace}\n")
+        return
+    sys.stderr.write(render_report([verdict], ReportFormat.text))
+    if results_file is not None:
+        write_results(results_file, [verdict])
+    if cleanup:
+        return
+    if verdict_result(verdict) != "IN PROGRESS":
+        sys.stderr.write(f"The {lower} completed while the timeout was being handled.\n")
+        return
+    sys.stderr.write(_still_running(kind, name, namespace))
+
+
 def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derived: bool, results_file: Path | None,
-                     kube: Any) -> int:
+                     kube: Any, *, cleanup: bool = False) -> tuple[int, str]:
+    """Watch, then print the report; returns the exit code and the error line to print last (after
+    any cleanup), as ``error: ...`` or ``interrupted``."""
     from nvcre.compiler.compose import format_duration
     from nvcre.runtime.ops.wait import wait_for_run
 
@@ -346,33 +507,18 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
         outcome = wait_for_run(kube, kind, name, namespace, timeout=budget, on_progress=view)
     except KeyboardInterrupt:
         view.close()
-        sys.stderr.write(
-            f"interrupted: the {kind.lower()} keeps running in namespace {namespace}; "
-            f"print its report with: nvcrectl {kind.lower()} report {name} -n {namespace}\n"
-        )
-        return 130
+        _unfinished(kind, name, namespace, results_file, kube, cleanup)
+        return 130, "interrupted"
     view.close()
     if outcome.result == "gone":
-        sys.stderr.write(f'{kind} "{name}" no longer exists; no report is available.\n')
-        return EXIT_FAILURE
+        return EXIT_FAILURE, f'error: {kind} "{name}" no longer exists; no report is available'
+    if outcome.result == "timeout":
+        _unfinished(kind, name, namespace, results_file, kube, cleanup)
+        return EXIT_TIMEOUT, (f"error: {kind.lower()} did not complete within {_elapsed(budget)} "
+                              f"(ran for {_elapsed(outcome.elapsed)})")
     verdict = build_verdict(kube, kind, name, namespace)
     report = render_report([verdict], ReportFormat.text)
-    result = verdict_result(verdict)
-    if outcome.result == "timeout":
-        sys.stderr.write(f"error: {kind.lower()} did not complete within {_elapsed(budget)} (ran for {_elapsed(outcome.elapsed)})\n")
-        sys.stderr.write(report)
-        if results_file is not None:
-            write_results(results_file, [verdict])
-        sys.stderr.write(
-            f"The {kind.lower()} is still running in namespace {namespace}.\nMonitor its progress:\n"
-            f"  kubectl get {kind.lower()} {name} -n {namespace} --watch\n"
-            "Print an updated report (exits nonzero while still running):\n"
-            f"  nvcrectl {kind.lower()} report {name} -n {namespace}\n"
-            + (f"Stop it:\n  nvcrectl workloadrun cancel {name} -n {namespace}\n" if kind == "WorkloadRun"
-               else f"Stop it:\n  kubectl delete {kind.lower()} {name} -n {namespace}\n")
-        )
-        return EXIT_TIMEOUT
-    if result == "PASSED":
+    if verdict_result(verdict) == "PASSED":
         sys.stderr.write(f"[watch] {kind} succeeded. ({_elapsed(outcome.elapsed)})\n")
         (sys.stderr if kind == "WorkloadRun" else sys.stdout).write(report)
         code = 0
@@ -385,15 +531,52 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
         code = EXIT_FAILURE
     if results_file is not None:
         write_results(results_file, [verdict])
+    return code, (f"error: {_failure_message(kind, outcome.run)}" if code else "")
+
+
+def _failure_message(kind: str, run: dict[str, Any] | None) -> str:
+    """``certification failed``, or ``WorkloadRun failed: <the Failed condition's message>``."""
+    if kind != "WorkloadRun":
+        return f"{kind.lower()} failed"
+    conditions = ((run or {}).get("status") or {}).get("conditions") or []
+    message = next((str(c.get("message") or "") for c in conditions if c.get("type") == "Failed"), "")
+    return f"WorkloadRun failed: {message}" if message else "WorkloadRun failed"
+
+
+def _cleanup(kube: Any, result: Any, installed: bool, code: int) -> int:
+    """``--cleanup``: the run object, the namespace this run created, and with ``--setup`` the install.
+
+    Every step reports and goes on; a second Ctrl-C abandons what is left (exit 130).
+    """
+    from nvcre.runtime.ops.install import setup_reset
+    from nvcre.runtime.ops.submit import delete_run
+
+    say = _say("[cleanup] ")
+    say("Cleaning up...")
+    warnings: list[str] = []
+    try:
+        if result is not None:
+            warnings += delete_run(kube, result, say=say)
+        if installed:
+            say("Resetting setup (removing the installed components)...")
+            try:
+                setup_reset(kube, say=say)
+            except Exception as exc:  # noqa: BLE001 - reported, and the run's exit code stays
+                say(f"Warning: reset failed: {exc}")
+                warnings.append(str(exc))
+    except KeyboardInterrupt:
+        say("Warning: interrupted; cleanup did not finish.")
+        return 130
+    say("Done (with warnings)." if warnings else "Done.")
     return code
 
 
-def _cleanup(kube: Any, result: Any) -> None:
-    from nvcre.runtime.ops.submit import delete_run
-
-    sys.stderr.write("[cleanup] Cleaning up...\n")
-    warnings = delete_run(kube, result, say=lambda line: sys.stderr.write(f"[cleanup] {line}\n"))
-    sys.stderr.write("[cleanup] Done (with warnings).\n" if warnings else "[cleanup] Done.\n")
+SetupOption = Annotated[bool, typer.Option("--setup", help="Run `setup init --auto-approve` first (idempotent).")]
+ImageOption = Annotated[str | None, typer.Option("--image", help="With --setup: the controller image (repo:tag or repo@sha256:...).")]
+ControllerPullSecretOption = Annotated[
+    str | None,
+    typer.Option("--controller-pull-secret", help="With --setup: an image pull Secret in the controller's namespace for its image."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -428,7 +611,10 @@ def run_command(
     workload_registry_username: Annotated[str | None, typer.Option("--workload-registry-username")] = None,
     workload_registry_password: Annotated[str | None, typer.Option("--workload-registry-password")] = None,
     grant_run_access: Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")] = False,
-    cleanup: Annotated[bool, typer.Option("--cleanup", help="After --wait: delete the Certification and the namespace this run created.")] = False,
+    setup: SetupOption = False,
+    image: ImageOption = None,
+    controller_pull_secret: ControllerPullSecretOption = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="With --wait: afterwards delete the Certification, the namespace this run created and, with --setup, the installed components.")] = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -464,6 +650,9 @@ def run_command(
         cleanup=cleanup,
         kubeconfig=kubeconfig,
         context=context,
+        setup=setup,
+        image=image,
+        controller_pull_secret=controller_pull_secret,
     )
 
 
@@ -565,7 +754,10 @@ def workloadrun_run_command(
     workload_registry_username: Annotated[str | None, typer.Option("--workload-registry-username")] = None,
     workload_registry_password: Annotated[str | None, typer.Option("--workload-registry-password")] = None,
     grant_run_access: Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")] = False,
-    cleanup: Annotated[bool, typer.Option("--cleanup", help="After --wait: delete the WorkloadRun (and a namespace this run created).")] = False,
+    setup: SetupOption = False,
+    image: ImageOption = None,
+    controller_pull_secret: ControllerPullSecretOption = None,
+    cleanup: Annotated[bool, typer.Option("--cleanup", help="With --wait: afterwards delete the WorkloadRun, the namespace this run created and, with --setup, the installed components.")] = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -585,6 +777,7 @@ def workloadrun_run_command(
         if budget < 1:
             raise _fail_invalid(f"--timeout must be at least 1s when --wait is set, got {timeout}")
     creds = _registry(workload_registry, workload_registry_username, workload_registry_password)
+    _check_setup_flags(setup=setup, image=image, controller_pull_secret=controller_pull_secret, cleanup=cleanup, wait=wait)
     document = load_single(file)
     if document.get("kind") != "WorkloadRun":
         raise CompileError([error("WrongKind", f"{file}: kind", f"expected kind WorkloadRun, got {document.get('kind')!r}")])
@@ -596,17 +789,10 @@ def workloadrun_run_command(
     if problems:
         raise CompileError(problems)
 
-    kube = kube_client(kubeconfig, context)
-    result = _submit(kube, document, grant_run_access, creds)
-    if not wait:
-        sys.stderr.write(f"\nTo check status:\n  kubectl get workloadrun {result.name} -n {result.namespace}\n")
-        return
-    sys.stderr.write(f"Waiting for completion (timeout: {timeout})...\n")
-    try:
-        code = _wait_and_report("WorkloadRun", result.name, result.namespace, budget, False, results_file, kube)
-    finally:
-        if cleanup:
-            _cleanup(kube, result)
+    plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
+                   derived=False, results_file=results_file, setup=setup, image=image,
+                   controller_pull_secret=controller_pull_secret, cleanup=cleanup, timeout_text=timeout)
+    code = execute_run(kube_client(kubeconfig, context), plan)
     if code:
         raise typer.Exit(code)
 

@@ -3,7 +3,11 @@
 Everything is real except the kubelets: etcd, kube-apiserver, the controller
 manager and the scheduler (:class:`nvcre.testing.controlplane.ControlPlane`),
 JobSet and the Kubeflow Trainer with their webhooks, and kwok simulating the
-kubelets of GPU nodes registered from a profile (:mod:`nvcre.testing.simprofiles`).
+kubelets of GPU nodes registered from a profile (:mod:`nvcre.testing.simprofiles`),
+plus, on request, CPU-only system nodes where ordinary pods such as the controller's
+Deployment land and run (kwok marks them Running and Ready; no container starts).
+The GPU Operator's ``gpu-operator/nvidia-dcgm`` Service is created as a real GPU
+Operator leaves it (no endpoints: the player answers DCGM pods itself).
 A workload player (:mod:`nvcre.testing.simplayer`) decides what every pod of a
 TrainJob prints and how it ends, from what it runs and the faults of its nodes
 (:mod:`nvcre.testing.simfaults`).
@@ -30,6 +34,7 @@ from .simcontrollers import apply_objects, start_jobset, start_kwok, start_train
 from .simfaults import NO_FAULT, XID_CONDITION, Fault, parse_fault, xid_condition
 from .simplayer import Player
 from .simprofiles import (
+    CPU_PROFILE_NAME,
     GPU_RESOURCE,
     PROFILE_LABEL,
     Profile,
@@ -42,6 +47,26 @@ from .simprofiles import (
 from .simstages import all_stages
 
 SIM_COMPONENTS = ("jobset", "trainer", "kwok")
+SYSTEM_NODE_PREFIX = "system"
+DCGM_NAMESPACE = "gpu-operator"
+DCGM_SERVICE = "nvidia-dcgm"
+DCGM_PORT = 5555
+
+
+def gpu_operator_objects() -> list[dict[str, Any]]:
+    """The GPU Operator's namespace and DCGM hostengine Service, as ``setup status`` looks for them."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DCGM_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": DCGM_SERVICE, "namespace": DCGM_NAMESPACE, "labels": {"app": DCGM_SERVICE}},
+            "spec": {
+                "selector": {"app": DCGM_SERVICE},
+                "ports": [{"name": "dcgm", "port": DCGM_PORT, "targetPort": DCGM_PORT, "protocol": "TCP"}],
+            },
+        },
+    ]
 
 
 class SimClusterError(ControlPlaneError):
@@ -94,6 +119,9 @@ class SimCluster:
 
     ``nodes`` GPU nodes of ``profile`` on ``platform`` are registered at start;
     ``faults`` maps node names to fault specs (``{"gpu-0": "slow-link:0.5"}``).
+    ``system_nodes`` CPU-only nodes (``system-0``, ...) are registered too, for pods
+    that need no GPU. ``project_crds=False`` leaves the nvcre CRDs out, as on a cluster
+    where ``nvcrectl setup init`` has not run yet.
     """
 
     def __init__(
@@ -108,8 +136,14 @@ class SimCluster:
         root_dir: Path | None = None,
         keep_workdir: bool | None = None,
         start_timeout: float = 120.0,
+        system_nodes: int = 0,
+        project_crds: bool = True,
     ) -> None:
+        if system_nodes < 0:
+            raise SimClusterError(f"system_nodes must not be negative, got {system_nodes}")
         self._initial = (profile, nodes, platform, prefix)
+        self._system_nodes = system_nodes
+        self._project_crds = project_crds
         self._initial_faults = {k: parse_fault(v) for k, v in (faults or {}).items()}
         self.seed = seed
         self.plane = ControlPlane(
@@ -146,7 +180,8 @@ class SimCluster:
         try:
             self.timings["control_plane"] = time.monotonic() - t0
             t1 = time.monotonic()
-            crds = [p for d in (project_crd_dir(), *found.crd_dirs) for p in crd_files(d)]
+            own = (project_crd_dir(),) if self._project_crds else ()
+            crds = [p for d in (*own, *found.crd_dirs) for p in crd_files(d)]
             self.plane.install_crds(crds)
             self.timings["crds"] = time.monotonic() - t1
             t2 = time.monotonic()
@@ -154,7 +189,7 @@ class SimCluster:
             start_trainer(self.plane, found.trainer)
             self.kwok_port = start_kwok(self.plane, found.kwok)
             with self.plane.api_client() as api_client:
-                apply_objects(api_client, all_stages(found.stage_dir))
+                apply_objects(api_client, [*all_stages(found.stage_dir), *gpu_operator_objects()])
             self.timings["controllers"] = time.monotonic() - t2
             assert self.plane.workdir is not None
             self.player = Player(
@@ -165,6 +200,8 @@ class SimCluster:
                 is_sim_node=self.is_sim_node,
             )
             self.player.start()
+            if self._system_nodes:
+                self.add_nodes(profile=CPU_PROFILE_NAME, count=self._system_nodes, prefix=SYSTEM_NODE_PREFIX)
             name, count, platform, prefix = self._initial
             if count:
                 t3 = time.monotonic()
@@ -211,6 +248,12 @@ class SimCluster:
             return sorted(self._profiles)
 
     @property
+    def gpu_nodes(self) -> list[str]:
+        """The registered nodes that have GPUs (every node but the ``cpu`` system nodes)."""
+        with self._lock:
+            return sorted(n for n, p in self._profiles.items() if p.has_gpus)
+
+    @property
     def faults(self) -> dict[str, str]:
         with self._lock:
             return {n: str(f) for n, f in sorted(self._faults.items()) if f.kind != "none"}
@@ -253,7 +296,9 @@ class SimCluster:
         timeout: float = 60.0,
         workers: int = 1,
     ) -> list[str]:
-        """Register ``count`` GPU nodes of ``profile``; returns their names (Ready when ``wait``).
+        """Register ``count`` nodes of ``profile``; returns their names (Ready when ``wait``).
+
+        ``profile="cpu"`` registers CPU-only system nodes (no GPU labels, resources or taints).
 
         ``nic`` overrides the platform's RDMA NIC resource name (``""``: no NICs);
         ``workers`` > 1 registers them from that many threads (for large pools).

@@ -1,10 +1,15 @@
-"""GPU node profiles of the simulated cluster and the Node objects built from them.
+"""Node profiles of the simulated cluster and the Node objects built from them.
 
-A profile says what one simulated GPU node looks like: the GPU Feature Discovery
+A GPU profile says what one simulated GPU node looks like: the GPU Feature Discovery
 labels (product strings taken from the project's own GPU table, so detection maps
 them back to the profile's architecture), allocatable GPUs and RDMA NICs, taints,
 the CPU architecture, how nodes group into racks or NVLink cliques, and the
 nominal NCCL bus bandwidth the workload player reports for a healthy group.
+
+The ``cpu`` profile is a system node: no GPU labels, no GPU or NIC resources and no
+taints, so ordinary pods (the controller's Deployment) schedule there and kwok marks
+them Running, while certification discovery, which keeps only nodes labelled
+``nvidia.com/gpu.present=true``, never targets or even reports it.
 Everything here is pure: it returns plain dicts as the API server would accept them.
 """
 
@@ -57,6 +62,11 @@ class Profile:
     dra: bool = False
 
     @property
+    def has_gpus(self) -> bool:
+        """False for the ``cpu`` system profile."""
+        return self.gpus > 0
+
+    @property
     def nvlink_domains(self) -> bool:
         """GB parts: a rack is one multi-node NVLink domain (a clique)."""
         return self.gpu_arch.startswith("gb")
@@ -80,13 +90,19 @@ _BASE: dict[str, Profile] = {
 }
 DRA_SUFFIX = "-dra"
 PROFILE_NAMES = tuple(_BASE) + tuple(f"{n}{DRA_SUFFIX}" for n in _BASE)
+CPU_PROFILE_NAME = "cpu"
+CPU_PROFILE = Profile(CPU_PROFILE_NAME, "", 0, 0, "amd64", 0, 1, 0.0, 0.0, "")
 
 
 def profile(name: str) -> Profile:
-    """The profile called ``name`` (``h100`` ... ``gb300``, each also as ``<name>-dra``)."""
+    """The profile called ``name`` (``h100`` ... ``gb300``, each also as ``<name>-dra``, or ``cpu``)."""
+    if name == CPU_PROFILE_NAME:
+        return CPU_PROFILE
     base = name[: -len(DRA_SUFFIX)] if name.endswith(DRA_SUFFIX) else name
     if base not in _BASE:
-        raise ProfileError(f"unknown node profile {name!r}; choose from {', '.join(PROFILE_NAMES)}")
+        raise ProfileError(
+            f"unknown node profile {name!r}; choose from {', '.join((*PROFILE_NAMES, CPU_PROFILE_NAME))}"
+        )
     found = _BASE[base]
     if base != name:
         return Profile(**{**found.__dict__, "name": name, "dra": True})
@@ -165,7 +181,7 @@ def domain_of(index: int, prof: Profile) -> int:
 
 
 def node_labels(name: str, prof: Profile, platform: str, index: int) -> dict[str, str]:
-    """The labels a GPU node of ``prof`` carries on ``platform`` (GFD labels unless DRA)."""
+    """The labels a node of ``prof`` carries on ``platform`` (GFD labels unless DRA or ``cpu``)."""
     domain = domain_of(index, prof)
     labels = {
         KWOK_NODE_LABEL[0]: KWOK_NODE_LABEL[1],
@@ -173,8 +189,10 @@ def node_labels(name: str, prof: Profile, platform: str, index: int) -> dict[str
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": prof.cpu_arch,
-        RACK_LABEL: f"rack-{domain}",
     }
+    if not prof.has_gpus:
+        return labels
+    labels[RACK_LABEL] = f"rack-{domain}"
     if not prof.dra:
         labels.update(
             {
@@ -203,7 +221,9 @@ def _cluster_uuid(platform: str) -> str:
 
 
 def node_taints(prof: Profile, platform: str) -> list[dict[str, str]]:
-    """The GPU taint, plus the arm64 taint GB trays carry where the overlays tolerate it."""
+    """The GPU taint, plus the arm64 taint GB trays carry where the overlays tolerate it (none on ``cpu``)."""
+    if not prof.has_gpus:
+        return []
     taints = [dict(GPU_TAINT)]
     if prof.cpu_arch == "arm64" and platform in ARM64_TAINTED_PLATFORMS:
         taints.append(dict(ARM64_TAINT))
@@ -231,6 +251,8 @@ def node_resources(
     ``nic`` overrides the NIC resource name (``""`` for none); GCP nodes have none by default.
     """
     resources = {"cpu": "128", "memory": "2Ti", "pods": "110", "ephemeral-storage": "8Ti"}
+    if not prof.has_gpus:
+        return {**resources, "cpu": "16", "memory": "64Gi"}
     if not prof.dra:
         resources[GPU_RESOURCE] = str(prof.gpus if gpus is None else gpus)
     name, per_gpu = nic_resource(platform)

@@ -23,11 +23,16 @@ __all__ = [
     "TRAINER_INSTALL",
     "Component",
     "apply_install",
+    "DependenciesMissing",
     "check_phases",
+    "controller_values",
     "dependencies",
     "install_status",
+    "installed_objects",
     "read_kept_values",
     "reset_install",
+    "setup_init",
+    "setup_reset",
 ]
 
 Say = Callable[[str], object]
@@ -35,6 +40,7 @@ INIT_PHASES = ("deps", "helm")
 RESET_PHASES = ("cr", "helm", "deps")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
 _SERVICES = Resource("", "v1", "services", "Service")
+_NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 _MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                      "MutatingWebhookConfiguration", namespaced=False)
 _VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
@@ -77,29 +83,42 @@ def _exists(kube: Kube, resource: Resource, name: str, namespace: str | None = N
         return False
 
 
-def _webhook_names(kube: Kube) -> list[str]:
-    names: list[str] = []
+def _webhook_groups(kube: Kube) -> set[str]:
+    """The API groups admission webhooks serve (from their rules), plus every configuration and hook name."""
+    found: set[str] = set()
     for resource in (_MUTATING, _VALIDATING):
         try:
-            names += [str(o["metadata"]["name"]) for o in kube.list(resource).items]
+            configurations = kube.list(resource).items
         except ApiError:
             continue
-    return names
+        for configuration in configurations:
+            found.add(str((configuration.get("metadata") or {}).get("name") or ""))
+            for hook in configuration.get("webhooks") or []:
+                found.add(str(hook.get("name") or ""))
+                for rule in hook.get("rules") or []:
+                    found.update(str(group) for group in rule.get("apiGroups") or [])
+    return found
+
+
+def _serves(found: set[str], group: str) -> bool:
+    return any(entry == group or entry.endswith("." + group) for entry in found)
 
 
 def dependencies(kube: Kube) -> list[Component]:
     """Kubeflow Trainer and JobSet: their CRDs and a sign of their controllers (their webhooks)."""
-    webhooks = " ".join(_webhook_names(kube))
+    webhooks = _webhook_groups(kube)
     trainer_crds = [name for name in TRAINER_CRDS if not _exists(kube, CRDS, name)]
     jobset_crd = _exists(kube, CRDS, JOBSET_CRD)
+    trainer_hooks = _serves(webhooks, "trainer.kubeflow.org")
+    jobset_hooks = _serves(webhooks, "jobset.x-k8s.io")
     return [
         Component("Kubeflow Trainer CRDs", not trainer_crds,
                   "missing: " + ", ".join(trainer_crds) if trainer_crds else "trainjobs, trainingruntimes, clustertrainingruntimes"),
-        Component("Kubeflow Trainer webhooks", "trainer.kubeflow.org" in webhooks,
-                  "" if "trainer.kubeflow.org" in webhooks else "no admission webhook of trainer.kubeflow.org: is its controller running?"),
+        Component("Kubeflow Trainer webhooks", trainer_hooks,
+                  "" if trainer_hooks else "no admission webhook of trainer.kubeflow.org: is its controller running?"),
         Component("JobSet CRD", jobset_crd, JOBSET_CRD if jobset_crd else f"missing: {JOBSET_CRD}"),
-        Component("JobSet webhooks", "jobset" in webhooks,
-                  "" if "jobset" in webhooks else "no JobSet admission webhook: is its controller running?"),
+        Component("JobSet webhooks", jobset_hooks,
+                  "" if jobset_hooks else "no JobSet admission webhook: is its controller running?"),
     ]
 
 
@@ -135,8 +154,33 @@ def _wait_established(kube: Kube, names: Sequence[str], timeout: float = 60.0) -
         raise TimeoutError(f"CRDs not established after {timeout:.0f}s: {', '.join(sorted(pending))}")
 
 
+def _wait_terminated(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say, timeout: float = 120.0) -> None:
+    """A namespace of the install still terminating (a reset just before) refuses new objects: wait."""
+    for obj in objects:
+        if obj.get("kind") != "Namespace":
+            continue
+        name = str(obj["metadata"]["name"])
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            try:
+                live = kube.get(_NAMESPACES, name)
+            except NotFound:
+                break
+            if not (live.get("metadata") or {}).get("deletionTimestamp"):
+                break
+            if not told:
+                say(f"Waiting for namespace {name} to finish terminating...")
+                told = True
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"namespace {name} is still terminating after {timeout:.0f}s")
+            time.sleep(0.5)
+
+
 def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = lambda line: None) -> int:
-    """Server-side apply every object in order; CRDs are waited for before anything that uses them."""
+    """Server-side apply every object in order; CRDs are waited for before anything that uses them,
+    and a namespace of the install that is still terminating before anything at all."""
+    _wait_terminated(kube, objects, say)
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
     rest = [o for o in objects if o.get("kind") != "CustomResourceDefinition"]
     for obj in crds:
@@ -240,3 +284,88 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
         say(f"Removed {removed} install object(s); the JobSet CRD and Kubeflow Trainer stay.")
     if "deps" not in skip:
         say("Kubeflow Trainer was not installed by nvcrectl and is left in place.")
+
+
+class DependenciesMissing(Exception):
+    """Kubeflow Trainer or JobSet (or their controllers) are not on the cluster."""
+
+    def __init__(self, missing: Sequence[Component]) -> None:
+        self.missing = tuple(missing)
+        super().__init__("missing: " + "; ".join(f"{c.name}: {c.detail}" for c in self.missing))
+
+
+def controller_values(image: str | None = None, pull_secret: str | None = None) -> list[dict[str, Any]]:
+    """Values layers for a run's ``--image`` (``repo``, ``repo:tag`` or ``repo@sha256:...``) and
+    ``--controller-pull-secret`` (the name of an image pull Secret in the controller's namespace)."""
+    layers: list[dict[str, Any]] = []
+    if image:
+        if "@" in image:
+            repository, digest = image.split("@", 1)
+            fields = {"repository": repository, "digest": digest}
+        else:
+            head, sep, tag = image.rpartition(":")
+            fields = {"repository": head, "tag": tag} if sep and "/" not in tag else {"repository": image}
+        layers.append({"manager": {"image": fields}})
+    if pull_secret:
+        layers.append({"manager": {"imagePullSecrets": [pull_secret]}})
+    return layers
+
+
+def _namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
+    from nvcre.compiler.install import DEFAULT_VALUES
+
+    namespace = str(DEFAULT_VALUES["namespace"]["name"])
+    for layer in layers:
+        namespace = str((layer.get("namespace") or {}).get("name") or namespace)
+    return namespace
+
+
+def _with_kept_values(objects: Sequence[Mapping[str, Any]], values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    from nvcre.compiler.install.keep import kept_values_configmap
+
+    return [*(dict(o) for o in objects), kept_values_configmap(values, str(values["namespace"]["name"]))]
+
+
+def setup_init(
+    kube: Kube,
+    layers: Sequence[Mapping[str, Any]] = (),
+    *,
+    skip: Sequence[str] = (),
+    say: Say = lambda line: None,
+    on_apply: Callable[[], object] = lambda: None,
+) -> int:
+    """What ``setup init --auto-approve`` does, for the run commands' ``--setup``.
+
+    Values are the ones the last init kept on the cluster with ``layers`` on top; the objects are
+    server-side applied, so running it again changes nothing. Raises :class:`DependenciesMissing`
+    before applying anything when Trainer or JobSet is absent, and ``CompileError`` for bad values.
+    ``on_apply`` is called just before the first object is applied (from then on there is
+    something a cleanup would have to remove). Returns the number of objects applied.
+    """
+    from nvcre.compiler.diagnostics import raise_if_errors
+    from nvcre.compiler.install import render_install
+
+    kept = read_kept_values(kube, _namespace_of(layers))
+    installed = render_install([kept, *layers])
+    raise_if_errors(installed.diagnostics)
+    if "deps" not in skip:
+        missing = [c for c in dependencies(kube) if not c.present]
+        if missing:
+            raise DependenciesMissing(missing)
+    if "helm" in skip:
+        return 0
+    on_apply()
+    return apply_install(kube, _with_kept_values(installed.objects, installed.values), say=say)
+
+
+def installed_objects(kube: Kube) -> list[dict[str, Any]]:
+    """The install as the last ``setup init`` left it (its kept values over the defaults)."""
+    from nvcre.compiler.install import render_install
+
+    installed = render_install([read_kept_values(kube, _namespace_of(()))])
+    return _with_kept_values(installed.objects, installed.values)
+
+
+def setup_reset(kube: Kube, *, skip: Sequence[str] = (), say: Say = lambda line: None) -> None:
+    """What ``setup reset --auto-approve`` does, for the run commands' ``--setup --cleanup``."""
+    reset_install(kube, installed_objects(kube), skip, say=say)

@@ -16,9 +16,12 @@ from nvcre.compiler import compose
 
 from ..kube.client import Kube
 from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
-from ..kube.resources import CERTIFICATIONS, WORKLOADRUNS, Resource
+from ..kube.resources import CERTIFICATIONS, WORKFLOWS, WORKLOADRUNS, Resource
 
-__all__ = ["AccessMissing", "Registry", "SubmitResult", "rbac_scope", "submit_run"]
+__all__ = [
+    "AccessMissing", "Registry", "SubmitResult", "delete_object", "delete_run", "rbac_scope", "resource_for_kind",
+    "submit_run",
+]
 
 Say = Callable[[str], object]
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -183,19 +186,70 @@ def delete_object(
     return False
 
 
-def delete_run(kube: Kube, result: SubmitResult, *, say: Say = lambda line: None) -> list[str]:
-    """Undo a submission: the run object, then the namespace if this submission created it."""
+def _wait_gone(kube: Kube, resource: Resource, name: str, namespace: str | None, timeout: float, poll: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kube.get(resource, name, namespace)
+        except NotFound:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+
+
+def delete_run(
+    kube: Kube,
+    result: SubmitResult,
+    *,
+    say: Say = lambda line: None,
+    timeout: float = 300.0,
+    poll: float = 2.0,
+) -> list[str]:
+    """Undo a submission and wait for each step: the run object (its finalizer frees the workloads
+    first), a RoleBinding granted in an existing namespace once the run is gone, then the
+    namespace if this submission created it. Returns the warnings; it never raises an ApiError."""
     warnings: list[str] = []
+    kind = result.kind.lower()
+    resource = resource_for_kind(result.kind)
+    run_gone = False
+    say(f"Deleting {kind}...")
     try:
-        if not delete_object(kube, result.kind, result.name, result.namespace, say=say):
-            warnings.append("run object not confirmed deleted")
+        live = kube.get(resource, result.name, result.namespace)
+        kube.delete(resource, result.name, result.namespace, uid=(live.get("metadata") or {}).get("uid"))
+        run_gone = _wait_gone(kube, resource, result.name, result.namespace, timeout, poll)
+        if run_gone and result.kind == "WorkloadRun":  # its Workflow carries the same name
+            run_gone = _wait_gone(kube, WORKFLOWS, result.name, result.namespace, timeout, poll)
+        if not run_gone:
+            say("Timed out waiting for deletion.")
+            warnings.append(f"{kind} {result.name} still present after {timeout:.0f}s")
+    except NotFound:
+        run_gone = True
     except ApiError as exc:  # cleanup reports and goes on
-        say(f"Warning: failed to delete {result.kind.lower()} {result.name}: {exc}")
+        say(f"Warning: failed to delete {kind} {result.name}: {exc}")
         warnings.append(str(exc))
+    if result.created_binding and not result.created_namespace:
+        if run_gone:
+            say(f"Deleting RoleBinding {compose.RUN_BINDING} in namespace {result.namespace}...")
+            try:
+                kube.delete(_ROLEBINDINGS, compose.RUN_BINDING, result.namespace)
+            except NotFound:
+                pass
+            except ApiError as exc:
+                say(f"Warning: failed to delete RoleBinding {compose.RUN_BINDING}: {exc}")
+                warnings.append(str(exc))
+        else:
+            say(f"Warning: RoleBinding {compose.RUN_BINDING} kept in namespace {result.namespace}: the {kind} is not gone")
+            warnings.append("run binding kept")
     if result.created_namespace:
         say(f"Deleting namespace {result.namespace}...")
         try:
             kube.delete(_NAMESPACES, result.namespace)
+            if not _wait_gone(kube, _NAMESPACES, result.namespace, None, timeout, poll):
+                say("Timed out waiting for deletion.")
+                warnings.append(f"namespace {result.namespace} still terminating after {timeout:.0f}s")
         except NotFound:
             pass
         except ApiError as exc:

@@ -113,10 +113,16 @@ def wait_for_run(
     timeout: float,
     on_progress: Callable[[Progress], None],
     poll: float = 2.0,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> WaitOutcome:
-    """Poll until the run is Succeeded or Failed, the timeout passes, or the run is deleted."""
+    """Poll until the run is Succeeded or Failed, the timeout passes, or the run is deleted.
+
+    ``clock`` and ``sleep`` default to :func:`time.monotonic` and :func:`time.sleep`, looked up
+    at call time.
+    """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     resource = resource_for_kind(kind)
     started = clock()
     run: dict[str, Any] | None = None
