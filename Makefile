@@ -28,7 +28,7 @@ demo-offline: setup
 	$(BIN)/nvcrectl certification render examples/certification.yaml --platform onprem --gpu-arch gb300
 
 controlplane: setup
-	$(BIN)/python tests/controlplane/build.py --optional --sim
+	$(BIN)/python tests/controlplane/build.py --optional --sim --helm
 
 test: setup lint typecheck controlplane
 	$(BIN)/python -m pytest

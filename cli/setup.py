@@ -1,15 +1,17 @@
-"""``nvcrectl setup render | init | status | reset``: install the controller from chart-style values.
+"""``nvcrectl setup render | chart | init | status | reset``: install the controller from chart-style values.
 
 Values come from the defaults, then (for ``init``) the values the last ``init`` kept on the
-cluster, then every ``-f/--values`` file in order, then every ``--set`` in order (Helm's
-precedence). ``render`` talks to no cluster: pipe it to ``kubectl apply -f -`` or commit it
-(``--output-dir``) for a GitOps tool to sync. ``init`` applies the same objects, ``status`` says
+cluster, then every ``-f/--values`` file in order, then every ``--set`` and ``--set-json`` in
+order (Helm's precedence). ``render`` talks to no cluster: pipe it to ``kubectl apply -f -`` or
+commit it (``--output-dir``) for a GitOps tool to sync. ``chart`` writes the Helm chart whose
+``helm template`` gives the same objects. ``init`` applies the same objects, ``status`` says
 exactly what is missing, ``reset`` removes what is ours and keeps the shared JobSet CRD.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -39,22 +41,110 @@ def _values_file(path: str) -> dict[str, Any]:
     return docs[0]
 
 
+def _set_json(expression: str) -> dict[str, Any]:
+    """Values from one ``--set-json key=<JSON>`` (Helm syntax: the key is a dotted path)."""
+    import json
+
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    key, sep, raw = expression.partition("=")
+    if not sep or not key:
+        raise CompileError([error("InvalidSetJSON", "--set-json", f"expected key=<JSON>, got {expression!r}")])
+    try:
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        raise CompileError([error("InvalidSetJSON", f"--set-json {key}", f"not JSON: {exc}")]) from None
+    layer: dict[str, Any] = {}
+    cursor = layer
+    parts = key.split(".")
+    for part in parts[:-1]:
+        cursor = cursor.setdefault(part, {})
+    cursor[parts[-1]] = parsed
+    return layer
+
+
+def _flag_layers(values: list[str] | None, set_: list[str] | None, set_json: list[str] | None) -> list[dict[str, Any]]:
+    """Values files in order, then every ``--set``, then every ``--set-json``."""
+    from nvcre.compiler.install import parse_set
+
+    layers = [_values_file(path) for path in values or []]
+    layers += [parse_set(expression, f"--set {expression}") for expression in set_ or []]
+    layers += [_set_json(expression) for expression in set_json or []]
+    return layers
+
+
+SetJsonOption = Annotated[list[str] | None, typer.Option("--set-json", help="key=<JSON> (repeatable).")]
+
+
 @app.command("render")
 @guarded
 def render(
     values: Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")] = None,
+    set_json: SetJsonOption = None,
     output: Annotated[Format, typer.Option("--output", "-o", help="yaml or json.")] = Format.yaml,
     output_dir: OutputDirOption = None,
 ) -> None:
     """Print the install objects in apply order: CRDs, namespace, LogProfiles, RBAC, ServiceAccount, Deployment."""
-    from nvcre.compiler.install import parse_set, render_install
+    from nvcre.compiler.install import render_install
 
-    layers = [_values_file(path) for path in values or []]
-    layers += [parse_set(expression, f"--set {expression}") for expression in set_ or []]
-    installed = render_install(layers)
+    installed = render_install(_flag_layers(values, set_, set_json))
     print_diagnostics(installed.diagnostics)
     emit_workflows(installed.objects, output=output, output_dir=output_dir)
+
+
+#: What ``setup chart`` owns inside its output directory (other files there are left alone).
+_CHART_OWNED = ("Chart.yaml", "values.yaml", "values.schema.json", "templates")
+
+
+def _chart_files_on_disk(directory: Path) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for name in _CHART_OWNED:
+        path = directory / name
+        if path.is_file():
+            found[name] = path.read_bytes()
+        elif path.is_dir():
+            for item in sorted(path.rglob("*")):
+                if item.is_file():
+                    found[item.relative_to(directory).as_posix()] = item.read_bytes()
+    return found
+
+
+@app.command("chart")
+@guarded
+def chart(
+    output_dir: Annotated[Path, typer.Option("--output-dir", help="Chart directory to write (for example charts/nvcre).")],
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if the directory differs from a fresh chart.")] = False,
+) -> None:
+    """Write the Helm chart whose `helm template` equals `setup render` for the same values."""
+    from nvcre.compiler.install.chart import CHART_NAME, generate_chart
+
+    files = {name: text.encode("utf-8") for name, text in generate_chart().items()}
+    if output_dir.exists() and not output_dir.is_dir():
+        raise _fail_invalid(f"--output-dir {output_dir}: not a directory")
+    existing = _chart_files_on_disk(output_dir) if output_dir.is_dir() else {}
+    chart_yaml = existing.get("Chart.yaml")
+    if chart_yaml is not None and f"name: {CHART_NAME}\n".encode() not in chart_yaml:
+        raise _fail_invalid(f"--output-dir {output_dir}: holds another chart (its Chart.yaml does not name {CHART_NAME})")
+    changed = sorted(name for name, data in files.items() if existing.get(name) != data)
+    stale = sorted(set(existing) - set(files))
+    if check:
+        for name in changed:
+            sys.stderr.write(f"{'differs' if name in existing else 'missing'}: {output_dir / name}\n")
+        for name in stale:
+            sys.stderr.write(f"not generated: {output_dir / name}\n")
+        if changed or stale:
+            sys.stderr.write("the chart is out of date: run nvcrectl setup chart --output-dir " + str(output_dir) + "\n")
+            raise typer.Exit(1)
+        sys.stderr.write(f"{output_dir}: up to date ({len(files)} files)\n")
+        return
+    for name in changed:
+        target = output_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files[name])
+    for name in stale:
+        (output_dir / name).unlink()
+    sys.stderr.write(f"{output_dir}: {len(changed)} written, {len(files) - len(changed)} unchanged, {len(stale)} removed\n")
 
 
 KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig.")]
@@ -103,7 +193,7 @@ def _installed_now(kube: Any) -> Any:
 def init(
     values: Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")] = None,
-    set_json: Annotated[list[str] | None, typer.Option("--set-json", help="key=<JSON> (repeatable).")] = None,
+    set_json: SetJsonOption = None,
     image: Annotated[str | None, typer.Option("--image", help="Controller image, repo:tag or repo@sha256:digest.")] = None,
     rbac_scope: Annotated[str | None, typer.Option("--rbac-scope", help="cluster or namespaced.")] = None,
     reset_values: Annotated[bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")] = False,
@@ -113,10 +203,7 @@ def init(
     context: ContextOption = None,
 ) -> None:
     """Install (or update) the CRDs, LogProfiles, RBAC and the controller; check Trainer and JobSet."""
-    import json
-
-    from nvcre.compiler.diagnostics import CompileError, error
-    from nvcre.compiler.install import DEFAULT_VALUES, parse_set, render_install
+    from nvcre.compiler.install import DEFAULT_VALUES, render_install
     from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
     from nvcre.runtime.ops import install as ops
 
@@ -131,22 +218,7 @@ def init(
     if not auto_approve and not sys.stdin.isatty():
         raise _fail_invalid("setup init changes the cluster; pass --auto-approve to confirm without a terminal")
     file_layers = [_values_file(path) for path in values or []]
-    flag_layers = [parse_set(expression, f"--set {expression}") for expression in set_ or []]
-    for expression in set_json or []:
-        key, sep, raw = expression.partition("=")
-        try:
-            parsed = json.loads(raw) if sep else None
-        except ValueError as exc:
-            raise CompileError([error("InvalidSetJSON", f"--set-json {key}", f"not JSON: {exc}")]) from None
-        if not sep or not key:
-            raise CompileError([error("InvalidSetJSON", "--set-json", f"expected key=<JSON>, got {expression!r}")])
-        layer: dict[str, Any] = {}
-        cursor = layer
-        parts = key.split(".")
-        for part in parts[:-1]:
-            cursor = cursor.setdefault(part, {})
-        cursor[parts[-1]] = parsed
-        flag_layers.append(layer)
+    flag_layers = _flag_layers(None, set_, set_json)
     if rbac_scope is not None:
         flag_layers.append({"rbac": {"scope": rbac_scope}})
     if image:

@@ -164,3 +164,30 @@ def test_cli_errors_exit_2_with_the_field_path(tmp_path: Path) -> None:
     assert url.returncode == 2 and "URLs are not fetched" in url.stderr
     syntax = setup("--set", "novalue")
     assert syntax.returncode == 2 and "expected key=value" in syntax.stderr
+
+
+def test_set_json_comes_after_set_and_reports_bad_json() -> None:
+    done = setup("--set", "manager.workers=3", "--set-json", 'manager.tolerations=[{"key":"gpu","operator":"Exists"}]',
+                 "--set-json", "manager.workers=5")
+    assert done.returncode == 0, done.stderr
+    pod = deployment(load_documents(done.stdout))["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    assert "--workers=5" in pod["containers"][0]["args"]
+    bad = setup("--set-json", "manager.tolerations=[oops")
+    assert bad.returncode == 2 and "not JSON" in bad.stderr and bad.stdout == ""
+
+
+def test_a_trailing_newline_does_not_pass_a_name_rule() -> None:
+    with pytest.raises(CompileError) as exc:
+        render_install([{"namespace": {"name": "team-a\n"}, "rbac": {"scope": "namespaced", "runNamespaces": ["b\n"]}}])
+    assert {d.path for d in exc.value.errors} == {"namespace.name", "rbac.runNamespaces[0]"}
+
+
+def test_null_restores_a_model_default_but_removes_a_pass_through_entry() -> None:
+    objects = render_install([{"manager": {"replicas": None, "resources": {"limits": None}, "image": {"tag": None}}}]).objects
+    deploy = deployment(objects)
+    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}}
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":" + DEFAULT_VALUES["manager"]["image"]["tag"])
+    whole = deployment(render_install([{"manager": {"resources": None}}]).objects)
+    assert whole["spec"]["template"]["spec"]["containers"][0]["resources"] == DEFAULT_VALUES["manager"]["resources"]

@@ -1,8 +1,9 @@
 """Chart-style values for the install: the defaults, Helm-style merging and ``--set``, and their checks.
 
 Values merge the way Helm merges them: maps merge key by key, anything else replaces, and a
-``null`` removes a key (the default then applies again). ``parse_set`` reads Helm's ``--set``
-syntax (``a.b=c,d={x,y},e[0]=f``, backslash escapes, ``true``/``false``/``null`` and integers
+``null`` removes a key: a key of the values model then takes its default again, an entry inside
+a pass-through value (``manager.resources``, ``.nodeSelector``, ``.tolerations``) stays removed,
+as in Helm. ``parse_set`` reads Helm's ``--set`` syntax (``a.b=c,d={x,y},e[0]=f``, backslash escapes, ``true``/``false``/``null`` and integers
 typed). ``resolve_values`` checks the merged result against the defaults' shape plus the rules
 below and raises :class:`CompileError` listing every problem by path.
 """
@@ -19,7 +20,7 @@ from nvcre import __version__
 from ..compose import CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT
 from ..diagnostics import CompileError, Diagnostic, error, warning
 
-__all__ = ["DEFAULT_VALUES", "merge_values", "parse_set", "resolve_values"]
+__all__ = ["DEFAULT_VALUES", "FREE_FORM", "merge_values", "parse_set", "resolve_values"]
 
 DEFAULT_VALUES: dict[str, Any] = {
     "namespace": {"name": CONTROLLER_NAMESPACE, "create": True},
@@ -42,14 +43,28 @@ DEFAULT_VALUES: dict[str, Any] = {
 }
 
 #: Keys whose value is free-form (a Kubernetes structure passed through, checked by its type only).
-_FREE_FORM = {("manager", "resources"), ("manager", "nodeSelector"), ("manager", "tolerations")}
+FREE_FORM = frozenset({("manager", "resources"), ("manager", "nodeSelector"), ("manager", "tolerations")})
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-_DIGEST = re.compile(r"^sha256:[a-f0-9]{64}$")
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
-_REPOSITORY = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+#: The value rules as anchored patterns. Python checks them with ``fullmatch`` (so a trailing
+#: newline never slips past ``$``); the chart's values.schema.json carries the same patterns.
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+DIGEST = r"^sha256:[a-f0-9]{64}$"
+TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+DURATION = r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+$"
+REPOSITORY = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
+RBAC_SCOPES = ("cluster", "namespaced")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+#: Lower bounds of the integer values.
+MINIMUMS = {"replicas": 0, "workers": 1}
+
+_DNS_LABEL = re.compile(DNS_LABEL)
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN)
+_DIGEST = re.compile(DIGEST)
+_TAG = re.compile(TAG)
+_DURATION = re.compile(DURATION)
+_REPOSITORY = re.compile(REPOSITORY)
 
 
 def merge_values(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,7 +190,7 @@ def parse_set(expression: str, where: str = "--set") -> dict[str, Any]:
 
 def _shape(values: Any, defaults: Any, path: tuple[str, ...], problems: list[Diagnostic]) -> None:
     where = ".".join(path)
-    if path in _FREE_FORM:
+    if path in FREE_FORM:
         if type(values) is not type(defaults):
             problems.append(error("FieldTypeInvalid", where, f"expected a {_type_name(defaults)}"))
         return
@@ -206,16 +221,16 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
     manager, rbac = values["manager"], values["rbac"]
     namespace, account = values["namespace"]["name"], values["serviceAccount"]["name"]
-    if not _DNS_LABEL.match(namespace):
+    if not _DNS_LABEL.fullmatch(namespace):
         problems.append(error("FieldValueInvalid", "namespace.name", f"{namespace!r} is not a DNS-1123 label"))
-    if not _DNS_SUBDOMAIN.match(account):
+    if not _DNS_SUBDOMAIN.fullmatch(account):
         problems.append(error("FieldValueInvalid", "serviceAccount.name", f"{account!r} is not a DNS-1123 subdomain"))
-    if rbac["scope"] not in ("cluster", "namespaced"):
+    if rbac["scope"] not in RBAC_SCOPES:
         problems.append(error("FieldValueNotSupported", "rbac.scope", f"{rbac['scope']!r}: expected cluster or namespaced"))
     seen: set[str] = set()
     for index, namespace in enumerate(rbac["runNamespaces"]):
         where = f"rbac.runNamespaces[{index}]"
-        if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
+        if not isinstance(namespace, str) or not _DNS_LABEL.fullmatch(namespace):
             problems.append(error("FieldValueInvalid", where, f"{namespace!r} is not a namespace name (DNS-1123 label)"))
         elif namespace in seen:
             problems.append(error("FieldValueDuplicate", where, f"{namespace} is listed twice"))
@@ -227,27 +242,38 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
         problems.append(warning("RunNamespacesIgnored", "rbac.runNamespaces",
                                 "cluster scope already grants every namespace; the list is not used"))
     image = manager["image"]
-    if not _REPOSITORY.match(image["repository"]):
+    if not _REPOSITORY.fullmatch(image["repository"]):
         problems.append(error("FieldValueInvalid", "manager.image.repository", f"{image['repository']!r} is not an image repository"))
-    if image["digest"] and not _DIGEST.match(image["digest"]):
+    if image["digest"] and not _DIGEST.fullmatch(image["digest"]):
         problems.append(error("FieldValueInvalid", "manager.image.digest", "expected sha256: and 64 hex digits"))
-    if not image["digest"] and not _TAG.match(image["tag"]):
+    if not image["digest"] and not _TAG.fullmatch(image["tag"]):
         problems.append(error("FieldValueInvalid", "manager.image.tag", f"{image['tag']!r} is not an image tag (set a tag or a digest)"))
-    if image["pullPolicy"] not in ("Always", "IfNotPresent", "Never"):
+    if image["pullPolicy"] not in PULL_POLICIES:
         problems.append(error("FieldValueNotSupported", "manager.image.pullPolicy", "expected Always, IfNotPresent or Never"))
     for index, secret in enumerate(manager["imagePullSecrets"]):
-        if not isinstance(secret, str) or not _DNS_SUBDOMAIN.match(secret):
+        if not isinstance(secret, str) or not _DNS_SUBDOMAIN.fullmatch(secret):
             problems.append(error("FieldValueInvalid", f"manager.imagePullSecrets[{index}]", "expected a Secret name"))
-    for key, low in (("replicas", 0), ("workers", 1)):
+    for key, low in MINIMUMS.items():
         if manager[key] < low:
             problems.append(error("FieldValueInvalid", f"manager.{key}", f"must be at least {low}"))
     if manager["replicas"] > 1 and not manager["leaderElection"]:
         problems.append(error("FieldValueInvalid", "manager.replicas", "more than one replica needs manager.leaderElection"))
-    if manager["logLevel"] not in ("debug", "info", "warning", "error"):
+    if manager["logLevel"] not in LOG_LEVELS:
         problems.append(error("FieldValueNotSupported", "manager.logLevel", "expected debug, info, warning or error"))
-    if not _DURATION.match(manager["namespaceAccessTimeout"]):
+    if not _DURATION.fullmatch(manager["namespaceAccessTimeout"]):
         problems.append(error("FieldValueInvalid", "manager.namespaceAccessTimeout", "expected a duration such as 10m or 90s"))
     return problems
+
+
+def _fill_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``values`` with every key of the model it lacks taken from ``defaults``; pass-through values kept as given."""
+    out = copy.deepcopy(dict(values))
+    for key, default in defaults.items():
+        if key not in out:
+            out[key] = copy.deepcopy(default)
+        elif (*path, key) not in FREE_FORM and isinstance(default, Mapping) and isinstance(out[key], Mapping):
+            out[key] = _fill_defaults(out[key], default, (*path, key))
+    return out
 
 
 def resolve_values(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -257,8 +283,9 @@ def resolve_values(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], list[Dia
         values = merge_values(values, layer)
     problems: list[Diagnostic] = []
     _shape(values, DEFAULT_VALUES, (), problems)
-    # a removed key falls back to its default, as in a chart
-    values = merge_values(DEFAULT_VALUES, values)
+    # a removed key of the model falls back to its default; inside a pass-through value a null
+    # removes the entry for good, as Helm does (that is how a default limit is dropped)
+    values = _fill_defaults(values, DEFAULT_VALUES, ())
     if not any(d.is_error for d in problems):
         problems.extend(_rules(values))
     if any(d.is_error for d in problems):

@@ -32,6 +32,12 @@ downloaded modules, so nothing else has to be present::
     <root>/<SIM_BUILD_ID>/crds/{jobset,trainer,kwok}/*.yaml
     <root>/<SIM_BUILD_ID>/stages/*.yaml     kwok's node and pod lifecycle stages
     <root>/<SIM_BUILD_ID>/build.json
+
+``--helm`` also builds ``helm`` from ``helm.sh/helm/v4`` the same way, for the
+Helm chart tests (``helm lint`` and ``helm template``)::
+
+    <root>/<HELM_BUILD_ID>/bin/helm
+    <root>/<HELM_BUILD_ID>/build.json
 """
 
 from __future__ import annotations
@@ -939,6 +945,121 @@ def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool 
     return sim_build_dir() / "bin"
 
 
+# ------------------------------------------------------------------------ helm
+
+
+HELM_VERSION = "v4.3.2"
+HELM_MODULE = "helm.sh/helm/v4"
+HELM_PACKAGE = "./cmd/helm"
+HELM_BUILD_ID = f"helm-{HELM_VERSION}"
+HELM_LDFLAGS = f"-s -w -X={HELM_MODULE}/internal/version.version={HELM_VERSION} -X={HELM_MODULE}/internal/version.gitTreeState=clean"
+
+
+def helm_build_dir() -> Path:
+    """Directory holding the helm binary built for the chart tests and its manifest."""
+    return cache_root() / HELM_BUILD_ID
+
+
+def helm_binary_path() -> Path:
+    """Path of the built helm binary (it may not exist yet)."""
+    return helm_build_dir() / "bin" / "helm"
+
+
+def _helm_inputs_digest() -> str:
+    h = hashlib.sha256()
+    for part in (HELM_MODULE, HELM_VERSION, HELM_PACKAGE, HELM_LDFLAGS):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def read_helm_manifest() -> dict:
+    """The manifest of the helm build directory, or an empty dict."""
+    try:
+        return json.loads((helm_build_dir() / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def helm_missing() -> bool:
+    """Whether helm still needs building from the current inputs."""
+    manifest = read_helm_manifest()
+    return manifest.get("inputs") != _helm_inputs_digest() or not os.access(helm_binary_path(), os.X_OK)
+
+
+def build_helm(*, force: bool = False) -> Path:
+    """Build ``helm`` from ``helm.sh/helm/v4`` at :data:`HELM_VERSION` unless it is built; return its path.
+
+    The module is fetched with ``go mod download -json``, copied into a writable tree and compiled
+    there with its own go.mod, like the simulated cluster's controllers. Raises
+    :class:`BuildError` when Go is missing or a step fails.
+    """
+    if not force and not helm_missing():
+        _say(f"helm {HELM_VERSION} already built at {helm_binary_path()}; nothing to do")
+        return helm_binary_path()
+    go = find_go()
+    if go is None:
+        raise BuildError(
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
+            f"install Go 1.26+ to build helm {HELM_VERSION} for the chart tests"
+        )
+    env = _go_env(go)
+    with _directory_lock(helm_build_dir(), "helm"):
+        if not force and not helm_missing():
+            _say(f"helm {HELM_VERSION} already built at {helm_binary_path()}; nothing to do")
+            return helm_binary_path()
+        started = time.monotonic()
+        _say(f"downloading {HELM_MODULE}@{HELM_VERSION}")
+        with tempfile.TemporaryDirectory(prefix="nvcre-helm-") as scratch:
+            info = _go_json(go, ["mod", "download", "-json", f"{HELM_MODULE}@{HELM_VERSION}"], cwd=Path(scratch), env=env)
+        if info.get("Error") or not info.get("Dir"):
+            raise BuildError(f"cannot download {HELM_MODULE}@{HELM_VERSION}: {info.get('Error')}")
+        src = helm_build_dir() / "src"
+        _copy_module(Path(info["Dir"]), src)
+        download_seconds = time.monotonic() - started
+        _say("resolving the Go modules helm needs")
+        resolve = run_measured(
+            [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", HELM_PACKAGE],
+            cwd=src, env=env, label="resolving modules for helm",
+        )
+        staging = helm_build_dir() / "bin.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        out = staging / "helm"
+        _say(f"compiling helm ({HELM_PACKAGE} of {HELM_MODULE}@{HELM_VERSION})")
+        compiled = run_measured(
+            [go, "build", "-trimpath", f"-ldflags={HELM_LDFLAGS}", "-o", str(out), HELM_PACKAGE],
+            cwd=src, env=env, label="compiling helm",
+        )
+        if not out.is_file():
+            raise BuildError(f"go build reported success but {out} is missing")
+        helm_binary_path().parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out, helm_binary_path())
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
+        go_version = subprocess.run(
+            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
+        ).stdout.strip()
+        manifest = {
+            "build_id": HELM_BUILD_ID,
+            "inputs": _helm_inputs_digest(),
+            "module": f"{HELM_MODULE}@{HELM_VERSION}",
+            "go": go_version,
+            "cpus": os.cpu_count(),
+            "bytes": helm_binary_path().stat().st_size,
+            "download_seconds": round(download_seconds + resolve.seconds, 1),
+            "compile_seconds": round(compiled.seconds, 1),
+            "max_process_rss_mib": round(max(resolve.max_rss_kib, compiled.max_rss_kib) / 1024),
+            "peak_tree_rss_mib": round(max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (helm_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        _say(
+            f"built helm {HELM_VERSION}: download {manifest['download_seconds']}s, "
+            f"compile {manifest['compile_seconds']}s, largest process {manifest['max_process_rss_mib']} MiB"
+        )
+    return helm_binary_path()
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"received signal {signum}")
 
@@ -973,6 +1094,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="build only the simulated cluster's controllers (not the control plane)",
     )
+    parser.add_argument(
+        "--helm",
+        action="store_true",
+        help=f"also build helm {HELM_VERSION} (from {HELM_MODULE}) for the Helm chart tests",
+    )
+    parser.add_argument(
+        "--helm-only",
+        action="store_true",
+        help="build only helm (not the control plane)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument(
         "--print-bin-dir", action="store_true", help="print the binary directory and exit"
@@ -985,7 +1116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.print_bin_dir:
-        print(sim_build_dir() / "bin" if args.sim_only else bin_dir())
+        if args.helm_only:
+            print(helm_binary_path().parent)
+        else:
+            print(sim_build_dir() / "bin" if args.sim_only else bin_dir())
         return 0
     if args.optional and find_go() is None and os.environ.get("CI", "").lower() != "true":
         print("Go not found: skipping the control-plane build; the integration tests will skip", file=sys.stderr)
@@ -998,10 +1132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else [c.strip() for c in args.components.split(",") if c.strip()]
     )
     try:
-        if not args.sim_only:
+        if not (args.sim_only or args.helm_only):
             build(components, force=args.force)
         if args.sim or args.sim_only:
             build_sim(force=args.force)
+        if args.helm or args.helm_only:
+            build_helm(force=args.force)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
