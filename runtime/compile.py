@@ -22,6 +22,8 @@ __all__ = [
     "PlanError",
     "builtin_logprofiles",
     "cluster_facts",
+    "diagnose_replay",
+    "diagnose_stage",
     "expand_certification",
     "expand_job",
     "expand_job_dependencies",
@@ -69,15 +71,44 @@ def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Any:
     return _plan_module().plan_workflow(workflow, facts)
 
 
-def planned_group(group: Mapping[str, Any]) -> Any:
-    """The planner's group record for one ``status.orchestration.groups[]`` entry."""
+def planned_group(group: Mapping[str, Any], *, loopback: bool = False, no_nvl: bool = False) -> Any:
+    """The planner's group record for one ``status.orchestration.groups[]`` entry.
+
+    ``loopback``/``no_nvl`` come from the diagnose round the group belongs to (the status schema
+    has no place for them; the round is rebuilt by :func:`diagnose_replay`).
+    """
     return _plan_module().PlannedGroup(
         name=str(group["name"]),
         nodes=tuple(group.get("nodes") or ()),
         domains=tuple(group.get("domains") or ()),
         domain_node_counts=dict(group.get("domainNodeCounts") or {}),
         overflow=bool(group.get("overflow")),
+        loopback=loopback,
+        no_nvl=no_nvl,
     )
+
+
+def diagnose_replay(
+    workflow: Mapping[str, Any],
+    first_round: Mapping[str, Sequence[str]],
+    finished: Sequence[Mapping[str, tuple[bool, float | None, bool]]],
+) -> Any:
+    """The diagnose rounds played so far and what comes next (a Round or the Diagnosis).
+
+    ``finished`` holds one mapping per finished round: group name -> (passed, bus bandwidth,
+    evaluable). Raises CompileError for an unknown planner, ValueError for an impossible history.
+    """
+    from nvcre.compiler.diagnose import session
+
+    outcomes = [{name: session.Outcome(*value) for name, value in round_.items()} for round_ in finished]
+    return session.replay_workflow(workflow, first_round, outcomes)
+
+
+def diagnose_stage(stage: str) -> str:
+    """The NVCRE stage name ``status.orchestration.diagnose.stage`` reports a planner stage under."""
+    from nvcre.compiler.diagnose import session
+
+    return session.status_stage(stage)
 
 
 def stored_plan(workflow: Mapping[str, Any], facts: ClusterFacts, *, cordoned_opt_in: bool, iterations: int) -> Any:

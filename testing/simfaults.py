@@ -3,6 +3,9 @@
 Kinds:
 
 ``slow-link[:factor]``  the node's links run at ``factor`` (default 0.1) of nominal bandwidth
+``bad-link:PEER``       the path between this node and ``PEER`` runs at a tenth of nominal
+                        bandwidth: each node is healthy alone and in any group without the
+                        other, slow only in a group holding both (a fabric fault, not a node's)
 ``nccl-crash``          an NCCL error on this node makes the workload exit non-zero
 ``crash-once``          like ``nccl-crash`` for the first workload played on the node, then healthy
                         (a transient fault: what checkpoint restarts exist for)
@@ -22,8 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FAULT_KINDS = ("slow-link", "nccl-crash", "crash-once", "hang", "xid", "no-capacity", "cordon", "none")
+FAULT_KINDS = ("slow-link", "bad-link", "nccl-crash", "crash-once", "hang", "xid", "no-capacity", "cordon", "none")
 DEFAULT_SLOW_FACTOR = 0.1
+#: what a group holding both ends of a bad link measures, as a share of nominal bandwidth
+BAD_LINK_FACTOR = 0.1
 XID_CONDITION = "NVSentinelGPUHealthy"
 FAULT_ANNOTATION = "sim.nvcre.io/fault"
 
@@ -34,13 +39,18 @@ class FaultError(ValueError):
 
 @dataclass(frozen=True)
 class Fault:
-    """One node's fault: ``kind`` and, for ``slow-link``, the link quality."""
+    """One node's fault: ``kind``, for ``slow-link`` the link quality, for ``bad-link`` the peer."""
 
     kind: str
     factor: float = 1.0
+    peer: str = ""
 
     def __str__(self) -> str:
-        return f"slow-link:{self.factor:g}" if self.kind == "slow-link" else self.kind
+        if self.kind == "slow-link":
+            return f"slow-link:{self.factor:g}"
+        if self.kind == "bad-link":
+            return f"bad-link:{self.peer}"
+        return self.kind
 
     @property
     def link_quality(self) -> float:
@@ -64,14 +74,26 @@ def parse_fault(kind: str) -> Fault:
         if not 0 < factor <= 1:
             raise FaultError(f"fault {text!r}: the slow-link factor must be in (0, 1]")
         return Fault("slow-link", factor)
+    if base == "bad-link":
+        peer = arg.strip()
+        if not peer:
+            raise FaultError(f"fault {text!r}: bad-link needs the node at the other end (bad-link:PEER)")
+        return Fault("bad-link", BAD_LINK_FACTOR, peer)
     if arg:
         raise FaultError(f"fault {text!r}: {base} takes no argument")
     return Fault(base)
 
 
 def group_quality(faults: Mapping[str, Fault]) -> float:
-    """The link quality a group of nodes runs at: its slowest member's."""
-    return min((f.link_quality for f in faults.values()), default=1.0)
+    """The link quality a group of nodes (``node -> fault``, one entry per member) runs at.
+
+    The slowest member's own links, and the slowest bad link whose two ends are both members.
+    """
+    quality = min((f.link_quality for f in faults.values()), default=1.0)
+    for node, fault in faults.items():
+        if fault.kind == "bad-link" and fault.peer in faults and fault.peer != node:
+            quality = min(quality, fault.factor)
+    return quality
 
 
 def parse_assignment(spec: str) -> tuple[str, Fault]:

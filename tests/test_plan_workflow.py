@@ -180,9 +180,30 @@ def test_intra_rack_groups_follow_the_cliques() -> None:
         plan_workflow(workflow(topology={"topologyKey": "rack"}), cluster)
 
 
-def test_diagnose_plans_the_screening_round() -> None:
+def test_diagnose_plans_the_adaptive_local_screen_by_default() -> None:
     cluster = facts(*(node(f"n{i}", nvidia_com__gpu_clique=f"c{i % 2}") for i in range(4)))
     plan = plan_workflow(workflow(diagnose={"minGroupSize": 1, "topologyKey": "nvidia.com/gpu.clique"}), cluster)
+    assert [(g.name, g.nodes, g.loopback, g.domains) for g in plan.groups] == [
+        (f"local-{i}", (f"n{i}",), True, (f"c{i % 2}",)) for i in range(4)
+    ]
+    assert plan.diagnose is not None and plan.diagnose.planner == "adaptive"
+    assert (plan.diagnose.stage, plan.diagnose.round_stage) == ("intra-screening", "local-screen")
+    assert plan.nodes_per_job == 1
+    assert job_name("wf", plan, plan.groups[0], 1) == "wf-local-0-iter-1"
+
+
+def test_an_unknown_diagnose_planner_is_refused_at_its_annotation() -> None:
+    document = workflow(diagnose={"minGroupSize": 1})
+    document["metadata"]["annotations"] = {"nvcre.nvidia.com/diagnose-planner": "magic"}
+    with pytest.raises(CompileError, match=r"diagnose-planner\]: unknown diagnose planner 'magic'"):
+        plan_workflow(document, facts(node("n0"), node("n1")))
+
+
+def test_diagnose_plans_the_screening_round_under_the_baseline() -> None:
+    cluster = facts(*(node(f"n{i}", nvidia_com__gpu_clique=f"c{i % 2}") for i in range(4)))
+    document = workflow(diagnose={"minGroupSize": 1, "topologyKey": "nvidia.com/gpu.clique"})
+    document["metadata"]["annotations"] = {"nvcre.nvidia.com/diagnose-planner": "baseline"}
+    plan = plan_workflow(document, cluster)
     assert [(g.name, g.nodes) for g in plan.groups] == [("screen-0", ("n0", "n2")), ("screen-1", ("n1", "n3"))]
     assert plan.diagnose is not None and plan.diagnose.stage == "intra-screening" and plan.diagnose.min_group_size == 1
     assert plan.nodes_per_job == 2

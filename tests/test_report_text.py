@@ -9,9 +9,11 @@ from nvcre.runtime.judge.model import (
     BandwidthPoint,
     CategoryVerdict,
     CertificationVerdict,
+    DiagnosisVerdict,
     FailedNode,
     FailureLog,
     GroupVerdict,
+    InfrastructureFaultVerdict,
     IterationVerdict,
     TrainingMetrics,
 )
@@ -46,6 +48,19 @@ groups = st.builds(
     transport=st.lists(st.sampled_from(["IB", "Socket", "Libfabric"]), max_size=3, unique=True).map(tuple),
     below_min=st.booleans(),
 )
+diagnoses = st.builds(
+    DiagnosisVerdict,
+    stage=st.sampled_from(["complete", "intra-screening", "confirmation", "cross-boundary"]),
+    rounds=st.integers(0, 99),
+    jobs=st.integers(0, 10**5),
+    confirmed=st.lists(st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "ThresholdViolation", "WorkloadFailed"]),
+                                 message=awkward), max_size=3).map(tuple),
+    infrastructure_faults=st.lists(st.builds(InfrastructureFaultVerdict, st.lists(awkward, max_size=3).map(tuple),
+                                             st.lists(awkward, max_size=3).map(tuple), awkward), max_size=2).map(tuple),
+    unresolved=st.lists(awkward, max_size=4).map(tuple),
+    healthy_nodes=st.integers(0, 10**5),
+    planner=st.sampled_from(["", "adaptive", "baseline"]),
+)
 categories = st.builds(
     CategoryVerdict,
     domain=awkward,
@@ -69,6 +84,7 @@ categories = st.builds(
     measures_bandwidth=st.booleans(),
     training=st.one_of(st.none(), st.builds(TrainingMetrics, st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 5000)), st.one_of(st.none(), st.floats(0, 100)))),
     next_step=st.sampled_from(["", "rerun this category with testScale: diagnose; it bisects the group"]),
+    diagnosis=st.one_of(st.none(), diagnoses),
 )
 verdicts = st.builds(
     CertificationVerdict,
@@ -109,3 +125,31 @@ def test_formats() -> None:
     assert [fmt.size(n) for n in (8, 1024, 33554432, 17179869184, 3 * 2**29)] == ["8 B", "1 KB", "32 MB", "16 GB", "1.5 GB"]
     assert fmt.human_duration(45) == "45s" and fmt.human_duration(725) == "12m 5s" and fmt.human_duration(7385) == "2h 3m"
     assert fmt.goodput(0.9) == "0.90 (90%)" and fmt.step_time(2.854) == "2.85s" and fmt.tflops(539.84) == "539.8"
+
+
+def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes() -> None:
+    diagnosis = DiagnosisVerdict(
+        stage="complete", rounds=5, jobs=9,
+        confirmed=(FailedNode("gpu-7", "ThresholdViolation", "Diagnosis complete: 1 faulty nodes confirmed"),),
+        infrastructure_faults=(InfrastructureFaultVerdict(("gpu-1",), ("gpu-2",), "link-confirm"),),
+        unresolved=("gpu-4",), healthy_nodes=5,
+    )
+    category = CategoryVerdict("communication", "nccl-all-reduce", "Failed", test_scale="diagnose", diagnosis=diagnosis,
+                               groups=(GroupVerdict("confirm-7", ("gpu-7",), "Failed", True, reason="low"),))
+    rendered = render(CertificationVerdict("Certification", "c", "ns", "Failed", "FAILED", categories=(category,)))
+    lines = [line.strip("│ ").rstrip() for line in rendered.splitlines()]
+    start = lines.index("Diagnosis: complete")
+    assert lines[start + 1 : start + 7] == [
+        "5 rounds, 9 jobs, 5 nodes healthy",
+        "Confirmed faulty nodes:",
+        "✗  gpu-7: ThresholdViolation",
+        "Infrastructure faults (no node blamed):",
+        "✗  link   gpu-1 <-> gpu-2",
+        "Unresolved:   gpu-4",
+    ]
+    assert "Failed Groups:" not in lines
+    running = CategoryVerdict("communication", "nccl-all-reduce", "InProgress", test_scale="diagnose",
+                              diagnosis=DiagnosisVerdict(stage="confirmation", rounds=2, jobs=5))
+    rendered = render(CertificationVerdict("Certification", "c", "ns", "InProgress", "RUNNING", categories=(running,)))
+    assert "│  Diagnosis: in progress (confirmation)" in rendered
+    assert "│      2 rounds, 5 jobs, 0 nodes healthy" in rendered

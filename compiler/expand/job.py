@@ -12,7 +12,11 @@ Passes, in order:
 4. ``default_health_monitor``: ``node.spec.unschedulable == true`` unless the template has one;
    removed when the target opts cordoned nodes in;
 5. ``copy_thresholds``: ``validation.performance`` thresholds and measurement timeout;
-6. ``check_job`` (validator): the name is a DNS-1123 label, a checkpoint names a dependency PVC.
+6. ``isolate_diagnose_group``: a diagnose round's loopback group runs with ``NCCL_SHM_DISABLE=1``
+   and ``NCCL_P2P_DISABLE=1`` (NCCL's traffic leaves through the node's own NICs), a no-NVLink
+   group with ``NCCL_MNNVL_ENABLE=0``: as ``-x NAME=VALUE`` launcher arguments under MPI (an
+   existing pair for the name is rewritten), as trainer ``env`` otherwise;
+7. ``check_job`` (validator): the name is a DNS-1123 label, a checkpoint names a dependency PVC.
 """
 
 from __future__ import annotations
@@ -168,6 +172,60 @@ def copy_thresholds(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     return replace(unit, workflow=job), []
 
 
+def isolation_env(group: PlannedGroup) -> dict[str, str]:
+    """The NCCL variables a diagnose group runs with (empty for an ordinary group)."""
+    env: dict[str, str] = {}
+    if group.loopback:
+        env.update({"NCCL_SHM_DISABLE": "1", "NCCL_P2P_DISABLE": "1"})
+    if group.no_nvl:
+        env["NCCL_MNNVL_ENABLE"] = "0"
+    return env
+
+
+def _with_mpi_env(args: list[Any], env: Mapping[str, str]) -> list[Any]:
+    out = list(args)
+    last_pair = -1
+    for i in range(len(out) - 1):
+        if out[i] == "-x" and isinstance(out[i + 1], str):
+            last_pair = i + 1
+            name = out[i + 1].partition("=")[0]
+            if name in env:
+                out[i + 1] = f"{name}={env[name]}"
+    present = {str(out[i + 1]).partition("=")[0] for i in range(len(out) - 1) if out[i] == "-x"}
+    extra: list[Any] = []
+    for name, value in env.items():
+        if name not in present:
+            extra += ["-x", f"{name}={value}"]
+    at = last_pair + 1 if last_pair >= 0 else 0
+    return [*out[:at], *extra, *out[at:]]
+
+
+def _with_trainer_env(entries: list[Any], env: Mapping[str, str]) -> list[Any]:
+    out = [dict(e) if isinstance(e, Mapping) and e.get("name") in env else e for e in entries]
+    present = set()
+    for entry in out:
+        if isinstance(entry, dict) and entry.get("name") in env:
+            entry.pop("valueFrom", None)
+            entry["value"] = env[entry["name"]]
+            present.add(entry["name"])
+    return out + [{"name": n, "value": v} for n, v in env.items() if n not in present]
+
+
+def isolate_diagnose_group(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
+    x = _ctx(ctx)
+    _, group = x.need_plan()
+    env = isolation_env(group)
+    if not env:
+        return unit, []
+    job = _job(unit)
+    trainer = _train_job(job["spec"]).setdefault("trainer", {})
+    if x.entry.launch == "mpi":
+        trainer["args"] = _with_mpi_env(list(trainer.get("args") or []), env)
+    else:
+        trainer["env"] = _with_trainer_env(list(trainer.get("env") or []), env)
+    return replace(unit, workflow=job), []
+
+
 def check_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     x = _ctx(ctx)
     plan, group = x.need_plan()
@@ -193,6 +251,7 @@ JOB_PASSES: tuple[Pass, ...] = (
     Pass("pin_placement", pin_placement),
     Pass("default_health_monitor", default_health_monitor),
     Pass("copy_thresholds", copy_thresholds),
+    Pass("isolate_diagnose_group", isolate_diagnose_group),
     Pass("check_job", check_job, validator=True),
 )
 

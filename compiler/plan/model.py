@@ -62,6 +62,10 @@ class PlannedGroup:
     domains: tuple[str, ...] = ()
     domain_node_counts: Mapping[str, int] = field(default_factory=dict, hash=False)
     overflow: bool = False
+    #: a diagnose round's single-node run with SHM and P2P off (traffic crosses the node's own NICs)
+    loopback: bool = False
+    #: a diagnose round's run with multi-node NVLink off (``NCCL_MNNVL_ENABLE=0``)
+    no_nvl: bool = False
 
     def as_status(self) -> dict[str, Any]:
         """The group as ``status.orchestration.groups[]`` holds it before its Job starts."""
@@ -83,11 +87,17 @@ class DiagnosePlan:
     verdicts of this one.
     """
 
+    #: the first round's stage as ``status.orchestration.diagnose.stage`` reports it (NVCRE's names)
     stage: str
     min_group_size: int
     topology_key: str = ""
     #: whether the workload enables multi-node NVLink (a no-NVLink re-screen round is possible)
     mnnvl_enabled: bool = False
+    #: ``adaptive`` or ``baseline`` (see :mod:`nvcre.compiler.diagnose.session`)
+    planner: str = "adaptive"
+    #: the first round's own stage name and message, as the planner gave them
+    round_stage: str = ""
+    round_message: str = ""
 
     def as_status(self) -> dict[str, Any]:
         """The ``status.orchestration.diagnose`` block at the start of the first round."""
@@ -172,6 +182,9 @@ class Plan:
                 "minGroupSize": self.diagnose.min_group_size,
                 "topologyKey": self.diagnose.topology_key,
                 "mnnvlEnabled": self.diagnose.mnnvl_enabled,
+                "planner": self.diagnose.planner,
+                "roundStage": self.diagnose.round_stage,
+                "roundMessage": self.diagnose.round_message,
             }
         return out
 

@@ -3,7 +3,8 @@
 The order is the Workflow controller's: discovery (:mod:`.discover`), the Workflow's overrides
 for the detected platform and architecture (:mod:`.overrides`), placement checks, the GPU
 capacity filter (on the overridden request), the job size (``trainer.numNodes`` of the template; unset means every node under Pinned), then grouping
-by what the orchestration asks for: ``diagnose`` screening, a topology key, or name order. Under
+by what the orchestration asks for: the first ``diagnose`` round (NVCRE's screening groups, or the
+adaptive planner's single-node local screen), a topology key, or name order. Under
 Unpinned placement there is exactly one group, ``group-0``, with no node list.
 
 Pure: the same Workflow and facts always give the same plan.
@@ -14,8 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..facts import ClusterFacts, labels_of, name_of
 from dataclasses import replace
+
+from ..diagnose import planner as planner_named
+from ..diagnose import session
+from ..facts import ClusterFacts, labels_of, name_of
 
 from .discover import Discovery, discover, filter_gpu_capacity
 from .model import OVERRIDE_ERROR, PARTITION_ERROR, DiagnosePlan, Plan, PlanError, PlannedGroup
@@ -91,19 +95,49 @@ def _labels_by_node(state: Discovery) -> dict[str, Mapping[str, str]]:
     return {name_of(n): labels_of(n) for n in state.nodes}
 
 
-def _groups(spec: WorkflowSpecView, state: Discovery, nodes_per_job: int) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan | None]:
+def _diagnose_round(
+    workflow: Mapping[str, Any], spec: WorkflowSpecView, state: Discovery
+) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan]:
+    """The first diagnose round: NVCRE's screening groups (baseline) or the adaptive local screen."""
+    assert spec.diagnose is not None
+    names = state.names
+    key = str(spec.diagnose.get("topologyKey") or "")
+    min_size = spec.diagnose.get("minGroupSize")
+    chosen = session.planner_of(workflow)
+    labels = _labels_by_node(state)
+    if chosen == "baseline":
+        groups = screening_groups(names, labels, key)
+        stage, message = "intra-screening", f"Screening {len(names)} nodes in {len(groups)} groups"
+    else:
+        options = session.options_for(workflow, len(names), mnnvl=spec.mnnvl_enabled)
+        topology = {n: labels.get(n, {}).get(key) or "unknown" for n in names} if key else None
+        _, first = planner_named(chosen).start(names, topology, options)
+        domain = (lambda n: [labels.get(n, {}).get(key) or "unknown"]) if key else (lambda n: [])
+        groups = tuple(
+            PlannedGroup(g.name, g.nodes, domains=tuple(domain(g.nodes[0])) if len(g.nodes) == 1 else (),
+                         loopback=g.loopback, no_nvl=g.no_nvl)
+            for g in first.groups
+        )
+        stage, message = first.stage, first.message
+    diagnose = DiagnosePlan(
+        stage=session.status_stage(stage),
+        min_group_size=max(int(min_size), 1) if isinstance(min_size, int) and not isinstance(min_size, bool) else DEFAULT_MIN_GROUP_SIZE,
+        topology_key=key,
+        mnnvl_enabled=spec.mnnvl_enabled,
+        planner=chosen,
+        round_stage=stage,
+        round_message=message,
+    )
+    return groups, diagnose
+
+
+def _groups(
+    workflow: Mapping[str, Any], spec: WorkflowSpecView, state: Discovery, nodes_per_job: int
+) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan | None]:
     names = state.names
     try:
         if spec.diagnose is not None:
-            key = str(spec.diagnose.get("topologyKey") or "")
-            min_size = spec.diagnose.get("minGroupSize")
-            diagnose = DiagnosePlan(
-                stage="intra-screening",
-                min_group_size=max(int(min_size), 1) if isinstance(min_size, int) and not isinstance(min_size, bool) else DEFAULT_MIN_GROUP_SIZE,
-                topology_key=key,
-                mnnvl_enabled=spec.mnnvl_enabled,
-            )
-            return screening_groups(names, _labels_by_node(state), key), diagnose
+            return _diagnose_round(workflow, spec, state)
         if spec.topology_key:
             return partition_by_topology(names, _labels_by_node(state), nodes_per_job, spec.topology_key,
                                          strict_domain=spec.strict_domain), None
@@ -155,7 +189,7 @@ def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Plan:
         nodes_per_job = requested if requested >= 1 else found
         if nodes_per_job > found:
             raise state.fail(PARTITION_ERROR, _shortfall_message(nodes_per_job, state, unpinned=False))
-        groups, diagnose = _groups(spec, state, nodes_per_job)
+        groups, diagnose = _groups(workflow, spec, state, nodes_per_job)
         if diagnose is not None:
             nodes_per_job = max(len(g.nodes) for g in groups)
         message = f"Discovered {found} nodes, partitioned into {len(groups)} groups ({nodes_per_job} nodes/job)"

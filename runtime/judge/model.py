@@ -14,9 +14,11 @@ __all__ = [
     "BandwidthPoint",
     "CategoryVerdict",
     "CertificationVerdict",
+    "DiagnosisVerdict",
     "FailedNode",
     "FailureLog",
     "GroupVerdict",
+    "InfrastructureFaultVerdict",
     "IterationVerdict",
     "JobState",
     "MeasurementState",
@@ -103,6 +105,36 @@ class TrainingMetrics:
 
 
 @dataclass(frozen=True)
+class InfrastructureFaultVerdict:
+    """A fault on the path between two sets of nodes: they fail only when they run together."""
+
+    side_a: tuple[str, ...]
+    side_b: tuple[str, ...]
+    stage: str = ""
+
+
+@dataclass(frozen=True)
+class DiagnosisVerdict:
+    """Where a ``testScale: diagnose`` run is, or what it concluded."""
+
+    #: NVCRE's stage name (``complete`` once concluded)
+    stage: str
+    rounds: int
+    jobs: int
+    #: nodes blamed, with the reason and message the failed-nodes list holds
+    confirmed: tuple[FailedNode, ...] = ()
+    infrastructure_faults: tuple[InfrastructureFaultVerdict, ...] = ()
+    #: nodes that failed but were neither confirmed nor cleared (never blamed)
+    unresolved: tuple[str, ...] = ()
+    healthy_nodes: int = 0
+    planner: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.stage == "complete"
+
+
+@dataclass(frozen=True)
 class CategoryVerdict:
     """One category (one Workflow)."""
 
@@ -132,6 +164,8 @@ class CategoryVerdict:
     env_names: tuple[str, ...] = ()
     #: the diagnose hint: a failed bandwidth category with a multi-node group that recorded none
     next_step: str = ""
+    #: set for ``testScale: diagnose`` once its status has a diagnose block
+    diagnosis: DiagnosisVerdict | None = None
 
     @property
     def failed_groups(self) -> tuple[GroupVerdict, ...]:

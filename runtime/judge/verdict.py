@@ -34,9 +34,11 @@ from .model import (
     BandwidthPoint,
     CategoryVerdict,
     CertificationVerdict,
+    DiagnosisVerdict,
     FailedNode,
     FailureLog,
     GroupVerdict,
+    InfrastructureFaultVerdict,
     IterationVerdict,
     JobState,
     MeasurementState,
@@ -58,6 +60,7 @@ __all__ = [
 GROUP = "nvcre.nvidia.com"
 WORKFLOW_LABEL = f"{GROUP}/workflow"
 GROUP_LABEL = f"{GROUP}/group"
+PLANNER_ANNOTATION = f"{GROUP}/diagnose-planner"
 CERT_LABEL = f"{GROUP}/certification"
 SCALE_ANNOTATION = f"{GROUP}/requested-test-scale"
 GROUP_NODES_ANNOTATION = f"{GROUP}/group-nodes"
@@ -399,6 +402,46 @@ def _iterations(workflow: Obj, count: int, terminal: bool, now: datetime | None)
     return tuple(sorted(found, key=lambda it: it.number))
 
 
+def _is_diagnose(workflow: Obj) -> bool:
+    return bool(_map(_map(workflow.get("spec")).get("orchestration")).get("diagnose") is not None)
+
+
+def _diagnosis(workflow: Obj, entries: Sequence[Mapping[str, Any]]) -> DiagnosisVerdict | None:
+    """The diagnose block of a Workflow's status as a verdict (None outside diagnose)."""
+    orch = _map(_status(workflow).get("orchestration"))
+    block = _map(orch.get("diagnose"))
+    if not _is_diagnose(workflow) or not block:
+        return None
+    history = [_map(h) for h in _list(orch.get("iterationHistory"))]
+    recorded = {_int(h.get("iteration")) for h in history}
+    jobs = sum(1 for h in history for g in _list(h.get("groups")) if _map(g).get("jobName"))
+    current = _int(orch.get("currentIteration")) or 1
+    if current not in recorded:
+        jobs += sum(1 for g in _list(orch.get("groups")) if _map(_map(g).get("jobRef")).get("name"))
+    confirmed = _dedupe_failed(entries)
+    blamed = {node.name for node in confirmed}
+    faults = tuple(
+        InfrastructureFaultVerdict(
+            tuple(str(n) for n in _list(_map(f).get("groupA"))),
+            tuple(str(n) for n in _list(_map(f).get("groupB"))),
+            str(_map(f).get("stage") or ""),
+        )
+        for f in _list(block.get("infrastructureFaults"))
+    )
+    stage = str(block.get("stage") or "")
+    suspects = sorted({str(n) for n in _list(block.get("suspectNodes"))} - blamed)
+    return DiagnosisVerdict(
+        stage=stage,
+        rounds=_int(block.get("round")) or current,
+        jobs=jobs,
+        confirmed=confirmed,
+        infrastructure_faults=faults,
+        unresolved=tuple(suspects) if stage == "complete" else (),
+        healthy_nodes=len(_list(block.get("healthyNodes"))),
+        planner=str(_annotations(workflow).get(PLANNER_ANNOTATION) or "adaptive"),
+    )
+
+
 def _category(
     domain: str,
     variant: str,
@@ -495,7 +538,10 @@ def _category(
         end_marks = [rfc3339(now)] if now is not None else []
     runtime = _span(starts or [_map(workflow.get("metadata")).get("creationTimestamp")], end_marks)
 
-    all_rows = [row for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for row in _bandwidth_rows(bm)]
+    # A diagnose run's measurements are evidence of single nodes and sub-groups, not the
+    # category's bandwidth: the Diagnosis section reports them, no peak table does.
+    all_rows = [] if _is_diagnose(workflow) else [
+        row for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for row in _bandwidth_rows(bm)]
     peak = _peak(all_rows)
     transport = tuple(
         sorted({str(t) for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for t in _list(_status(bm).get("transport"))})
@@ -512,6 +558,7 @@ def _category(
     if status == "Failed" and measures_bandwidth and not orch_spec.get("diagnose") and silent_group:
         next_step = NEXT_STEP_DIAGNOSE
     exercised = len({n for g in groups for n in g.nodes}) if unpinned else 0
+    diagnosis = _diagnosis(workflow, entries)
     return CategoryVerdict(
         domain=domain,
         variant=variant,
@@ -525,7 +572,7 @@ def _category(
         test_scale="" if unpinned else _infer_scale(workflow),
         placement="Unpinned" if unpinned else "",
         nodes_per_job=nodes_per_job,
-        jobs=len(jobs) if jobs else _int(orch.get("totalGroups")),
+        jobs=diagnosis.jobs if diagnosis is not None else (len(jobs) if jobs else _int(orch.get("totalGroups"))),
         target_nodes=_int(orch.get("totalNodes")) if unpinned else 0,
         exercised_nodes=exercised,
         mnnvl=mnnvl,
@@ -536,6 +583,7 @@ def _category(
         training=_training(measurements),
         env_names=env_names,
         next_step=next_step,
+        diagnosis=diagnosis,
     )
 
 
@@ -714,8 +762,10 @@ def certification_verdict(
         failed_entries.extend(_list(row.get("failedNodeDetails")))
         failed_entries.extend({"name": n} for n in _list(row.get("failedNodes")))
         failed_entries.extend(entries)
-        for job in wf_jobs:
-            failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
+        if workflow is None or not _is_diagnose(workflow):
+            # Under diagnose a failed Job is evidence, not blame: only the confirmed nodes count.
+            for job in wf_jobs:
+                failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
 
     status = lifecycle(certification)
     platform, gpu, total, excluded, exclusion_reason = _header(used)

@@ -7,6 +7,10 @@ them to ``status.orchestration`` -> workflow-scoped dependencies -> poll Running
 next iteration or the final verdict -> otherwise launch Pending groups under
 ``execution.maxConcurrent`` and never two Running groups on one node.
 
+Under ``testScale: diagnose`` an iteration is one planner round: when its groups are terminal
+:mod:`.diagnose` replays the planner over the recorded rounds and starts the next round or
+writes the diagnosis; a failed group's nodes are evidence there, not blame.
+
 State lives in ``status`` only: the Job names are deterministic and creation adopts what
 already exists, so a restarted controller continues where the API server says it was.
 """
@@ -45,6 +49,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, referenced_by
+from .diagnose import DiagnoseRounds, is_diagnose
 from .job import JobReconciler
 from .pods import bound_nodes, job_pods, live_pods
 
@@ -74,6 +79,13 @@ def _iterations(wf: Mapping[str, Any]) -> int:
     return max(1, int(_orchestration(wf).get("iterations") or 1))
 
 
+def _progress(wf: Mapping[str, Any], iteration: int) -> str:
+    """``Iteration i/n``, or ``Diagnose round i`` for a diagnose run (its round count is open)."""
+    if is_diagnose(wf):
+        return f"Diagnose round {iteration}"
+    return f"Iteration {iteration}/{_iterations(wf)}"
+
+
 def _has_thresholds(wf: Mapping[str, Any]) -> bool:
     spec = ((wf.get("spec") or {}).get("jobTemplate") or {}).get("spec") or {}
     validation = ((wf.get("spec") or {}).get("validation") or {}).get("performance") or {}
@@ -86,6 +98,7 @@ class WorkflowReconciler:
     def __init__(self, ctx: Context, jobs: JobReconciler) -> None:
         self.ctx = ctx
         self.jobs = jobs
+        self.diagnose = DiagnoseRounds(self)
 
     # ------------------------------------------------------------------ entry
 
@@ -277,13 +290,22 @@ class WorkflowReconciler:
                 return Result() if cond.is_terminal(status) else Result(1.0)
             launched += 1
         running_count = sum(1 for g in groups if g.get("phase") == "Running")
-        message = f"Iteration {iteration}/{_iterations(wf)}: {running_count} groups running"
+        message = f"{_progress(wf, iteration)}: {running_count} groups running"
         status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "JobCreated", message, ctx.clock.stamp()))
         return Result(ctx.settings.step_interval if launched else ctx.settings.poll_interval)
 
     def _launch(self, wf: dict[str, Any], status: dict[str, Any], plan: Any, group: dict[str, Any], iteration: int) -> str | None:
         ctx = self.ctx
-        planned = compiler.planned_group(group)
+        if is_diagnose(wf):
+            try:
+                loopback, no_nvl = self.diagnose.group_flags(wf, status, str(group["name"]))
+            except (compiler.CompileError, ValueError) as exc:
+                message = f"Cannot continue the diagnosis: {exc}"
+                status.update(cond.set_lifecycle(status, cond.FAILED, "DiagnoseFailed", message, ctx.clock.stamp()))
+                return message
+            planned = compiler.planned_group(group, loopback=loopback, no_nvl=no_nvl)
+        else:
+            planned = compiler.planned_group(group)
         try:
             manifest = compiler.expand_job(wf, plan, planned, iteration)
         except compiler.CompileError as exc:
@@ -360,10 +382,10 @@ class WorkflowReconciler:
         running = sum(1 for g in groups if g.get("phase") == "Running")
         now = ctx.clock.stamp()
         if blocked_note:
-            message = f"Iteration {iteration}/{_iterations(wf)}: {running} groups running{blocked_note}"
+            message = f"{_progress(wf, iteration)}: {running} groups running{blocked_note}"
             status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "JobSchedulingBlocked", message, now))
         elif not cond.is_terminal(status):
-            message = f"Iteration {iteration}/{_iterations(wf)}: {running} groups running"
+            message = f"{_progress(wf, iteration)}: {running} groups running"
             status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "JobRunning", message, now))
         finished = sum(1 for g in groups if g.get("phase") != "Running") > before
         if finished or running == 0:
@@ -415,7 +437,8 @@ class WorkflowReconciler:
         if failed and job is not None and not self._drained(job):
             return False
         failed_nodes = list(((job or {}).get("status") or {}).get("failedNodes") or [])
-        if failed_nodes:
+        # Under diagnose a failed group is evidence, not blame: only confirmed nodes are recorded.
+        if failed_nodes and not is_diagnose(wf):
             self._merge_node_results(wf, status, succeeded=(), failed=failed_nodes)
         execution = _execution(wf)
         retries = int(group.get("retries") or 0)
@@ -506,17 +529,16 @@ class WorkflowReconciler:
         iteration = int(orchestration.get("currentIteration") or 1)
         total = _iterations(wf)
         now = ctx.clock.stamp()
+        if is_diagnose(wf):
+            self.diagnose.round_complete(wf, status)
+            return Result() if cond.is_terminal(status) else Result(ctx.settings.step_interval)
         if iteration < total:
             history = list(orchestration.get("iterationHistory") or [])
             if all(int(h.get("iteration") or 0) != iteration for h in history):
                 history.append({"iteration": iteration, "groups": [self._record(g) for g in groups]})
             orchestration["iterationHistory"] = history
+            self.retire_jobs(wf, status, groups)
             for group in groups:
-                ref = group.get("jobRef") or {}
-                job = ctx.live(JOBS, str(ref.get("name") or ""), namespace_of(wf)) if ref.get("name") else None
-                if job is not None:
-                    ctx.kube.delete(JOBS, name_of(job), namespace_of(job), uid=uid_of(job))
-                    self._clean_job_dependencies(status, job)
                 group["phase"] = "Pending"
                 for key in ("jobRef", "startTime", "completionTime", "retries"):
                     group.pop(key, None)
@@ -528,6 +550,26 @@ class WorkflowReconciler:
             status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "IterationCompleted", message, now))
             return Result(ctx.settings.step_interval)
         return self._final(wf, status, groups, total)
+
+    def retire_jobs(self, wf: Mapping[str, Any], status: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+        """Delete the Jobs (and their job-scoped dependencies) of a finished iteration's groups."""
+        ctx = self.ctx
+        for group in groups:
+            ref = group.get("jobRef") or {}
+            job = ctx.live(JOBS, str(ref.get("name") or ""), namespace_of(wf)) if ref.get("name") else None
+            if job is not None:
+                ctx.kube.delete(JOBS, name_of(job), namespace_of(job), uid=uid_of(job))
+                self._clean_job_dependencies(status, job)
+
+    def record(self, group: Mapping[str, Any]) -> dict[str, Any]:
+        """A finished group as ``iterationHistory`` keeps it."""
+        return self._record(group)
+
+    def merge_node_results(
+        self, wf: Mapping[str, Any], status: dict[str, Any], *, succeeded: Any, failed: list[Mapping[str, Any]]
+    ) -> None:
+        """Add to the Workflow's succeeded/failed node ConfigMaps."""
+        self._merge_node_results(wf, status, succeeded=succeeded, failed=failed)
 
     @staticmethod
     def _record(group: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes``,
 ``categories[]`` (with ``failedGroups[].failureLog``, ``bandwidth[]``, ``transport[]``,
-``groupBandwidth[]``, ``iterations[]``), ``failedNodes`` (names, ``[]`` when none),
+``groupBandwidth[]``, ``iterations[]``, ``diagnosis`` for ``testScale: diagnose``), ``failedNodes`` (names, ``[]`` when none),
 ``failedNodeDetails`` (each node with its reason and message) and ``result``. Optional fields
 are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes it with
 2-space indentation.
@@ -18,6 +18,7 @@ from ..judge.model import (
     BandwidthPoint,
     CategoryVerdict,
     CertificationVerdict,
+    DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
 )
@@ -84,6 +85,24 @@ def _group_bandwidth(group: GroupVerdict) -> dict[str, Any]:
     return out
 
 
+def _diagnosis(diagnosis: DiagnosisVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "stage": diagnosis.stage,
+        "rounds": diagnosis.rounds,
+        "jobs": diagnosis.jobs,
+        "healthyNodes": diagnosis.healthy_nodes,
+        "confirmedNodes": [{"name": n.name, "reason": n.reason, "message": n.message} for n in diagnosis.confirmed],
+        "infrastructureFaults": [
+            {"groupA": list(f.side_a), "groupB": list(f.side_b), "stage": f.stage} for f in diagnosis.infrastructure_faults
+        ],
+    }
+    if diagnosis.unresolved:
+        out["unresolvedNodes"] = list(diagnosis.unresolved)
+    if diagnosis.planner:
+        out["planner"] = diagnosis.planner
+    return out
+
+
 def _category(category: CategoryVerdict) -> dict[str, Any]:
     out: dict[str, Any] = {"domain": category.domain, "variant": category.variant, "status": category.status}
     optional: list[tuple[str, Any]] = [
@@ -118,6 +137,7 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
             else [],
         ),
         ("nextStep", category.next_step),
+        ("diagnosis", _diagnosis(category.diagnosis) if category.diagnosis is not None else {}),
         ("envNames", list(category.env_names)),
     ]
     for key, value in optional:

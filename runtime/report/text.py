@@ -1,7 +1,9 @@
 """The human report: NVCRE's 66-column boxed layout, rendered from the verdict model.
 
 A banner with the title, the header (name, platform, GPU, nodes, excluded nodes), one card per
-category and a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
+category (with a Diagnosis section for `testScale: diagnose`: rounds, jobs, confirmed nodes with
+their reasons, infrastructure faults, unresolved nodes)
+and a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
 content that would not fit is cut with ``...`` or, for blocked messages, hints and log tails,
 hard-wrapped. Failure-log tails are sanitised (no control or bidi characters reach the
 terminal) and limited to the last 4 KiB and 20 rendered lines; the JSON report keeps the raw text.
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from ..judge.model import (
     CategoryVerdict,
     CertificationVerdict,
+    DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
 )
@@ -132,6 +135,27 @@ def _failed_groups(card: _Card, category: CategoryVerdict) -> None:
             _failure_log(card, group.failure_log)
 
 
+def _sides(nodes: Sequence[str]) -> str:
+    return ", ".join(sanitize(n) for n in nodes) or "-"
+
+
+def _diagnosis(card: _Card, diagnosis: DiagnosisVerdict) -> None:
+    card.blank()
+    state = "complete" if diagnosis.complete else f"in progress ({sanitize(diagnosis.stage)})"
+    card.add(f"Diagnosis: {state}")
+    card.add(f"    {diagnosis.rounds} rounds, {diagnosis.jobs} jobs, {diagnosis.healthy_nodes} nodes healthy")
+    if diagnosis.confirmed:
+        card.add("    Confirmed faulty nodes:")
+        for node in diagnosis.confirmed:
+            card.add(f"      {MARK_FAIL}  {sanitize(node.name)}: {sanitize(node.reason or 'unknown')}")
+    if diagnosis.infrastructure_faults:
+        card.add("    Infrastructure faults (no node blamed):")
+        for fault in diagnosis.infrastructure_faults:
+            card.wrapped(f"      {MARK_FAIL}  link", f"{_sides(fault.side_a)} <-> {_sides(fault.side_b)}", indent=16)
+    if diagnosis.unresolved:
+        card.wrapped("    Unresolved:", ", ".join(diagnosis.unresolved), indent=18, words=True)
+
+
 def _iterations(card: _Card, category: CategoryVerdict) -> None:
     if len(category.iterations) <= 1:
         return
@@ -239,7 +263,10 @@ def _category_card(category: CategoryVerdict) -> list[str]:
                 card.add("Placement: Unpinned")
         if category.mnnvl:
             card.add(f"MNNVL:     {category.mnnvl}")
-    _failed_groups(card, category)
+    if category.diagnosis is not None:
+        _diagnosis(card, category.diagnosis)
+    else:
+        _failed_groups(card, category)
     if category.next_step:
         card.blank()
         card.wrapped("Next step:", category.next_step, words=True)

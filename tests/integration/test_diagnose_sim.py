@@ -1,0 +1,137 @@
+"""``testScale: diagnose`` end to end on the simulated GPU cluster, with the adaptive planner.
+
+Four h100 nodes and an NCCL all-reduce with a bus-bandwidth threshold. One slow node ends Failed
+naming exactly that node (``ThresholdViolation``); a healthy set passes; a bad link between two
+nodes is reported as an infrastructure fault and blames neither end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from integration_helpers import eventually
+from test_runtime_sim import FAST, certification, lifecycle_of, node_results, wait_terminal
+
+from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.kube.client import ApiServerClient
+from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
+
+pytestmark = pytest.mark.integration
+
+# the simulated nodes have no RDMA NICs: NCCL runs over sockets at about 11 GB/s, a slow link or
+# a bad path at a tenth of that
+THRESHOLD = {"busBandwidthGBps": "value >= 5"}
+
+
+@pytest.fixture
+def kube(simcluster) -> Iterator[ApiServerClient]:
+    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def controller(kube, sim_namespace) -> Iterator[Controller]:
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                              leader_elect=False, settings=FAST)
+    ctl = Controller(kube, config).start()
+    try:
+        yield ctl
+    finally:
+        ctl.stop()
+
+
+def _diagnose(kube, namespace: str, name: str, nodes: list[str]) -> dict[str, Any]:
+    kube.create(certification(namespace, name, nodes, [{
+        "domain": "communication", "variant": "nccl-all-reduce",
+        "options": {"testScale": "diagnose", "thresholds": THRESHOLD, "timeoutPerJob": "2m"},
+    }]))
+    wait_terminal(kube, CERTIFICATIONS, name, namespace, timeout=300)
+    cert = kube.get(CERTIFICATIONS, name, namespace)
+    (category,) = cert["status"]["categoryStatuses"]
+    return kube.get(WORKFLOWS, category["workflowRef"]["name"], namespace)
+
+
+def test_a_slow_node_is_confirmed_and_named_alone(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-slow")
+    simcluster.set_fault(nodes[2], "slow-link")
+    wf = _diagnose(kube, sim_namespace, "slow", nodes)
+    life, reason, message = lifecycle_of(kube, WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+    assert (life, reason) == ("Failed", "IterationsFailed")
+    assert message.startswith("Diagnosis complete: 1 faulty nodes confirmed")
+    succeeded, failed = node_results(kube, wf)
+    assert [(f["name"], f["reason"]) for f in failed] == [(nodes[2], "ThresholdViolation")]
+    assert succeeded == sorted(set(nodes) - {nodes[2]})
+    diagnose = wf["status"]["orchestration"]["diagnose"]
+    assert diagnose["stage"] == "complete" and diagnose["round"] == 2
+    assert diagnose["suspectNodes"] == [nodes[2]]
+    assert not diagnose.get("infrastructureFaults")
+
+
+def test_a_healthy_set_passes_both_screens(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-ok")
+    wf = _diagnose(kube, sim_namespace, "healthy", nodes)
+    life, reason, message = lifecycle_of(kube, WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+    assert (life, reason, message) == ("Succeeded", "JobCompleted", "All nodes and paths passed, no faults detected")
+    succeeded, failed = node_results(kube, wf)
+    assert (succeeded, failed) == (sorted(nodes), [])
+    history = wf["status"]["orchestration"]["iterationHistory"]
+    assert [len(h["groups"]) for h in history] == [4, 1]
+
+
+def test_a_bad_link_is_an_infrastructure_fault_not_a_node(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-link")
+    ends = sorted(nodes)[:2]
+    simcluster.set_fault(ends[0], f"bad-link:{ends[1]}")
+    wf = _diagnose(kube, sim_namespace, "link", nodes)
+    life, reason, message = lifecycle_of(kube, WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+    assert (life, reason) == ("Failed", "IterationsFailed")
+    assert message == "Diagnosis complete: 1 infrastructure faults detected"
+    succeeded, failed = node_results(kube, wf)
+    assert failed == [] and succeeded == sorted(nodes)
+    faults = wf["status"]["orchestration"]["diagnose"]["infrastructureFaults"]
+    assert [(f["groupA"], f["groupB"]) for f in faults] == [([ends[0]], [ends[1]])]
+
+
+def test_a_controller_restarted_mid_diagnosis_replays_the_rounds_and_continues(simcluster, sim_namespace, kube):
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-again")
+    ends = sorted(nodes)[:2]
+    simcluster.set_fault(ends[0], f"bad-link:{ends[1]}")
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                              leader_elect=False, settings=FAST)
+    first = Controller(kube, config).start()
+    try:
+        kube.create(certification(sim_namespace, "again", nodes, [{
+            "domain": "communication", "variant": "nccl-all-reduce",
+            "options": {"testScale": "diagnose", "thresholds": THRESHOLD, "timeoutPerJob": "2m"},
+        }]))
+
+        def third_round() -> bool:
+            for wf in kube.list(WORKFLOWS, sim_namespace).items:
+                if int(((wf.get("status") or {}).get("orchestration") or {}).get("currentIteration") or 0) >= 3:
+                    return True
+            return False
+
+        eventually(third_round, timeout=120, what="the third diagnose round")
+    finally:
+        first.stop()
+    second = Controller(kube, config).start()
+    try:
+        wait_terminal(kube, CERTIFICATIONS, "again", sim_namespace, timeout=300)
+    finally:
+        second.stop()
+    (wf,) = kube.list(WORKFLOWS, sim_namespace).items
+    life, reason, message = lifecycle_of(kube, WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+    assert (life, reason, message) == ("Failed", "IterationsFailed", "Diagnosis complete: 1 infrastructure faults detected")
+    history = wf["status"]["orchestration"]["iterationHistory"]
+    assert [h["iteration"] for h in history] == list(range(1, len(history) + 1))
+    assert [g["name"] for g in history[0]["groups"]] == [f"local-{i}" for i in range(4)]
+    assert [g["name"] for g in history[1]["groups"]] == ["path-0"]
+    _, failed = node_results(kube, wf)
+    assert failed == []
+    faults = wf["status"]["orchestration"]["diagnose"]["infrastructureFaults"]
+    assert [(f["groupA"], f["groupB"]) for f in faults] == [([ends[0]], [ends[1]])]
