@@ -93,7 +93,7 @@ def _usage(state: Dict[str, object]) -> None:
 
     nodes = list(state.get("nodes") or [])  # type: ignore[call-overload]
     example = nodes[-1] if nodes else "NODE"
-    others = ", ".join(kind for kind in FAULT_KINDS if kind != "slow-link")
+    others = ", ".join("bad-link:PEER" if kind == "bad-link" else kind for kind in FAULT_KINDS if kind != "slow-link")
     typer.echo(
         "# the simulated GPU cluster is up:\n"
         f"#   eval \"$(nvcrectl dev env)\"        # or the export line above\n"
