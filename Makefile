@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-offline controlplane test test-fast lint typecheck golden-update clean
+.PHONY: setup demo demo-offline controlplane test test-fast lint typecheck golden-update snapshots clean
 
 # What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
 LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
@@ -48,8 +48,15 @@ typecheck: setup
 	for d in compiler runtime cli testing catalog platforms; do ln -s ../../../$$d $(MYPY_TREE)/nvcre/$$d; done
 	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy
 
-golden-update: setup
+golden-update: setup snapshots
 	$(BIN)/python -m pytest tests/test_golden_render.py tests/test_golden_workloadrun.py tests/test_golden_platforms.py --update-golden
+
+# After editing catalog/, platforms/ or the CRDs: rebuild the data the render ships pre-parsed
+# (the render stays correct without it, only slower; staleness tests say when it is due).
+snapshots: setup
+	$(BIN)/python -m nvcre.compiler.cel_tables --write
+	$(BIN)/python -m nvcre.compiler.yaml_snapshot --write
+	$(BIN)/python -m nvcre.compiler.template_snapshot --write
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,18 +1,20 @@
 """CEL for the compiler: one shared cel-python environment, compiled programs cached by text.
 
 Overlay conditions and the API's validation rules both evaluate here, against plain Python
-data. Building cel-python's parser means Lark computing LALR tables for the CEL grammar
-(about a quarter of a second), so the process builds it once, and keeps the tables on disk
-between processes: ``$XDG_CACHE_HOME/nvcre/cel/`` (``~/.cache`` when unset), one file per
-cel-python and Lark version. ``NVCRE_NO_CACHE=1`` turns the disk cache off; a cache
-directory that other users could write to is never used. Programs are compiled once per
-expression text. A CEL error is raised as ``CELError`` with the expression in the message.
+data. Building cel-python's parser means Lark computing LALR tables for the CEL grammar, so
+the process builds it once, from the tables shipped with the package (``cel_tables``: plain
+JSON data, checked against the installed grammar and Lark version). When they are missing or
+do not match, the parser is built from the grammar, and the tables are kept on disk between
+processes: ``$XDG_CACHE_HOME/nvcre/cel/`` (``~/.cache`` when unset), one file per cel-python
+and Lark version. ``NVCRE_NO_CACHE=1`` turns that disk cache off (the shipped tables are data,
+like the catalog, and stay in use); a cache directory that other users could write to is never
+used. Programs are compiled once per expression text. A CEL error is raised as ``CELError``
+with the expression in the message.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +23,9 @@ from typing import Any, Callable, Mapping
 import celpy
 from celpy import celtypes
 
-__all__ = ["CELError", "environment", "program", "evaluate_bool", "to_cel", "cache_file"]
+from . import cel_tables
+
+__all__ = ["CELError", "SHIPPED_TABLES", "environment", "program", "evaluate_bool", "to_cel", "cache_file"]
 
 
 class CELError(ValueError):
@@ -46,36 +50,30 @@ def cache_file() -> Path | None:
     return base / f"lark-{version('lark')}-cel-python-{version('cel-python')}.tables"
 
 
+#: The shipped parser tables; None makes the process build the parser from the grammar.
+SHIPPED_TABLES: Path | None = cel_tables.TABLES_FILE
+
+
 def _install_parser() -> None:
-    """Give cel-python its LALR parser, from the disk cache when there is one.
+    """Give cel-python its LALR parser: the shipped tables, else the disk cache, else a build.
 
     cel-python keeps one parser for the process in ``CELParser.CEL_PARSER`` and builds it on
-    the first ``Environment()``; built here first, with the same options plus Lark's cache,
-    it is read back in milliseconds on later runs.
+    the first ``Environment()``; installed here first, with the same options, it is read from
+    data in milliseconds instead.
     """
     from celpy.celparser import CELParser
 
     if CELParser.CEL_PARSER is not None:
         return
+    if SHIPPED_TABLES is not None:
+        parser = cel_tables.load_parser(SHIPPED_TABLES)
+        if parser is not None:
+            CELParser.CEL_PARSER = parser
+            return
     path = cache_file()
     if path is None:
         return  # cel-python builds it the usual way
-    from lark import Lark
-
-    grammar = (Path(celpy.__file__).parent / "cel.lark").read_text(encoding="utf-8")
-    CELParser.CEL_PARSER = Lark(
-        grammar,
-        parser="lalr",
-        start="expr",
-        debug=True,
-        g_regex_flags=re.M,
-        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-        propagate_positions=True,
-        maybe_placeholders=False,
-        priority="invert",
-        tree_class=celpy.InterpretedRunner.tree_node_class,
-        cache=str(path),
-    )
+    CELParser.CEL_PARSER = cel_tables.build_parser(cache=str(path))
 
 
 @lru_cache(maxsize=1)

@@ -14,8 +14,9 @@ Inputs are never modified; the result shares no mutable structure with either in
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from .datacopy import plain_copy
 
 __all__ = ["merge", "identity"]
 
@@ -40,7 +41,7 @@ def _mergeable(items: list[Any]) -> bool:
 def merge(base: Any, patch: Any) -> Any:
     """Return ``base`` with ``patch`` merged in, following the rules in the module docstring."""
     if isinstance(base, dict) and isinstance(patch, dict):
-        out = {key: copy.deepcopy(value) for key, value in base.items()}
+        out = {key: plain_copy(value) for key, value in base.items()}
         for key, value in patch.items():
             if value is None:
                 out.pop(key, None)
@@ -50,7 +51,7 @@ def merge(base: Any, patch: Any) -> Any:
                 out[key] = _strip_nulls(value)
         return out
     if isinstance(base, list) and isinstance(patch, list) and base and patch and _mergeable(base) and _mergeable(patch):
-        out_list = [copy.deepcopy(item) for item in base]
+        out_list = [plain_copy(item) for item in base]
         positions = {identity(item): index for index, item in enumerate(out_list)}
         for item in patch:
             key = identity(item)

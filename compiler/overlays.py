@@ -21,7 +21,7 @@ something the Workflow does not have is an error naming the overlay.
 
 from __future__ import annotations
 
-import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -33,6 +33,7 @@ import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import mpi_args
+from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, Diagnostic, error
 from .merge import merge
 from .yamlio import load_file
@@ -139,20 +140,81 @@ class OverlayConditionError(Exception):
         self.message = message
 
 
+#: condition key -> the condition's value. Conditions are pure functions of the facts they read,
+#: and the same few facts come back for every category and render. Starts over when full.
+_CONDITIONS: dict[tuple[Any, ...], bool] = {}
+_CONDITIONS_LIMIT = 8192
+_VARIABLES = ("platform", "gpuArchitecture", "entry", "launch", "sourceKind", "options")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: ``options`` and, when it is a field selection (not a method or macro call), the field
+_OPTIONS_USE = re.compile(r"\boptions\b(?:\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_]|\s*\())?")
+
+
+@cache
+def _condition_inputs(expression: str) -> tuple[tuple[str, ...], tuple[str, ...] | None]:
+    """The variables an expression can read, and the option fields it can read (None: any).
+
+    Only fields selected as ``options.<name>`` are narrowed to; any other use of ``options``
+    (indexing, a method or macro such as ``options.exists(...)``, passing it whole) makes every
+    field an input. Words inside string
+    literals only ever add inputs, never hide one.
+    """
+    names = set(_IDENTIFIER.findall(expression))
+    variables = tuple(name for name in _VARIABLES if name in names)
+    fields: set[str] = set()
+    for use in _OPTIONS_USE.finditer(expression):
+        if use.group(1) is None:
+            return variables, None
+        fields.add(use.group(1))
+    return variables, tuple(sorted(fields))
+
+
+def _cel_ready(value: Any) -> bool:
+    """Plain data CEL can take whole (64-bit integers): evaluating could not fail on converting it."""
+    if type(value) is int:
+        return -(2**63) <= value < 2**63
+    if type(value) is dict:
+        return all(_cel_ready(item) for item in value.values())
+    if type(value) is list or type(value) is tuple:
+        return all(_cel_ready(item) for item in value)
+    return True
+
+
+def _condition_key(expression: str, activation: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A memo key holding exactly what the expression can read, or None when the activation is
+    not plain data CEL takes whole (then every evaluation converts it, and may fail, as before)."""
+    if not is_plain(activation) or not _cel_ready(activation):
+        return None
+    variables, fields = _condition_inputs(expression)
+    read: list[Any] = []
+    for name in variables:
+        value = activation[name]
+        if name == "options" and fields is not None:
+            value = {field: value[field] for field in fields if field in value}
+        read.append((name, repr(value)))
+    return (expression, *read)
+
+
 def _cel_matches(expression: str, facts: MatchFacts) -> bool:
     from .cel import evaluate_bool
 
-    return evaluate_bool(
-        expression,
-        {
-            "platform": facts.platform,
-            "gpuArchitecture": facts.gpu_arch,
-            "entry": facts.entry,
-            "launch": facts.launch,
-            "sourceKind": facts.source_kind,
-            "options": dict(facts.options),
-        },
-    )
+    activation = {
+        "platform": facts.platform,
+        "gpuArchitecture": facts.gpu_arch,
+        "entry": facts.entry,
+        "launch": facts.launch,
+        "sourceKind": facts.source_kind,
+        "options": dict(facts.options),
+    }
+    key = _condition_key(expression, activation)
+    if key is not None and key in _CONDITIONS:
+        return _CONDITIONS[key]
+    result = evaluate_bool(expression, activation)  # an error is raised every time, never memoised
+    if key is not None:
+        if len(_CONDITIONS) >= _CONDITIONS_LIMIT:
+            _CONDITIONS.clear()
+        _CONDITIONS[key] = result
+    return result
 
 
 def matches(overlay: Overlay, facts: MatchFacts) -> bool:
@@ -317,7 +379,7 @@ def _op_container(workflow: dict, value: Mapping[str, Any]) -> dict:
 def _op_dependencies(workflow: dict, value: list) -> dict:
     spec = workflow.setdefault("spec", {})
     current = spec.get("dependencies") or []
-    spec["dependencies"] = merge(current, value) if current else copy.deepcopy(value)
+    spec["dependencies"] = merge(current, value) if current else plain_copy(value)
     return workflow
 
 

@@ -17,6 +17,9 @@ memoised by its template and values (when they are plain data), so rendering the
 another category, Certification or platform usually costs a copy of the parsed data. Callers
 always receive a private copy they may change.
 
+The code Jinja generates for the package's own templates ships with the package
+(``template_snapshot``), so a fresh process compiles that code instead of lexing, parsing and
+generating it again; a template that differs from the snapshot is generated as usual.
 Compiled templates are also kept on disk between processes, keyed by template name and a hash
 of its source: ``$XDG_CACHE_HOME/nvcre/templates/`` (``~/.cache`` when unset), one folder per
 Jinja version and environment. ``NVCRE_NO_CACHE=1`` turns that cache off, and a folder that
@@ -36,7 +39,9 @@ from typing import Any, Mapping
 from jinja2 import BytecodeCache, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, error
+from .template_snapshot import generated
 from .yamlio import load_documents
 
 __all__ = ["TemplateSet", "template_set", "plain_copy", "bytecode_cache_dir"]
@@ -122,31 +127,10 @@ def _remember(text: str, document: Any) -> None:
     _parsed_chars += len(text)
 
 
-def plain_copy(value: Any) -> Any:
-    """A deep copy of parsed YAML data (dicts, lists, immutable scalars), much cheaper than ``copy.deepcopy``."""
-    if type(value) is dict:
-        return {key: plain_copy(item) if type(item) in _CONTAINERS else item for key, item in value.items()}
-    if type(value) is list:
-        return [plain_copy(item) if type(item) in _CONTAINERS else item for item in value]
-    return value
-
-
-_CONTAINERS = (dict, list)
 _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 #: the render memo starts over past this many renders or characters (keys and texts together)
 _RENDERED_LIMIT = 4096
 _RENDERED_CHARS_LIMIT = 16 << 20
-
-
-def _plain(value: Any) -> bool:
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return True
-    if kind is dict:
-        return all(type(key) in _PLAIN_SCALARS and _plain(item) for key, item in value.items())
-    if kind is list or kind is tuple:
-        return all(_plain(item) for item in value)
-    return False
 
 
 def _values_key(name: str, values: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -156,9 +140,24 @@ def _values_key(name: str, values: Mapping[str, Any]) -> tuple[str, str] | None:
     for plain data ``repr`` tells apart everything a template could (types, order, ``1`` from
     ``True`` from ``"1"``, lists from tuples). Anything else, whose ``repr`` might not, is not memoised.
     """
-    if type(values) is not dict or not _plain(values):
+    if type(values) is not dict or not is_plain(values):
         return None
     return name, repr(values)
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    """The sandboxed environment, taking a template's generated code from the shipped snapshot."""
+
+    def __init__(self, kind: str, **options: Any):
+        super().__init__(**options)
+        self.snapshot_kind = kind
+
+    def compile(self, source: Any, name: str | None = None, filename: str | None = None, raw: bool = False, defer_init: bool = False) -> Any:
+        if isinstance(source, str) and name is not None and not raw and not defer_init:
+            code = generated(self.snapshot_kind, name, source)
+            if code is not None:
+                return self._compile(code, filename or "<template>")
+        return super().compile(source, name, filename, raw=raw, defer_init=defer_init)  # type: ignore[call-overload]
 
 
 class TemplateSet:
@@ -169,8 +168,8 @@ class TemplateSet:
         loader = FileSystemLoader([str(root) for root in self.roots])
         common = dict(loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                       auto_reload=False, cache_size=-1)
-        self.yaml_env = ImmutableSandboxedEnvironment(finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
-        self.script_env = ImmutableSandboxedEnvironment(finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common)
+        self.yaml_env = _Environment("yaml", finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
+        self.script_env = _Environment("script", finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common)
         for env in (self.yaml_env, self.script_env):
             env.filters["env_list"] = _env_list
             env.filters["mpi_pairs"] = _mpi_pairs

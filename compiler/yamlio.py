@@ -26,6 +26,7 @@ from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .diagnostics import CompileError, Diagnostic, PathPart, error, format_path
+from .yaml_snapshot import lookup as lookup_snapshot
 
 __all__ = [
     "Limits",
@@ -196,7 +197,10 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _parse(text: str, source: str, version: tuple[int, int] | None) -> list[Any]:
+def _parse(text: str, source: str, version: tuple[int, int] | None, snapshot: bool = True) -> list[Any]:
+    known = lookup_snapshot(text, version) if snapshot else None
+    if known is not None:
+        return known  # one of the package's own files, parsed when the package was built
     try:
         return [doc for doc in make_loader(version).load_all(text) if doc is not None]
     except MarkedYAMLError as exc:
@@ -212,15 +216,22 @@ def _parse(text: str, source: str, version: tuple[int, int] | None) -> list[Any]
 
 
 def load_documents(
-    text: str, source: str = "<input>", *, limits: Limits = INTERNAL_LIMITS, version: tuple[int, int] | None = (1, 1)
+    text: str,
+    source: str = "<input>",
+    *,
+    limits: Limits = INTERNAL_LIMITS,
+    version: tuple[int, int] | None = (1, 1),
+    snapshot: bool = True,
 ) -> list[Any]:
     """Parse a (multi-document) YAML stream within ``limits``; empty documents are dropped.
 
     A problem in the data is reported at its field path; in a stream of several documents
-    the path starts with the document's index (``[1].spec.x``).
+    the path starts with the document's index (``[1].spec.x``). A text the package ships
+    is read from its parsed snapshot (``yaml_snapshot``) unless ``snapshot`` is False; the
+    documents and the checks on them are the same either way.
     """
     check_size(text, source, limits)
-    docs = _parse(text, source, version)
+    docs = _parse(text, source, version, snapshot)
     problems: list[Diagnostic] = []
     for index, doc in enumerate(docs):
         prefix: tuple[PathPart, ...] = (index,) if len(docs) > 1 else ()

@@ -1,4 +1,5 @@
-"""The CEL parser is built once per process and its tables are kept on disk, safely and optionally."""
+"""The CEL parser is built once per process: from the shipped tables, else from the grammar with
+its tables kept on disk, safely and optionally."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from nvcre.compiler import cel
 REPO = Path(__file__).resolve().parent.parent
 
 _PROBE = (
+    "import os; "
+    "from nvcre.compiler import cel; "
+    "cel.SHIPPED_TABLES = None if os.environ.get('PROBE_NO_SHIPPED') else cel.SHIPPED_TABLES; "
     "from nvcre.compiler.api.validate import validate; "
     "from nvcre.compiler.yamlio import load_file; "
-    "from nvcre.compiler import cel; "
     "(doc,) = load_file('examples/certification.yaml'); "
     "assert validate(doc) == []; "
     "assert cel.environment() is cel.environment(); "
@@ -30,8 +33,8 @@ def _probe(env: dict[str, str]) -> str:
     return result.stdout.strip()
 
 
-def test_the_tables_are_written_once_and_reused(tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NVCRE_NO_CACHE": ""}
+def test_without_shipped_tables_the_tables_are_written_once_and_reused(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NVCRE_NO_CACHE": "", "PROBE_NO_SHIPPED": "1"}
     first = _probe(env)
     tables = Path(first)
     assert tables.parent == tmp_path / "nvcre" / "cel" and tables.is_file()
@@ -42,9 +45,17 @@ def test_the_tables_are_written_once_and_reused(tmp_path: Path) -> None:
 
 
 def test_no_cache_turns_the_disk_cache_off(tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NVCRE_NO_CACHE": "1"}
-    assert _probe(env) == "None"
-    assert not (tmp_path / "nvcre").exists()
+    for shipped in ("", "1"):
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NVCRE_NO_CACHE": "1", "PROBE_NO_SHIPPED": shipped}
+        assert _probe(env) == "None"
+        assert not (tmp_path / "nvcre").exists()
+
+
+def test_with_the_shipped_tables_nothing_is_built_or_written(tmp_path: Path) -> None:
+    """The shipped tables are read as they are: no disk cache file appears even when allowed."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NVCRE_NO_CACHE": ""}
+    path = Path(_probe(env))
+    assert not path.exists()
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="needs POSIX file ownership")

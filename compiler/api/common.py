@@ -53,6 +53,7 @@ class ApiModel(BaseModel):
         serialize_by_alias=True,
         extra="forbid",
         strict=True,
+        defer_build=True,
     )
 
     #: CEL rules on this type's object node (copied into the CRD, evaluated offline).

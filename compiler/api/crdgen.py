@@ -15,21 +15,16 @@ from typing import Any
 
 from ..emit import dump_yaml
 from .common import GROUP, VERSION, ApiObject
+from .crdfiles import CRD_DIR, crd_file_name
 from .kinds import KINDS
 from .schemagen import model_schema, type_schema
 
 __all__ = ["CRD_DIR", "CATEGORY", "crd_file_name", "openapi_schema", "build_crd", "render_crds", "write_crds"]
 
-#: Directory holding the generated CRD files.
-CRD_DIR = Path(__file__).resolve().parent / "crds"
 #: ``kubectl get nvcre`` lists every kind of the API.
 CATEGORY = "nvcre"
 
 _AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-
-
-def crd_file_name(cls: type[ApiObject]) -> str:
-    return f"{cls.plural}.{GROUP}.yaml"
 
 
 def openapi_schema(cls: type[ApiObject]) -> dict[str, Any]:

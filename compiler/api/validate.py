@@ -32,7 +32,7 @@ from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
 from .cel_eval import RuleError, evaluate_rule
 from .cel_rules import MODEL_DECIDED_RULES
 from .common import ApiObject
-from .crdgen import CRD_DIR, crd_file_name
+from .crdfiles import CRD_DIR, crd_file_name
 from .dispatch import kind_of, load_model
 from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES

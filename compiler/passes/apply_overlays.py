@@ -8,9 +8,9 @@ the provenance, in order, with their one-line reasons.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 
+from ..datacopy import plain_copy
 from ..diagnostics import CompileError, Diagnostic, error
 from ..overlays import MatchFacts, OverlayConditionError, PatchError, apply_operation
 from ..templating import template_set
@@ -31,7 +31,7 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     )
     templates = template_set(str(ctx.catalog.root), str(ctx.overlays.root))
     values = template_values(unit, ctx)
-    workflow = copy.deepcopy(dict(unit.workflow or {}))
+    workflow = plain_copy(dict(unit.workflow or {}))
     owners: dict[str, str] = {}
     applied = []
     try:

@@ -8,10 +8,10 @@ unit untouched.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from typing import Any
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..unit import Context, Unit
 from ..workflow_paths import find_runtime, option_path, replicated_jobs
@@ -41,7 +41,7 @@ def inject_pull_secrets(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic
         return unit, problems
     if unit.workflow is None:
         return unit, []
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     runtime = find_runtime(workflow).runtime
     for job in replicated_jobs(runtime) if runtime is not None else []:
         pod_spec = job.pod_spec(create=True)

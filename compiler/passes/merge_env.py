@@ -19,10 +19,10 @@ No env leaves the unit untouched.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from typing import Any
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..mpi_args import NoForwardAnchor, set_forwarded
 from ..unit import Context, Unit
@@ -55,7 +55,7 @@ def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
             error("WorkflowMissing", where, f"{ctx.entry.key}: env is set but no Workflow was rendered to apply it to")
         ]
 
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     found = trainer(workflow)
     if found is None:
         return unit, [

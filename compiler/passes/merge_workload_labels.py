@@ -14,11 +14,11 @@ label keys and values; ``""`` is a real value. An empty result leaves the field 
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import replace
 from typing import Any
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..unit import Context, Unit
 from ..workflow_paths import ROOT, WORKLOAD_LABELS, dig, keyed, option_path
@@ -70,7 +70,7 @@ def merge_workload_labels(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnost
     if not merged and catalog is None:
         return unit, []
 
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     job_spec = dig(workflow, WORKLOAD_LABELS[:-2], create=True)
     if merged:
         metadata = job_spec.get("workloadMetadata")

@@ -10,9 +10,9 @@ set leaves the unit untouched.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic
 from ..unit import Context, Unit
 from ..workflow_paths import find_runtime, replicated_jobs, trainer
@@ -24,7 +24,7 @@ def override_image(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     image = unit.options.get("image")
     if not image or unit.workflow is None:
         return unit, []
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     spec = trainer(workflow)
     if spec is not None:
         spec.value["image"] = image

@@ -18,6 +18,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..unit import Context, GangSpec, Unit
 from ..workflow_paths import (
@@ -82,7 +83,7 @@ def rewrite_gang(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         return unit, []
     if unit.workflow is None:
         return unit, [error("WorkflowMissing", ROOT, "gangScheduler is configured but no Workflow was rendered")]
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     lookup = find_runtime(workflow)
     if lookup.runtime is None:
         return unit, [

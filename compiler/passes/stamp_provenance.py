@@ -12,10 +12,10 @@ printed by ``render --explain``; only facts and overlays travel with the manifes
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import replace
 
+from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic
 from ..unit import Context, Unit
 
@@ -30,7 +30,7 @@ def _compact(value: object) -> str:
 
 
 def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
-    workflow = copy.deepcopy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow))
     annotations = workflow.setdefault("metadata", {}).setdefault("annotations", {})
     overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
     annotations[OVERLAYS_ANNOTATION] = _compact(overlays)

@@ -1,0 +1,21 @@
+"""Where the committed CRD files live and what each one is named; nothing else, so reading an
+installed schema needs neither the CRD generator nor every model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .common import ApiObject
+
+__all__ = ["CRD_DIR", "crd_file_name"]
+
+#: Directory holding the generated CRD files.
+CRD_DIR = Path(__file__).resolve().parent / "crds"
+
+
+def crd_file_name(cls: type[ApiObject]) -> str:
+    from .common import GROUP
+
+    return f"{cls.plural}.{GROUP}.yaml"

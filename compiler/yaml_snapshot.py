@@ -1,0 +1,124 @@
+"""The project's own YAML files, shipped already parsed: a render reads JSON instead of YAML.
+
+Every render loads the catalog entries, the GPU defaults, the platform overlays and the CRD
+schemas: about a hundred YAML files that only change with the package. Their parsed documents
+are kept in ``yaml_snapshot.jsonl`` beside this module, one line per distinct file text: the
+SHA-256 of the YAML version and the text, a tab, and the documents as JSON. ``yamlio`` asks
+``lookup`` before parsing; a text that is not in the snapshot (a user's file, an edited
+overlay, a rendered template) is parsed as usual, so a stale snapshot costs time, never
+correctness. Only texts whose documents JSON keeps exactly (mappings with string keys, lists,
+strings, booleans, integers, finite numbers, null) are recorded.
+
+The snapshot is data built from data, like the catalog itself: ``python -m
+nvcre.compiler.yaml_snapshot --write`` rebuilds it, and a test fails when it is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SNAPSHOT_FILE", "text_key", "lookup", "build", "source_files"]
+
+#: The committed snapshot, beside this module (package data).
+SNAPSHOT_FILE = Path(__file__).resolve().parent / "yaml_snapshot.jsonl"
+_HEADER = "nvcre-yaml-snapshot 1"
+
+
+def text_key(text: str, version: tuple[int, int] | None) -> str:
+    """The snapshot key of a text read with a YAML version (None: the loader's default)."""
+    label = "default" if version is None else f"{version[0]}.{version[1]}"
+    return hashlib.sha256(f"{label}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _entries(path: Path) -> dict[str, str]:
+    """Key -> JSON text of the documents; empty when the file is missing or not a snapshot."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not lines or lines[0] != _HEADER:
+        return {}
+    out: dict[str, str] = {}
+    for line in lines[1:]:
+        key, tab, documents = line.partition("\t")
+        if tab:
+            out[key] = documents
+    return out
+
+
+def lookup(text: str, version: tuple[int, int] | None, path: Path | None = None) -> list[Any] | None:
+    """Fresh copies of the documents ``text`` parses to, when the snapshot holds it; else None."""
+    found = _entries(path or SNAPSHOT_FILE).get(text_key(text, version))
+    if found is None:
+        return None
+    try:
+        documents = json.loads(found)
+    except ValueError:
+        return None
+    return documents if isinstance(documents, list) else None
+
+
+def _json_exact(value: Any) -> bool:
+    """True when JSON gives ``value`` back with the same types (bool, int and float kept apart)."""
+    if value is None or type(value) in (bool, int, str):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_json_exact(item) for item in value)
+    if type(value) is dict:
+        return all(type(key) is str and _json_exact(item) for key, item in value.items())
+    return False
+
+
+def source_files() -> list[Path]:
+    """The package's own YAML files a render reads: catalog, platform overlays, CRDs."""
+    import nvcre.catalog
+    import nvcre.platforms
+
+    roots = [Path(nvcre.catalog.__file__).parent, Path(nvcre.platforms.__file__).parent, Path(__file__).resolve().parent / "api" / "crds"]
+    return sorted({path for root in roots for path in root.rglob("*.yaml")})
+
+
+def build(files: list[Path] | None = None) -> str:
+    """The snapshot text for ``files`` (default: ``source_files()``), parsed by the project's loader."""
+    from .diagnostics import CompileError
+    from .yamlio import INTERNAL_LIMITS, load_documents
+
+    entries: dict[str, str] = {}
+    for path in files if files is not None else source_files():
+        text = path.read_text(encoding="utf-8")
+        try:
+            documents = load_documents(text, str(path), limits=INTERNAL_LIMITS, snapshot=False)
+        except CompileError:
+            continue  # a broken file is reported by whoever reads it, from its own text
+        if _json_exact(documents):
+            entries[text_key(text, (1, 1))] = json.dumps(documents, separators=(",", ":"))
+    return "\n".join([_HEADER, *(f"{key}\t{entries[key]}" for key in sorted(entries))]) + "\n"
+
+
+def _main(argv: list[str]) -> int:
+    if argv not in (["--write"], ["--check"]):
+        print("usage: python -m nvcre.compiler.yaml_snapshot --write | --check", file=sys.stderr)
+        return 2
+    text = build()
+    if argv == ["--write"]:
+        SNAPSHOT_FILE.write_text(text, encoding="utf-8")
+        print(f"wrote {SNAPSHOT_FILE.name} ({text.count(chr(10)) - 1} texts, {len(text)} characters)")
+        return 0
+    current = SNAPSHOT_FILE.read_text(encoding="utf-8") if SNAPSHOT_FILE.exists() else ""
+    if current != text:
+        print(f"{SNAPSHOT_FILE.name} is stale: run python -m nvcre.compiler.yaml_snapshot --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
