@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import compile as compiler
+from .kube.accounting import RequestCounter
 from .kube.client import Kube
 from .kube.errors import ApiError, Conflict, NotFound
-from .kube.informers import Informer, Store, wait_all_synced
+from .kube.informers import Informer, Store, pod_node, wait_all_synced
 from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
 from .kube.resources import (
@@ -53,6 +54,10 @@ __all__ = ["TIERS", "Controller", "ControllerConfig"]
 log = logging.getLogger("nvcre.runtime.controller")
 
 TIERS = ("certification", "workloadrun", "workflow", "job", "bandwidth", "goodput")
+#: An owner (Workflow, Certification...) is woken this long after an event of an object it owns,
+#: so a burst of child events (250 Jobs changing state) costs one owner reconcile, not one each.
+#: Owners poll on their own every ``poll_interval``; a second is small next to that.
+OWNER_BATCH_SECONDS = 1.0
 _KIND_TIER = {"Certification": "certification", "WorkloadRun": "workloadrun", "Workflow": "workflow", "Job": "job"}
 _WATCHED: tuple[Resource, ...] = (
     CERTIFICATIONS,
@@ -113,6 +118,42 @@ def _node_view(node: Mapping[str, Any] | None) -> Any:
     )
 
 
+def _pod_view(pod: Mapping[str, Any]) -> Any:
+    """The parts of a Pod a Job reconcile reads: labels, node, deletion, status (not annotations)."""
+    meta = _meta(pod)
+    return (meta.get("labels"), (pod.get("spec") or {}).get("nodeName"), meta.get("deletionTimestamp"), pod.get("status"))
+
+
+_VOLATILE_META = ("resourceVersion", "managedFields")
+
+
+def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = {key: value for key, value in obj.items() if key != "status"}
+    out["metadata"] = {key: value for key, value in _meta(obj).items() if key not in _VOLATILE_META}
+    return out
+
+
+def _status_only_change(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """An update that changed nothing but the status (and the resourceVersion).
+
+    A Workflow's status is written only by its own reconciler, which always asks to come back
+    (``requeue_after``) unless the Workflow is finished; the event of that write would only
+    make it GET the Workflow again at once. Spec, label, finalizer and deletion changes still
+    queue it.
+    """
+    if event_type != "MODIFIED" or old is None:
+        return False
+    return _without_status(obj) == _without_status(old)
+
+
+def _owner_may_care(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether a Job event can change what its Workflow decides: anything but an update that
+    left the status and the deletion mark alone (a finalizer added, a label written)."""
+    if event_type != "MODIFIED" or old is None:
+        return True
+    return obj.get("status") != old.get("status") or _meta(obj).get("deletionTimestamp") != _meta(old).get("deletionTimestamp")
+
+
 class Controller:
     """See the module docstring."""
 
@@ -121,7 +162,18 @@ class Controller:
         self.config = config or ControllerConfig()
         self.informers: dict[str, Informer] = {}
         self.stores: dict[str, Store] = {}
-        self.queues: dict[str, WorkQueue[tuple[str, str]]] = {tier: WorkQueue() for tier in TIERS}
+        self.leading = threading.Event()
+        self.lost_leadership = threading.Event()
+        requests = getattr(kube, "requests", None)
+        self.metrics = ControllerMetrics(
+            self.stores,
+            self.leading.is_set,
+            requests=requests if isinstance(requests, RequestCounter) else None,
+            queue_stats=lambda: {tier: queue.stats() for tier, queue in self.queues.items()},
+        )
+        self.queues: dict[str, WorkQueue[tuple[str, str]]] = {
+            tier: WorkQueue(on_wait=self.metrics.queue_wait.labels(tier).observe) for tier in TIERS
+        }
         self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue)
         jobs = JobReconciler(self.ctx)
         measurements = MeasurementReconciler(self.ctx)
@@ -133,9 +185,6 @@ class Controller:
             "bandwidth": measurements.reconcile_bandwidth,
             "goodput": measurements.reconcile_goodput,
         }
-        self.leading = threading.Event()
-        self.lost_leadership = threading.Event()
-        self.metrics = ControllerMetrics(self.stores, self.leading.is_set)
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._endpoints: list[Endpoint] = []
@@ -153,18 +202,26 @@ class Controller:
     def _owner(self, obj: Mapping[str, Any]) -> None:
         for ref in _meta(obj).get("ownerReferences") or []:
             tier = _KIND_TIER.get(str(ref.get("kind")))
-            if tier and ref.get("controller"):
-                self.enqueue(tier, str(_meta(obj).get("namespace") or ""), str(ref.get("name")))
+            if tier and ref.get("controller") and ref.get("name"):
+                key = (str(_meta(obj).get("namespace") or ""), str(ref.get("name")))
+                self.queues[tier].add_after(key, OWNER_BATCH_SECONDS)
 
     def _on(self, tier: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
         def handler(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             meta = _meta(obj)
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-            self.enqueue(tier, namespace, name)
-            self._owner(obj)
+            if tier != "workflow" or not _status_only_change(event_type, obj, old):
+                self.enqueue(tier, namespace, name)
+            if tier != "job" or _owner_may_care(event_type, obj, old):
+                self._owner(obj)
             if tier == "job":
-                self.enqueue("bandwidth", namespace, f"{name}-bandwidth")
-                self.enqueue("goodput", namespace, f"{name}-goodput")
+                # A measurement that is not in the cache yet is queued by its own ADDED event;
+                # queueing it here as well would only make its reconciler confirm the miss
+                # with a live GET.
+                for measurement_tier, plural in (("bandwidth", BANDWIDTH_MEASUREMENTS.plural), ("goodput", GOODPUT_MEASUREMENTS.plural)):
+                    store = self.stores.get(plural)
+                    if store is not None and store.get(f"{name}-{measurement_tier}", namespace) is not None:
+                        self.enqueue(measurement_tier, namespace, f"{name}-{measurement_tier}")
             if tier in ("bandwidth", "goodput"):
                 job = str(((obj.get("spec") or {}).get("jobRef") or {}).get("name") or "")
                 self.enqueue("job", namespace, job)
@@ -175,6 +232,8 @@ class Controller:
         self._owner(obj)
 
     def _on_pod(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event_type == "MODIFIED" and old is not None and _pod_view(old) == _pod_view(obj):
+            return
         meta = _meta(obj)
         labels = meta.get("labels") or {}
         namespace = str(meta.get("namespace") or "")
@@ -186,11 +245,16 @@ class Controller:
 
     def _on_node(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event_type == "DELETED" or (event_type == "MODIFIED" and _node_view(old) == _node_view(obj)):
+            self.metrics.node_events.labels("ignored").inc()
             return
+        self.metrics.node_events.labels("relevant").inc()
         node = str(_meta(obj).get("name") or "")
-        for pod in self.stores[PODS.plural].list():
-            if (pod.get("spec") or {}).get("nodeName") == node:
-                self._on_pod("MODIFIED", pod, None)
+        pods = self.stores[PODS.plural]
+        on_node = pods.by_index("node", node) if "node" in pods.indexers else [
+            pod for pod in pods.list() if (pod.get("spec") or {}).get("nodeName") == node
+        ]
+        for pod in on_node:
+            self._on_pod("MODIFIED", pod, None)
         for tier, plural in (("certification", "certifications"), ("workloadrun", "workloadruns")):
             for item in self.stores[plural].list():
                 if not (item.get("status") or {}).get("categoryStatuses") and not (item.get("status") or {}).get("workflowRef"):
@@ -218,7 +282,8 @@ class Controller:
                     self.stores[resource.plural] = Store()
                     continue
             indexed = (JOB_LABEL, JOBSET_NAME_LABEL) if resource is PODS else ()
-            informer = Informer(self.kube, resource, self.config.namespace, indexed_labels=indexed)
+            indexers = {"node": pod_node} if resource is PODS else None
+            informer = Informer(self.kube, resource, self.config.namespace, indexed_labels=indexed, indexers=indexers)
             if resource.plural in handlers:
                 informer.add_handler(handlers[resource.plural])
             self.informers[resource.plural] = informer

@@ -7,6 +7,13 @@ turned into ``judge.verdict``'s verdict (with its Workflows, Jobs and measuremen
 gauges ``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs`` with the ``workflow`` label, present
 while a measurement holds provisional results. The report, the CLI and these gauges therefore
 read one model and cannot disagree.
+
+The controller's own costs are served too: ``nvcre_api_requests_total{verb,resource}`` (every
+request the client sent, counted client side), the work queues' wait histogram
+``nvcre_workqueue_queue_duration_seconds{name}`` with ``nvcre_workqueue_adds_total``,
+``nvcre_workqueue_coalesced_adds_total``, ``nvcre_workqueue_longest_wait_seconds`` and
+``nvcre_workqueue_depth``, and ``nvcre_node_events_total{result}`` (Node events that could
+matter to a run, and those ignored as heartbeats).
 """
 
 from __future__ import annotations
@@ -18,15 +25,21 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from .judge.model import CertificationVerdict
 from .judge.verdict import certification_verdict, workloadrun_verdict
+from .kube.accounting import RequestCounter
 from .kube.informers import Store
+from .kube.queue import QueueStats
 from .report.metrics import samples
 
-__all__ = ["ControllerMetrics", "StatusCollector", "verdicts"]
+__all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "verdicts"]
+
+#: queue wait buckets: 1 ms to about 65 s
+QUEUE_WAIT_BUCKETS = tuple(0.001 * 2**i for i in range(17))
 
 log = logging.getLogger("nvcre.runtime.metrics")
 
@@ -121,11 +134,70 @@ class StatusCollector(Collector):
         yield from families.values()
 
 
+class CostCollector(Collector):
+    """API requests and work-queue state, read at scrape time from the objects that count them."""
+
+    def __init__(
+        self,
+        requests: RequestCounter | None,
+        queue_stats: Callable[[], Mapping[str, QueueStats]],
+    ) -> None:
+        self.requests = requests
+        self.queue_stats = queue_stats
+
+    def collect(self) -> Iterator[Metric]:
+        if self.requests is not None:
+            family = CounterMetricFamily(
+                "nvcre_api_requests", "API requests sent by the controller, by verb and resource", labels=["verb", "resource"]
+            )
+            for (verb, resource), count in sorted(self.requests.snapshot().items()):
+                family.add_metric([verb, resource], count)
+            yield family
+        stats = dict(self.queue_stats())
+        if not stats:
+            return
+        adds = CounterMetricFamily("nvcre_workqueue_adds", "Keys asked for, by queue", labels=["name"])
+        coalesced = CounterMetricFamily(
+            "nvcre_workqueue_coalesced_adds", "Adds absorbed by the same key already queued or in progress", labels=["name"]
+        )
+        longest = GaugeMetricFamily(
+            "nvcre_workqueue_longest_wait_seconds", "Longest wait between a key becoming ready and a worker taking it", labels=["name"]
+        )
+        depth = GaugeMetricFamily("nvcre_workqueue_depth", "Keys ready and waiting for a worker", labels=["name"])
+        for name, stat in sorted(stats.items()):
+            adds.add_metric([name], stat.adds)
+            coalesced.add_metric([name], stat.coalesced)
+            longest.add_metric([name], stat.longest_wait)
+            depth.add_metric([name], stat.depth)
+        yield from (adds, coalesced, longest, depth)
+
+
 class ControllerMetrics:
     """The registry served on ``/metrics``."""
 
-    def __init__(self, stores: Mapping[str, Store], is_leader: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        stores: Mapping[str, Store],
+        is_leader: Callable[[], bool],
+        *,
+        requests: RequestCounter | None = None,
+        queue_stats: Callable[[], Mapping[str, QueueStats]] = dict,
+    ) -> None:
         self.registry = CollectorRegistry()
+        self.queue_wait = Histogram(
+            "nvcre_workqueue_queue_duration_seconds",
+            "Seconds between a key becoming ready and a worker taking it",
+            ["name"],
+            buckets=QUEUE_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.node_events = Counter(
+            "nvcre_node_events_total",
+            "Node events seen: relevant ones are mapped to runs, heartbeat-only changes are ignored",
+            ["result"],
+            registry=self.registry,
+        )
+        self.registry.register(CostCollector(requests, queue_stats))
         self.reconciles = Counter(
             "nvcre_reconcile_total", "Reconciles by controller and result", ["controller", "result"], registry=self.registry
         )

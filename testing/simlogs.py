@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -299,16 +300,23 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str) -> l
 
 @dataclass(frozen=True)
 class TrainingRun:
-    """A simulated Megatron-LM run as seen by one pod."""
+    """A simulated Megatron-LM run as seen by one pod.
+
+    ``checkpoint_every`` is Megatron's ``--save-interval`` (0: no ``--save``, nothing is
+    written). ``resume_from`` is the iteration an earlier attempt checkpointed: the run logs
+    Megatron's load lines and continues after it, so a resumed run logs fewer iterations.
+    """
 
     world_size: int
     iterations: int = 200
     log_interval: int = 10
-    seconds: float = 4.0  # wall time of the whole run
+    seconds: float = 4.0  # wall time of a whole run from iteration 0
     tflops_per_gpu: float = 520.0
     first_pod: bool = True  # prints the start-of-training lines
     last_pod: bool = True  # prints the iteration lines
     checkpoint_every: int = 100
+    checkpoint_dir: str = "/checkpoints/megatron"
+    resume_from: int = 0
     crash_node: str | None = None  # an NCCL error stops the run on this node
     hang_at: float | None = None
     seed: str = "train"
@@ -316,6 +324,32 @@ class TrainingRun:
 
 def _megatron_stamp(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _resume_lines(run: TrainingRun, offset: float) -> list[LogLine]:
+    """What Megatron prints when ``--load`` finds a checkpoint (rank 0 only)."""
+    path = run.checkpoint_dir
+    return [
+        LogLine(offset, f"Loading checkpoint from {path}"),
+        LogLine(offset + 0.01, f" loading distributed checkpoint from {path} at iteration {run.resume_from}"),
+        LogLine(
+            offset + 0.02,
+            f"  successfully loaded checkpoint from {path} [ t 1/1, p 1/1 ] at iteration {run.resume_from}",
+        ),
+    ]
+
+
+def checkpoint_saves(lines: Sequence[LogLine]) -> list[tuple[int, float]]:
+    """(iteration, offset) of every checkpoint save ``lines`` complete, in order."""
+    found: list[tuple[int, float]] = []
+    for line in lines:
+        match = _SCHEDULED.search(line.text)
+        if match:
+            found.append((int(match.group(1)), line.offset))
+    return found
+
+
+_SCHEDULED = re.compile(r"scheduled an async checkpoint save at iteration\s+(\d+)")
 
 
 def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
@@ -337,15 +371,25 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
         )
         lines.append(LogLine(0.1, "> building GPTDataset datasets ..."))
     warm = 0.2
-    reports = max(run.iterations // run.log_interval, 1)
-    interval = max(run.seconds - warm - 0.1, 0.1) / reports
+    start = min(max(run.resume_from, 0), run.iterations)
+    if start and run.first_pod:
+        lines.extend(_resume_lines(run, 0.12))
+    # Every report takes the same wall time; a resumed run has fewer of them left.
+    total_reports = max(run.iterations // run.log_interval, 1)
+    interval = max(run.seconds - warm - 0.1, 0.1) / total_reports
+    first_report = start // run.log_interval + 1
+    reports = range(first_report, total_reports + 1)
     step_ms = interval * 1000 / run.log_interval
-    for report in range(1, reports + 1):
-        offset = warm + interval * report
+    crash_after = first_report - 1 + max(len(reports) // 2, 0)
+    hang_after = first_report - 1 + len(reports) * (run.hang_at if run.hang_at is not None else 1.0)
+    end = warm
+    for report in reports:
+        offset = warm + interval * (report - first_report + 1)
+        end = offset
         iteration = report * run.log_interval
-        if run.hang_at is not None and report > reports * run.hang_at:
+        if run.hang_at is not None and report > hang_after:
             return lines
-        if run.crash_node is not None and report > reports // 2:
+        if run.crash_node is not None and report > crash_after:
             lines.append(LogLine(offset, f"[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2171, remote process exited or there was a network error, NCCL version {NCCL_VERSION}"))
             lines.append(LogLine(offset + 0.01, f"[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely. Last error: NET/IB : Got completion from peer on {run.crash_node} with status=12"))
             return lines
@@ -365,10 +409,11 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
             )
         )
         if run.checkpoint_every and iteration % run.checkpoint_every == 0:
-            lines.append(LogLine(offset + 0.005, f"[{_megatron_stamp(when)}] saving checkpoint at iteration {iteration:7d} to /checkpoints/megatron in torch_dist format"))
+            lines.append(LogLine(offset + 0.005, f"[{_megatron_stamp(when)}] saving checkpoint at iteration {iteration:7d} to {run.checkpoint_dir} in torch_dist format"))
             done = when + timedelta(milliseconds=5)
-            lines.append(LogLine(offset + 0.01, f"[{_megatron_stamp(done)}] scheduled an async checkpoint save at iteration {iteration:7d} to /checkpoints/megatron"))
-    lines.append(LogLine(run.seconds - 0.05, "[after training is done] datetime: " + _megatron_stamp(started + timedelta(seconds=run.seconds))))
+            lines.append(LogLine(offset + 0.01, f"[{_megatron_stamp(done)}] scheduled an async checkpoint save at iteration {iteration:7d} to {run.checkpoint_dir}"))
+    finish = end + 0.05
+    lines.append(LogLine(finish, "[after training is done] datetime: " + _megatron_stamp(started + timedelta(seconds=finish + 0.05))))
     return lines
 
 

@@ -14,6 +14,13 @@ owned by a Job is Running and not decided yet, the player looks at what it runs
 MPI workers are only given an sshd log: they stay Running until the launcher ends
 and JobSet removes them. Numbers come from the node profile's nominal bandwidth
 times the link quality of the group's slowest node, with a seeded jitter.
+
+The player remembers two things between workloads, and hands them to the pure
+:func:`decide` as a :class:`PlayerMemory`: per checkpoint claim (the PVC mounted as the
+training workspace) the last iteration a run saved there, so a later attempt that mounts
+the same claim with ``ENABLE_CHECKPOINT=true`` logs Megatron's load lines and resumes
+after it; and per ``crash-once`` node the workload attempt that took the crash, so only
+that attempt (every pod of it, and the Job's own pod retries) crashes.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +43,8 @@ from .simprofiles import GPU_RESOURCE, Profile
 from .simstages import DECIDED, DURATION, EXIT_CODE
 from .simworkloads import (
     JOBSET_NAME_LABEL,
+    JOBSET_UID_LABEL,
+    RESTART_ATTEMPT_LABEL,
     TRAINJOB_NAME_LABEL,
     Workload,
     WorkloadError,
@@ -65,6 +74,19 @@ class ClusterView(Protocol):
 
 
 @dataclass(frozen=True)
+class PlayerMemory:
+    """What earlier workloads left behind, as :func:`decide` needs it.
+
+    ``checkpoints``: ``<namespace>/<claim>`` -> the last iteration saved there (saves that are
+    already done when the pod starts); ``crash_once``: node -> the attempt that took its
+    ``crash-once`` fault.
+    """
+
+    checkpoints: Mapping[str, int] = field(default_factory=dict)
+    crash_once: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Decision:
     """The outcome the player chose for one pod."""
 
@@ -72,6 +94,14 @@ class Decision:
     exit_code: int | None  # None: the pod hangs and is never finished
     seconds: float
     xid_nodes: tuple[str, ...] = ()
+    #: the checkpoint claim the run saves to and its saves: (iteration, offset in seconds)
+    checkpoint_claim: str | None = None
+    saves: tuple[tuple[int, float], ...] = ()
+    #: the iteration a checkpointing run resumed after (0: it started from scratch)
+    resumed_from: int = 0
+    #: crash-once nodes whose crash this attempt takes
+    crash_once_taken: tuple[str, ...] = ()
+    attempt: str = ""
 
 
 class LogWriter(threading.Thread):
@@ -161,6 +191,50 @@ def procs_per_node(argv: Sequence[str], default: int) -> int:
     return default
 
 
+def attempt_key(pod: Mapping[str, Any]) -> str:
+    """One workload attempt: the JobSet (by uid: a recreated TrainJob keeps its name) and its
+    restart attempt."""
+    labels = _meta(pod).get("labels") or {}
+    namespace, name = group_key(pod)
+    uid = labels.get(JOBSET_UID_LABEL) or labels.get("batch.kubernetes.io/controller-uid") or ""
+    return f"{namespace}/{name}/{uid}/{labels.get(RESTART_ATTEMPT_LABEL, '0')}"
+
+
+def _main_container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return containers[0] if containers else {}
+
+
+def _env(pod: Mapping[str, Any]) -> dict[str, str]:
+    return {str(e.get("name")): str(e.get("value") or "") for e in _main_container(pod).get("env") or [] if "value" in e}
+
+
+def checkpoint_claim(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(``<namespace>/<claim>``, checkpoint directory) when the run saves checkpoints.
+
+    Like train.sh: only with ``ENABLE_CHECKPOINT=true``, into ``<workspace>/checkpoints``, where
+    the workspace is the PVC-backed volume mounted in the main container.
+    """
+    if _env(pod).get("ENABLE_CHECKPOINT") != "true":
+        return None
+    claims = {
+        str(v.get("name")): str((v.get("persistentVolumeClaim") or {}).get("claimName") or "")
+        for v in (pod.get("spec") or {}).get("volumes") or []
+        if v.get("persistentVolumeClaim")
+    }
+    for mount in _main_container(pod).get("volumeMounts") or []:
+        claim = claims.get(str(mount.get("name")))
+        if claim:
+            path = str(mount.get("mountPath") or "/mnt/workspace").rstrip("/")
+            return f"{_meta(pod).get('namespace')}/{claim}", f"{path}/checkpoints"
+    return None
+
+
+def save_interval(pod: Mapping[str, Any], default: int = 100) -> int:
+    value = _env(pod).get("SAVE_INTERVAL", "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
 def decide(
     pod: Mapping[str, Any],
     workload: Workload,
@@ -169,8 +243,10 @@ def decide(
     *,
     seed: str,
     started: datetime,
+    memory: PlayerMemory | None = None,
 ) -> Decision:
-    """The outcome of ``pod`` (pure given the view): log lines, exit code and duration."""
+    """The outcome of ``pod`` (pure given the view and the memory): log lines, exit code and duration."""
+    memory = memory or PlayerMemory()
     meta = _meta(pod)
     node = str((pod.get("spec") or {}).get("nodeName") or "")
     workers = [p for p in group if replicated_job(p) != "launcher"] if is_mpi(pod) else list(group)
@@ -185,10 +261,13 @@ def decide(
     preset = (meta.get("annotations") or {}).get(EXIT_CODE)
     preset_code = int(preset) if preset is not None and str(preset).lstrip("-").isdigit() else None
     hang = [n for n, f in faults.items() if f.kind in ("hang", "xid")]
-    crash = next((n for n, f in faults.items() if f.kind == "nccl-crash"), None)
+    attempt = attempt_key(pod)
+    once = tuple(n for n, f in faults.items() if f.kind == "crash-once" and memory.crash_once.get(n, attempt) == attempt)
+    crash = next((n for n, f in faults.items() if f.kind == "nccl-crash" or n in once), None)
     xid_nodes = tuple(n for n, f in faults.items() if f.kind == "xid")
     quality = group_quality(faults)
     pod_seed = f"{seed}/{meta.get('namespace')}/{group_key(pod)[1]}/{meta.get('name')}"
+    extra: dict[str, Any] = {}
 
     if workload.kind == "nccl-mpi" or workload.kind == "nccl-loopback":
         assert workload.nccl is not None
@@ -218,10 +297,14 @@ def decide(
         index = completion_index(pod)
         size = max(len(workers), 1)
         ppn = _requests(pod, GPU_RESOURCE) or (prof.gpus if prof else 8)
+        claim = checkpoint_claim(pod)
         run = simlogs.TrainingRun(
             world_size=size * ppn,
             first_pod=index == 0,
             last_pod=index == size - 1,
+            checkpoint_every=save_interval(pod) if claim else 0,
+            checkpoint_dir=claim[1] if claim else simlogs.TrainingRun.checkpoint_dir,
+            resume_from=memory.checkpoints.get(claim[0], 0) if claim else 0,
             crash_node=crash,
             hang_at=0.5 if hang else None,
             tflops_per_gpu=520.0 * quality,
@@ -229,6 +312,9 @@ def decide(
         )
         lines = simlogs.training_log(run, started)
         code = CRASH_EXIT_CODE if crash else 0
+        if claim:
+            saves = tuple(simlogs.checkpoint_saves(lines))
+            extra = {"checkpoint_claim": claim[0], "saves": saves, "resumed_from": run.resume_from}
     elif workload.kind == "dcgm":
         fault = faults.get(node, NO_FAULT)
         run_dcgm = simlogs.DcgmRun(
@@ -237,7 +323,7 @@ def decide(
             gpu_name=_gpu_name(view, node),
             level=workload.dcgm_level,
             json_output=workload.dcgm_json,
-            failing_gpu=3 if fault.kind in ("xid", "nccl-crash") else None,
+            failing_gpu=3 if fault.kind in ("xid", "nccl-crash") or node in once else None,
             hang=fault.kind == "hang",
         )
         lines = simlogs.dcgm_log(run_dcgm)
@@ -255,7 +341,12 @@ def decide(
     if preset_code is not None and code is not None:
         code = preset_code
     seconds = (max((line.offset for line in lines), default=0.0) + 0.3) if lines else 0.5
-    return Decision(tuple(lines), code, round(seconds, 3), xid_nodes)
+    decision = Decision(tuple(lines), code, round(seconds, 3), xid_nodes, attempt=attempt)
+    if once and workload.kind in ("nccl-mpi", "nccl-loopback", "training", "dcgm"):
+        decision = replace(decision, crash_once_taken=tuple(n for n in once if n not in memory.crash_once))
+    if workload.kind == "training" and extra:
+        decision = replace(decision, **extra)
+    return decision
 
 
 def _gpu_name(view: ClusterView, node: str) -> str:
@@ -287,6 +378,36 @@ class Player:
         self._timers: list[threading.Timer] = []
         self.errors: list[str] = []
         self.decisions: dict[str, Decision] = {}
+        self._memory_lock = threading.Lock()
+        # <namespace>/<claim> -> [(wall time the save completes, iteration)]
+        self._saves: dict[str, list[tuple[float, int]]] = {}
+        # node -> the attempt that took its crash-once fault
+        self._crash_once: dict[str, str] = {}
+
+    def memory(self, nodes: Sequence[str], now: float | None = None) -> PlayerMemory:
+        """What :func:`decide` may know at wall time ``now``: saves already completed, and the
+        crash-once nodes of ``nodes`` already taken (a node whose fault changed is forgotten)."""
+        moment = time.time() if now is None else now
+        with self._memory_lock:
+            for node in nodes:
+                if self._view.fault_of(node).kind != "crash-once":
+                    self._crash_once.pop(node, None)
+            checkpoints = {}
+            for claim, saves in self._saves.items():
+                done = [iteration for due, iteration in saves if due <= moment]
+                if done:
+                    checkpoints[claim] = max(done)
+            return PlayerMemory(checkpoints=checkpoints, crash_once=dict(self._crash_once))
+
+    def remember(self, decision: Decision, start_wall: float) -> None:
+        """Keep what ``decision`` leaves behind for later workloads."""
+        with self._memory_lock:
+            for node in decision.crash_once_taken:
+                self._crash_once.setdefault(node, decision.attempt)
+            if decision.checkpoint_claim and decision.saves:
+                self._saves.setdefault(decision.checkpoint_claim, []).extend(
+                    (start_wall + offset, iteration) for iteration, offset in decision.saves
+                )
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -393,7 +514,10 @@ class Player:
         else:
             group = self._group(core, pod)
         started = datetime.now(timezone.utc)
-        decision = decide(pod, workload, group, self._view, seed=self.seed, started=started)
+        nodes = [str((p.get("spec") or {}).get("nodeName") or "") for p in group]
+        memory = self.memory([n for n in nodes if n], started.timestamp())
+        decision = decide(pod, workload, group, self._view, seed=self.seed, started=started, memory=memory)
+        self.remember(decision, started.timestamp())
         self.decisions[f"{namespace}/{name}"] = decision
         self._schedule(path, decision.lines, started)
         for node in decision.xid_nodes:

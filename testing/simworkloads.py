@@ -18,6 +18,8 @@ from .simlogs import NcclRun
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 TRAINJOB_NAME_LABEL = "trainer.kubeflow.org/trainjob-name"
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 MPI_SSH_VOLUME = "mpi-ssh-auth"
 

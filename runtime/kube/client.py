@@ -9,6 +9,9 @@ Every call returns plain dicts exactly as the API server sends them. Writes foll
 * deletes carry a UID precondition when the caller knows the UID, so a newer object that took
   the same name is never removed by mistake.
 
+Every request goes through one method, which counts it by verb and resource
+(:attr:`ApiServerClient.requests`, see :mod:`.accounting`) before it is sent.
+
 This module and its siblings are the only importers of the ``kubernetes`` package.
 """
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from .accounting import RequestCounter, classify
 from .errors import ApiError, Conflict, NotFound, error_for
 from .resources import EVENTS, WELL_KNOWN, Resource, split_api_version
 
@@ -219,6 +223,8 @@ class ApiServerClient:
         self.instance = instance
         self._discovered: dict[tuple[str, str], Resource] = dict(WELL_KNOWN)
         self._lock = threading.Lock()
+        #: every request sent, by verb and resource (served as ``nvcre_api_requests_total``)
+        self.requests = RequestCounter()
 
     # -------------------------------------------------------------- construction
 
@@ -256,6 +262,7 @@ class ApiServerClient:
         timeout: float | tuple[float, float] | None = 60.0,
         stream: bool = False,
     ) -> Any:
+        self.requests.record(*classify(method, path, query, content_type))
         headers = {"Accept": "application/json", "Content-Type": content_type}
         method, url, headers, _, _ = self._api.param_serialize(
             method, path, query_params=list(query) or None, header_params=headers, auth_settings=["BearerToken"]

@@ -6,6 +6,9 @@ connection is retried with a growing pause from the same place; a 410 Gone (as a
 or as an ERROR event) means the history is compacted, so it lists again and reports the
 difference (objects that vanished meanwhile come out as DELETED). The store is a cache: callers
 that are about to destroy something must confirm absence with a live GET, never a store miss.
+
+Cached objects are kept without ``metadata.managedFields``: the controller never reads them,
+and on Nodes, Pods and TrainJobs they are a large share of every object's size.
 """
 
 from __future__ import annotations
@@ -21,12 +24,20 @@ from .client import Kube, WatchStream
 from .errors import ApiError, Gone
 from .resources import Resource
 
-__all__ = ["EventHandler", "Informer", "Store", "object_key"]
+__all__ = ["EventHandler", "Indexer", "Informer", "Store", "object_key", "pod_node"]
 
 log = logging.getLogger("nvcre.runtime.kube.informers")
 
 #: ``handler(event_type, obj, old)``; event_type is ADDED, MODIFIED or DELETED.
 EventHandler = Callable[[str, dict[str, Any], "dict[str, Any] | None"], None]
+
+#: The value an object is filed under in a named index (None: not in the index).
+Indexer = Callable[[Mapping[str, Any]], "str | None"]
+
+
+def pod_node(pod: Mapping[str, Any]) -> str | None:
+    """The node a Pod is bound to (the ``node`` index of the Pod cache)."""
+    return str((pod.get("spec") or {}).get("nodeName") or "") or None
 
 
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -38,21 +49,52 @@ def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def _trim(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop what the cache never needs (in place; the object is ours once decoded)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
 def _labels_match(obj: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return all(labels.get(key) == value for key, value in wanted.items())
 
 
 class Store:
-    """Thread-safe map of (namespace, name) -> object, indexed by namespace and by the values
-    of ``indexed_labels``."""
+    """Thread-safe map of (namespace, name) -> object, indexed by namespace, by the values
+    of ``indexed_labels`` (per namespace) and by named ``indexers`` (across namespaces)."""
 
-    def __init__(self, indexed_labels: tuple[str, ...] = ()) -> None:
+    def __init__(self, indexed_labels: tuple[str, ...] = (), indexers: Mapping[str, Indexer] | None = None) -> None:
         self._items: dict[tuple[str, str], dict[str, Any]] = {}
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
         self.indexed_labels = indexed_labels
+        self.indexers = dict(indexers or {})
         self._by_label: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+        self._by_index: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self._lock = threading.Lock()
+
+    def _filed(self, key: tuple[str, str], obj: Mapping[str, Any], add: bool) -> None:
+        for index, indexer in self.indexers.items():
+            value = indexer(obj)
+            if value is None:
+                continue
+            if add:
+                self._by_index.setdefault((index, value), {})[key] = obj  # type: ignore[assignment]
+                continue
+            bucket = self._by_index.get((index, value))
+            if bucket is not None:
+                bucket.pop(key, None)
+                if not bucket:
+                    del self._by_index[(index, value)]
+
+    def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
+        """Objects (of every namespace) that the named indexer files under ``value``."""
+        if index not in self.indexers:
+            raise KeyError(f"no index named {index!r}")
+        with self._lock:
+            return builtins.list((self._by_index.get((index, value)) or {}).values())
 
     def _index_keys(self, key: tuple[str, str], obj: Mapping[str, Any]) -> builtins.list[tuple[str, str, str]]:
         labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -61,6 +103,7 @@ class Store:
     def _unindex(self, key: tuple[str, str], obj: Mapping[str, Any] | None) -> None:
         if obj is None:
             return
+        self._filed(key, obj, add=False)
         for entry in self._index_keys(key, obj):
             bucket = self._by_label.get(entry)
             if bucket is not None:
@@ -69,6 +112,7 @@ class Store:
                     del self._by_label[entry]
 
     def _index(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
+        self._filed(key, obj, add=True)
         for entry in self._index_keys(key, obj):
             self._by_label.setdefault(entry, {})[key[1]] = dict(obj) if not isinstance(obj, dict) else obj
 
@@ -126,6 +170,7 @@ class Store:
             self._items = fresh
             self._by_namespace = by_namespace
             self._by_label = {}
+            self._by_index = {}
             for key, obj in fresh.items():
                 self._index(key, obj)
         events: builtins.list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
@@ -154,6 +199,7 @@ class Informer:
         watch_timeout: int = 240,
         max_reconnect_pause: float = 5.0,
         indexed_labels: tuple[str, ...] = (),
+        indexers: Mapping[str, Indexer] | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
@@ -161,7 +207,7 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.max_reconnect_pause = max_reconnect_pause
-        self.store = Store(indexed_labels)
+        self.store = Store(indexed_labels, indexers)
         self.handlers: list[EventHandler] = []
         self.synced = threading.Event()
         self.relists = 0
@@ -223,7 +269,7 @@ class Informer:
 
     def _list(self) -> None:
         listed = self.kube.list(self.resource, self.namespace, label_selector=self.label_selector)
-        events, _ = self.store.replace(listed.items)
+        events, _ = self.store.replace(_trim(item) for item in listed.items)
         self.resource_version = listed.resource_version
         self.synced.set()
         for event_type, obj, old in events:
@@ -258,6 +304,7 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
+        _trim(obj)
         if event_type == "DELETED":
             old = self.store.remove(obj)
             self._dispatch("DELETED", obj, old)

@@ -5,6 +5,10 @@ that stops renewing is considered gone once ``lease_duration`` has passed *on th
 own clock* since the record last changed (no trust in clock agreement across machines). Every
 write carries the resourceVersion read, so two candidates can never both win. A holder that
 shuts down cleanly releases the Lease, so a standby takes over at its next poll.
+
+While it holds the Lease, a replica renews with one request: a PUT of the Lease as the server
+last answered it (its resourceVersion guards the write). Only when that is refused (someone
+else wrote the Lease) does it read the Lease again and decide as a candidate would.
 """
 
 from __future__ import annotations
@@ -62,17 +66,29 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None
         self._observed_at = 0.0
         self._last_renew = 0.0
+        #: the Lease as the server answered our last successful write, while we hold it
+        self._held: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ one step
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when this replica holds the Lease afterwards."""
         now = self._clock()
+        held, self._held = self._held, None
+        if held is not None:
+            transitions = int((held.get("spec") or {}).get("leaseTransitions") or 0)
+            try:
+                self._held = self.kube.replace(LEASES, self._lease_body(held, transitions=transitions, keep_acquire=True))
+            except ApiError:
+                pass  # someone else wrote it (or it is gone): read it and decide below
+            else:
+                self._last_renew = now
+                return True
         try:
             lease = self.kube.get(LEASES, self.name, self.namespace)
         except NotFound:
             try:
-                self.kube.create(self._lease_body(None, transitions=0), LEASES)
+                self._held = self.kube.create(self._lease_body(None, transitions=0), LEASES)
             except ApiError:
                 return False
             self._last_renew = now
@@ -91,7 +107,7 @@ class LeaderElector:
             transitions += 1
         body = self._lease_body(lease, transitions=transitions, keep_acquire=holder == self.identity)
         try:
-            self.kube.replace(LEASES, body)
+            self._held = self.kube.replace(LEASES, body)
         except (Conflict, ApiError):
             return False
         self._last_renew = now
@@ -122,6 +138,7 @@ class LeaderElector:
         if not self.leading.is_set():
             return
         self.leading.clear()
+        self._held = None
         try:
             lease = self.kube.get(LEASES, self.name, self.namespace)
             spec = lease.get("spec") or {}

@@ -2,22 +2,33 @@
 
 The semantics follow the controller pattern: a key is handed to at most one worker at a time;
 adding a key that is already waiting does nothing; adding a key that is being processed marks
-it dirty so it comes back once, after :meth:`WorkQueue.done`. :meth:`WorkQueue.add_rate_limited`
+it dirty so it comes back once, after :meth:`WorkQueue.done`. A key has at most one pending
+:meth:`WorkQueue.add_after`: a later one for a key that already has an earlier (or equal)
+deadline is absorbed, an earlier one moves the deadline forward. Without that, every
+event-triggered reconcile that asks to come back in N seconds would start one more periodic
+chain of reconciles for the same key. Backoff retries (:meth:`WorkQueue.add_rate_limited`)
+each keep their own time. :meth:`WorkQueue.add_rate_limited`
 delays a key by ``base * 2**failures`` (capped), and :meth:`WorkQueue.forget` resets its count.
 The clock is injectable so the timing is tested without sleeping.
+
+The queue measures itself: how long each key waited between becoming ready (added, or its
+delay ran out) and being handed to a worker, the longest such wait, and how many adds were
+absorbed by a key already waiting or in progress (:meth:`WorkQueue.stats`). An optional
+``on_wait`` callback receives every wait, for a histogram.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["Backoff", "ShutDown", "WorkQueue"]
+__all__ = ["Backoff", "QueueStats", "ShutDown", "WorkQueue"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -52,20 +63,57 @@ class Backoff(Generic[K]):
             self._failures.pop(key, None)
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    """What a queue has done so far (see :meth:`WorkQueue.stats`)."""
+
+    #: calls that asked for a key to be queued now (``add``, and delayed adds coming due)
+    adds: int
+    #: of those, the ones absorbed by the same key already waiting or being processed
+    coalesced: int
+    #: delayed adds absorbed by an earlier deadline of the same key
+    delayed_coalesced: int
+    #: keys handed to workers
+    handed_out: int
+    #: total and longest seconds between a key becoming ready and a worker taking it
+    wait_seconds: float
+    longest_wait: float
+    depth: int
+
+    @property
+    def mean_wait(self) -> float:
+        return self.wait_seconds / self.handed_out if self.handed_out else 0.0
+
+
 class WorkQueue(Generic[K]):
     """Thread-safe queue of keys; see the module docstring for the rules."""
 
     def __init__(
-        self, backoff: Backoff[K] | None = None, *, clock: Callable[[], float] = time.monotonic
+        self,
+        backoff: Backoff[K] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        on_wait: Callable[[float], None] | None = None,
     ) -> None:
         self.backoff: Backoff[K] = backoff or Backoff()
         self._clock = clock
+        self._on_wait = on_wait
+        self._ready_at: dict[K, float] = {}
+        self._adds = 0
+        self._coalesced = 0
+        self._handed_out = 0
+        self._wait_total = 0.0
+        self._wait_longest = 0.0
         self._cond = threading.Condition()
         self._order: deque[K] = deque()
         self._queued: set[K] = set()
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
-        self._delayed: list[tuple[float, int, K]] = []
+        #: (due, sequence, key, governed by ``_deadline``)
+        self._delayed: list[tuple[float, int, K, bool]] = []
+        #: the one live deadline of each delayed key (heap entries that disagree are stale)
+        self._deadline: dict[K, float] = {}
+        self._delayed_coalesced = 0
         self._seq = itertools.count()
         self._shutdown = False
 
@@ -76,35 +124,53 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._add_locked(key)
 
-    def add_after(self, key: K, delay: float) -> None:
-        """Queue ``key`` once ``delay`` seconds have passed (at once when <= 0)."""
+    def add_after(self, key: K, delay: float, *, coalesce: bool = True) -> None:
+        """Queue ``key`` once ``delay`` seconds have passed (at once when <= 0); with
+        ``coalesce``, only the earliest pending deadline of a key is kept."""
         if delay <= 0:
             self.add(key)
             return
         with self._cond:
             if self._shutdown:
                 return
-            heapq.heappush(self._delayed, (self._clock() + delay, next(self._seq), key))
+            due = self._clock() + delay
+            if coalesce:
+                current = self._deadline.get(key)
+                if current is not None and current <= due:
+                    self._delayed_coalesced += 1
+                    return
+                self._deadline[key] = due
+            heapq.heappush(self._delayed, (due, next(self._seq), key, coalesce))
             self._cond.notify_all()
 
     def add_rate_limited(self, key: K) -> float:
         """Queue ``key`` after its next backoff delay; returns the delay chosen."""
         delay = self.backoff.next_delay(key)
-        self.add_after(key, delay)
+        self.add_after(key, delay, coalesce=False)
         return delay
 
     def forget(self, key: K) -> None:
         """Reset ``key``'s failure count (after a successful reconcile)."""
         self.backoff.forget(key)
 
-    def _add_locked(self, key: K) -> None:
-        if self._shutdown or key in self._queued:
+    def _add_locked(self, key: K, ready_at: float | None = None) -> None:
+        if self._shutdown:
+            return
+        self._adds += 1
+        if key in self._queued:
+            self._coalesced += 1
             return
         if key in self._processing:
+            if key in self._dirty:
+                self._coalesced += 1
             self._dirty.add(key)
             return
+        self._queue_locked(key, ready_at)
+
+    def _queue_locked(self, key: K, ready_at: float | None = None) -> None:
         self._queued.add(key)
         self._order.append(key)
+        self._ready_at[key] = self._clock() if ready_at is None else ready_at
         self._cond.notify()
 
     # ------------------------------------------------------------------ taking
@@ -112,9 +178,19 @@ class WorkQueue(Generic[K]):
     def _promote_due_locked(self) -> float | None:
         now = self._clock()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key = heapq.heappop(self._delayed)
-            self._add_locked(key)
+            due, _, key, governed = heapq.heappop(self._delayed)
+            if governed:
+                if self._deadline.get(key) != due:
+                    continue  # superseded by an earlier deadline, already promoted
+                del self._deadline[key]
+            self._add_locked(key, ready_at=due)
+        while self._delayed and self._stale(self._delayed[0]):
+            heapq.heappop(self._delayed)  # so the wake-up time below is a live deadline
         return (self._delayed[0][0] - now) if self._delayed else None
+
+    def _stale(self, entry: tuple[float, int, K, bool]) -> bool:
+        due, _, key, governed = entry
+        return governed and self._deadline.get(key) != due
 
     def get(self, timeout: float | None = None) -> K:
         """Block until a key is ready and hand it out; raise :class:`ShutDown` on shutdown and
@@ -129,13 +205,20 @@ class WorkQueue(Generic[K]):
                     key = self._order.popleft()
                     self._queued.discard(key)
                     self._processing.add(key)
-                    return key
+                    waited = max(0.0, self._clock() - self._ready_at.pop(key, self._clock()))
+                    self._handed_out += 1
+                    self._wait_total += waited
+                    self._wait_longest = max(self._wait_longest, waited)
+                    break
                 if deadline is not None:
                     left = deadline - self._clock()
                     if left <= 0:
                         raise TimeoutError("no key became ready")
                     wait = left if wait is None else min(wait, left)
                 self._cond.wait(timeout=wait if wait is None else max(wait, 0.001))
+        if self._on_wait is not None:
+            self._on_wait(waited)
+        return key
 
     def done(self, key: K) -> None:
         """Finish with ``key``; it comes back once if it was added while processing."""
@@ -143,7 +226,8 @@ class WorkQueue(Generic[K]):
             self._processing.discard(key)
             if key in self._dirty:
                 self._dirty.discard(key)
-                self._add_locked(key)
+                if not self._shutdown and key not in self._queued:
+                    self._queue_locked(key)
 
     # ------------------------------------------------------------------ state
 
@@ -162,4 +246,21 @@ class WorkQueue(Generic[K]):
 
     def pending_delayed(self) -> int:
         with self._cond:
-            return len(self._delayed)
+            return sum(1 for entry in self._delayed if not self._stale(entry))
+
+    def delayed_keys(self) -> set[K]:
+        """The keys with a delayed add still to come."""
+        with self._cond:
+            return {entry[2] for entry in self._delayed if not self._stale(entry)}
+
+    def stats(self) -> QueueStats:
+        with self._cond:
+            return QueueStats(
+                adds=self._adds,
+                coalesced=self._coalesced,
+                delayed_coalesced=self._delayed_coalesced,
+                handed_out=self._handed_out,
+                wait_seconds=self._wait_total,
+                longest_wait=self._wait_longest,
+                depth=len(self._order),
+            )

@@ -6,6 +6,11 @@ compiler's ``expand_workload`` -> map the TrainJob's conditions -> while running
 pods the scheduler refuses (``schedulingStallGraceSeconds``; the blocked interval pauses the
 timeout clock) and evaluate the node health monitor on the pods' nodes. Failures attribute
 nodes and capture a failure log through ``judge.attribution``.
+
+A Job with ``spec.checkpoint`` restarts instead of failing while ``restarts.should_restart``
+allows (a failed, stalled or vanished workload): the restart is counted in status first, then
+the old TrainJob is removed, its pods drain, the goodput measurement carries the attempt's
+numbers forward, and the same ``expand_workload`` output is created again under the same name.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from nvcre.compiler.compose import parse_duration
 
 from .. import compile as compiler
 from ..clock import format_time, parse_time
-from ..judge.attribution import group_nodes
+from ..judge.attribution import choose_failure_pod, group_nodes
+from ..measure import attempts
 from ..judge.health import (
     hardware_failed_message,
 )
@@ -34,8 +40,9 @@ from ..kube.resources import (
     WORKFLOWS,
 )
 from . import conditions as cond
-from . import verdicts
+from . import restarts, verdicts
 from .common import (
+    annotations_of,
     create_or_adopt,
     lifecycle_gate,
     meta,
@@ -112,6 +119,10 @@ class JobReconciler:
 
     def _create_workload(self, job: dict[str, Any], workflow: Mapping[str, Any] | None) -> Result:
         ctx = self.ctx
+        if int((job.get("status") or {}).get("restartCount") or 0) > 0:
+            waiting = self._prepare_restart(job)
+            if waiting is not None:
+                return waiting
         try:
             objects = self._workload_objects(job, workflow)
         except compiler.CompileError as exc:
@@ -183,23 +194,25 @@ class JobReconciler:
             name_of(p): p
             for p in (*store.by_label(namespace, JOB_LABEL, name_of(job)), *store.by_label(namespace, JOBSET_NAME_LABEL, workload_name(job)))
         }
-        return job_pods(candidates.values(), name_of(job), workload_name(job))
+        pods = job_pods(candidates.values(), name_of(job), workload_name(job))
+        if not int((job.get("status") or {}).get("restartCount") or 0):
+            return pods
+        workload = self.ctx.cached(TRAINJOBS, workload_name(job), namespace) if (job.get("status") or {}).get("workloadRef") else None
+        return restarts.current_attempt_pods(pods, workload)
 
     def _observe_workload(self, job: dict[str, Any]) -> Result:
         ctx = self.ctx
         tj_name = workload_name(job)
         trainjob = ctx.read(TRAINJOBS, tj_name, namespace_of(job))
         if trainjob is None:
-            self._fail(job, "WorkloadFailed", f"Workload TrainJob/{tj_name} was deleted")
-            return Result()
+            return self._restart_or_fail(job, "WorkloadFailed", f"Workload TrainJob/{tj_name} was deleted")
         if not owned_by(trainjob, job):
             self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} is not owned by this Job")
             return Result()
         phase, detail = trainjob_phase(trainjob)
         if phase == "Failed":
             message = f"Workload TrainJob/{tj_name} failed: {detail}" if detail else f"Workload TrainJob/{tj_name} failed"
-            self._fail(job, "WorkloadFailed", message)
-            return Result()
+            return self._restart_or_fail(job, "WorkloadFailed", message)
         if phase == "Succeeded":
             message = f"Workload TrainJob/{tj_name} completed" + (f": {detail}" if detail else "")
             ctx.write_status(
@@ -220,8 +233,9 @@ class JobReconciler:
             return Result(ctx.settings.poll_interval)
         pods = self._pods(job)
         result = self._running(job, tj_name, pods)
-        if self._stalled(job):
-            return Result()
+        stalled = self._stalled(job, trainjob)
+        if stalled is not None:
+            return stalled
         self._check_health(job, pods)
         return result
 
@@ -230,6 +244,7 @@ class JobReconciler:
         now = ctx.clock.now()
         stamp = format_time(now)
         blocked = blocked_pods(pods)
+        jobset_restarts = restarts.jobset_restarts(pods)
         spec = job.get("spec") or {}
         grace = float(spec.get("schedulingStallGraceSeconds") or ctx.settings.scheduling_stall_grace)
 
@@ -251,6 +266,8 @@ class JobReconciler:
                 status["schedulingResumedTime"] = stamp
                 status.pop("schedulingBlockedSince", None)
             message = f"Workload TrainJob/{tj_name} is running"
+            if jobset_restarts:
+                message += f" (its JobSet restarted {jobset_restarts} time{'s' if jobset_restarts > 1 else ''})"
             return cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkloadRunning", message, stamp)
 
         ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
@@ -258,25 +275,105 @@ class JobReconciler:
             return Result(min(ctx.settings.poll_interval, max(1.0, grace / 4)))
         return Result(ctx.settings.poll_interval)
 
-    def _stalled(self, job: dict[str, Any]) -> bool:
-        """Fail the Job with WorkloadStalled when its training steps stopped coming."""
+    def _stalled(self, job: dict[str, Any], trainjob: Mapping[str, Any]) -> Result | None:
+        """Restart, or fail with WorkloadStalled, when the training steps stopped coming."""
         spec = job.get("spec") or {}
         if not spec.get("stallMultiplier") or not spec.get("goodputMeasurement"):
-            return False
+            return None
         fresh = self.ctx.cached(JOBS, name_of(job), namespace_of(job)) or job
         goodput = self.ctx.cached(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
         if goodput is None:
-            return False
+            return None
         raw = (goodput.get("spec") or {}).get("sampleInterval") or (spec.get("goodputMeasurement") or {}).get("sampleInterval")
         try:
             interval = parse_duration(str(raw)) if raw else 60.0
         except ValueError:
             interval = 60.0
-        message = stall_message(spec, fresh.get("status") or {}, goodput.get("status") or {}, self.ctx.clock.now(), interval)
+        evidence = restarts.current_attempt_goodput(goodput.get("status") or {}, fresh.get("status") or {}, trainjob)
+        if evidence is None:
+            return None
+        message = stall_message(spec, fresh.get("status") or {}, evidence, self.ctx.clock.now(), interval)
         if message is None:
-            return False
-        self._fail(fresh, "WorkloadStalled", message)
-        return True
+            return None
+        return self._restart_or_fail(fresh, "WorkloadStalled", message)
+
+    # ------------------------------------------------------------------ checkpoint restarts
+
+    def _goodput(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self.ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
+
+    def _restart_or_fail(self, job: dict[str, Any], reason: str, message: str) -> Result:
+        """Count a checkpoint restart when ``restarts.should_restart`` allows, else fail."""
+        goodput = self._goodput(job) if restarts.max_restarts(job.get("spec") or {}) is not None else None
+        if not restarts.should_restart(job, (goodput or {}).get("status")):
+            self._fail(job, reason, message)
+            return Result()
+        ctx = self.ctx
+        count = int((job.get("status") or {}).get("restartCount") or 0)
+        maximum = restarts.max_restarts(job.get("spec") or {}) or 0
+        failed_pod = choose_failure_pod(self._pods(job))
+        stamp = ctx.clock.stamp()
+        written = ctx.write_status(
+            JOBS, job, lambda s: restarts.restarted_status(s, count, maximum, stamp), stop_when_terminal=True
+        )
+        if written is None:
+            return Result(1.0)
+        ctx.event(written, "Warning", "WorkloadAttemptFailed", restarts.attempt_failure_message(count + 1, message, failed_pod))
+        ctx.event(written, "Normal", restarts.RESTARTING, restarts.restarting_message(count + 1, maximum))
+        log.info("restarting workload from checkpoint", extra={"job": name_of(job), "restart": count + 1, "cause": reason})
+        return self._prepare_restart(written) or Result(1.0)
+
+    def _prepare_restart(self, job: dict[str, Any]) -> Result | None:
+        """Before the workload of a restarted Job is created again (each step idempotent): carry
+        the goodput forward, remove the old TrainJob, wait for its pods to go. None when ready."""
+        ctx = self.ctx
+        status = job.get("status") or {}
+        restart = int(status.get("restartCount") or 0)
+        restarting = cond.condition(status, cond.IN_PROGRESS) or {}
+        since = parse_time(restarting.get("lastTransitionTime")) if restarting.get("reason") == restarts.RESTARTING else None
+        if since is None:
+            return None  # the restart's workload was already created once; nothing to prepare
+        self._carry_goodput(job, restart, str(restarting.get("message") or ""))
+        namespace = namespace_of(job)
+        tj_name = workload_name(job)
+        trainjob = ctx.live(TRAINJOBS, tj_name, namespace)
+        if trainjob is not None and owned_by(trainjob, job):
+            created = parse_time(meta(trainjob).get("creationTimestamp"))
+            if created is not None and created >= since and not meta(trainjob).get("deletionTimestamp"):
+                return None  # created for this restart already (a crash before workloadRef was written)
+            if not meta(trainjob).get("deletionTimestamp"):
+                # Foreground: the TrainJob stays until its JobSet, Jobs and pods are gone, so the
+                # new one cannot meet (or adopt) anything of the old attempt.
+                ctx.kube.delete(TRAINJOBS, tj_name, namespace, uid=str(meta(trainjob).get("uid")), propagation="Foreground")
+            return Result(1.0)
+        leftover = [p for p in self.ctx.store(PODS).by_label(namespace, JOBSET_NAME_LABEL, tj_name)]
+        waited = (ctx.clock.now() - since).total_seconds()
+        if leftover and waited < ctx.settings.pod_drain_grace:
+            return Result(1.0)
+        return None
+
+    def _carry_goodput(self, job: Mapping[str, Any], restart: int, reason: str) -> None:
+        """Fold the ended attempt into the GoodputMeasurement (annotation, then status reset)."""
+        ctx = self.ctx
+        goodput = self._goodput(job)
+        if goodput is None:
+            return
+        now = ctx.clock.now()
+        prior = attempts.PriorAttempts.from_json(annotations_of(goodput).get(attempts.PRIOR_ANNOTATION))
+        if prior.interruptions < restart:
+            folded = attempts.fold(prior, goodput.get("status") or {}, restart, now)
+            patch = {"metadata": {"annotations": {attempts.PRIOR_ANNOTATION: folded.to_json()}}}
+            try:
+                goodput = ctx.kube.merge_patch(GOODPUT_MEASUREMENTS, name_of(goodput), namespace_of(goodput), patch)
+            except ApiError as exc:
+                log.info("goodput priors not written yet", extra={"job": name_of(job), "error": exc.message})
+                return
+        stamp = ctx.clock.stamp()
+        ctx.write_status(
+            GOODPUT_MEASUREMENTS,
+            goodput,
+            lambda s: restarts.reset_goodput_status(s, restart, attempts.pending_interruption(s, reason, now), stamp),
+        )
 
     # ------------------------------------------------------------------ health
 

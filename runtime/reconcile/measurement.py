@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from nvcre.compiler.compose import parse_duration
@@ -28,7 +29,7 @@ from ..kube.resources import (
     PODS,
     Resource,
 )
-from ..measure import nccl, training
+from ..measure import attempts, nccl, training
 from ..measure.profile import PatternError
 from . import conditions as cond
 from .common import annotations_of, meta, name_of, namespace_of
@@ -52,6 +53,25 @@ def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
         if found and found.get("status") == "True":
             return str(found.get("lastTransitionTime") or "") or None
     return None
+
+
+def _attempt_start(measurement: Mapping[str, Any]) -> datetime | None:
+    """When the current attempt began (``startTime`` once a restart was recorded), else None."""
+    status = measurement.get("status") or {}
+    if not status.get("interruptionCount"):
+        return None
+    return parse_time(status.get("startTime"))
+
+
+def _merged(status: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` updated with ``fields``; a field whose value is None is removed."""
+    new = dict(status)
+    for key, value in fields.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    return new
 
 
 class MeasurementReconciler:
@@ -93,10 +113,10 @@ class MeasurementReconciler:
             message = f"LogProfile {ref} not found"
             self._measuring(resource, measurement, "False", "LogProfileNotFound", message, warn=True)
             return Result(ctx.settings.poll_interval)
-        text = self._read_log(job, profile, resource is GOODPUT_MEASUREMENTS)
+        text = self._read_log(job, profile, resource is GOODPUT_MEASUREMENTS, _attempt_start(measurement))
         completed_at = _job_terminal_time(job)
         if life == cond.FAILED:
-            fields = self._fields(resource, profile, text or "", completed_at) if text else {}
+            fields = self._fields(resource, profile, text or "", completed_at, measurement) if text else {}
             self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
             return Result()
         if text is None:
@@ -111,7 +131,7 @@ class MeasurementReconciler:
             self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
             return Result()
         try:
-            fields = self._fields(resource, profile, text, completed_at)
+            fields = self._fields(resource, profile, text, completed_at, measurement)
         except PatternError as exc:
             self._complete(resource, measurement, "NoDataCollected", f"LogProfile cannot parse the log: {exc}", completed_at, {})
             return Result()
@@ -144,14 +164,21 @@ class MeasurementReconciler:
         now = time.monotonic()
         message = f"Job {name_of(job)} is running"
         fields: dict[str, Any] = {}
-        if now - self._sampled.get(key, -interval) >= interval:
+        # Between a checkpoint restart and the next workload there is no log to read.
+        job_status = job.get("status") or {}
+        has_workload = bool(job_status.get("workloadRef"))
+        if resource is GOODPUT_MEASUREMENTS and int(job_status.get("restartCount") or 0) > int(
+            (measurement.get("status") or {}).get("interruptionCount") or 0
+        ):
+            has_workload = False  # the restart is not folded into this measurement yet
+        if has_workload and now - self._sampled.get(key, -interval) >= interval:
             self._sampled[key] = now
             profile = self._profile(measurement)
             training_log = resource is GOODPUT_MEASUREMENTS
-            text = self._read_log(job, profile, training_log) if profile is not None else None
+            text = self._read_log(job, profile, training_log, _attempt_start(measurement)) if profile is not None else None
             if profile is not None and text:
                 try:
-                    fields = self._fields(resource, profile, text, None)
+                    fields = self._fields(resource, profile, text, None, measurement)
                 except PatternError:
                     fields = {}
             if fields.get("results"):
@@ -163,8 +190,7 @@ class MeasurementReconciler:
         def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
             if cond.is_true(status, COMPLETE):
                 return None
-            new = dict(status)
-            new.update(fields)
+            new = _merged(status, fields)
             new.setdefault("startTime", stamp)
             if not fields:
                 previous = cond.condition(new, MEASURING) or {}
@@ -181,21 +207,30 @@ class MeasurementReconciler:
         ref = str((measurement.get("spec") or {}).get("logProfileRef") or "")
         return self.ctx.read(LOGPROFILES, ref, None) if ref else None
 
-    def _read_log(self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool) -> str | None:
-        """The complete log of the profile's pod, or None when it cannot be read (yet)."""
+    def _read_log(
+        self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool, since: datetime | None = None
+    ) -> str | None:
+        """The complete log of the profile's pod, or None when it cannot be read (yet).
+
+        ``since``: after a checkpoint restart, only pods created from then on (the new attempt's).
+        """
         strategy = (profile.get("spec") or {}).get("workerStrategy") or {}
         replicated = str(strategy.get("replicatedJobName") or ("node" if training_log else "launcher"))
         workload = str(((job.get("status") or {}).get("workloadRef") or {}).get("name") or f"{name_of(job)}-workload")
         store = self.ctx.store(PODS)
+        # A pod being deleted belongs to a workload that is going away (a checkpoint restart).
         pods = [
             p
             for p in store.by_label(namespace_of(job), JOBSET_NAME_LABEL, workload)
             if ((p.get("metadata") or {}).get("labels") or {}).get(REPLICATED_JOB_LABEL) == replicated
+            and not meta(p).get("deletionTimestamp")
         ]
         if not pods:
             # The profile names a replicatedJob this workload does not have (the API defaults it
             # to "trainer"); the worker pods carry the Job's label, so read those instead.
-            pods = store.by_label(namespace_of(job), JOB_LABEL, name_of(job))
+            pods = [p for p in store.by_label(namespace_of(job), JOB_LABEL, name_of(job)) if not meta(p).get("deletionTimestamp")]
+        if since is not None:
+            pods = [p for p in pods if (parse_time(meta(p).get("creationTimestamp")) or since) >= since]
         if not pods:
             return None
         pods.sort(key=name_of)
@@ -209,7 +244,14 @@ class MeasurementReconciler:
             log.info("log not readable yet", extra={"pod": name_of(pod), "error": exc.message})
             return None
 
-    def _fields(self, resource: Resource, profile: Mapping[str, Any], text: str, completed_at: str | None) -> dict[str, Any]:
+    def _fields(
+        self,
+        resource: Resource,
+        profile: Mapping[str, Any],
+        text: str,
+        completed_at: str | None,
+        measurement: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         spec = profile.get("spec") or {}
         if resource is BANDWIDTH_MEASUREMENTS:
             parsed = nccl.parse_bandwidth(text, spec)
@@ -224,11 +266,21 @@ class MeasurementReconciler:
         if not parsed_training.steps:
             return {}
         now = parse_time(completed_at) or self.ctx.clock.now()
-        goodput = training.calculate_goodput(parsed_training, now)
+        prior = attempts.PriorAttempts.from_json(annotations_of(measurement or {}).get(attempts.PRIOR_ANNOTATION))
+        goodput = attempts.combine(prior, training.calculate_goodput(parsed_training, now), parsed_training, now)
         out: dict[str, Any] = dict(goodput.status_fields())
         out["highestStep"] = goodput.highest_step
         out["currentStep"] = parsed_training.steps[-1].iteration
         out["lastCheckpointStep"] = goodput.last_checkpoint_step
+        last_checkpoint = parsed_training.last_checkpoint
+        if last_checkpoint is not None and last_checkpoint.timestamp is not None:
+            out["lastCheckpointTime"] = format_time(last_checkpoint.timestamp)
+        if prior.interruptions:
+            out["interruptionCount"] = prior.interruptions
+            out["priorWarmupTimeSec"] = f"{prior.warmup:.2f}"
+            out["priorNonWarmupTimeSec"] = f"{prior.non_warmup:.2f}"
+            # The new attempt logged a step: the interruption is accounted for.
+            out["pendingInterruption"] = None
         if parsed_training.log_interval:
             out["logInterval"] = parsed_training.log_interval
         if parsed_training.application_start is not None:
@@ -272,8 +324,7 @@ class MeasurementReconciler:
         def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
             if cond.is_true(status, COMPLETE):
                 return None
-            new = dict(status)
-            new.update(fields)
+            new = _merged(status, fields)
             new.setdefault("startTime", now)
             new["completionTime"] = completed_at or now
             new = cond.set_condition(new, MEASURING, "False", reason, message, now)

@@ -1,0 +1,171 @@
+"""Which events queue which keys: the filters that keep needless reconciles (and their GETs) away."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from prometheus_client import generate_latest
+
+from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.kube.accounting import RequestCounter
+from nvcre.runtime.kube.informers import Store
+
+
+class _OfflineKube:
+    """Never called: these tests only feed events to the handlers."""
+
+    def __init__(self) -> None:
+        self.requests = RequestCounter()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the handlers must not call the API ({name})")
+
+
+def _controller() -> Controller:
+    ctl = Controller(_OfflineKube(), ControllerConfig(metrics_address="0", health_address="0", leader_elect=False))  # type: ignore[arg-type]
+    for plural in ("pods", "certifications", "workloadruns", "bandwidthmeasurements", "goodputmeasurements"):
+        ctl.stores[plural] = Store()
+    return ctl
+
+
+def _queued(ctl: Controller) -> dict[str, set[tuple[str, str]]]:
+    """Every key queued now or for later (owners are woken after a short batching delay); drains them."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for tier in list(ctl.queues):
+        queue = ctl.queues[tier]
+        keys = set(queue.delayed_keys())
+        while len(queue):
+            key = queue.get(timeout=0)
+            queue.done(key)
+            keys.add(key)
+        ctl.queues[tier] = type(queue)()
+        if keys:
+            out[tier] = keys
+    return out
+
+
+def _job(rv: str = "1", **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "wf-job",
+            "namespace": "ns",
+            "resourceVersion": rv,
+            "ownerReferences": [{"kind": "Workflow", "name": "wf", "controller": True}],
+        },
+        "spec": {"thresholds": {}},
+        "status": status,
+    }
+
+
+def test_a_burst_of_child_events_wakes_the_owner_once_after_the_batching_delay():
+    ctl = _controller()
+    for index in range(50):
+        job = _job(str(index + 2), conditions=[{"type": "InProgress", "status": "True", "reason": f"r{index}"}])
+        ctl._on("job")("MODIFIED", job, _job(str(index + 1)))
+    workflow_queue = ctl.queues["workflow"]
+    assert len(workflow_queue) == 0, "owners are not woken at once"
+    assert workflow_queue.delayed_keys() == {("ns", "wf")}
+    assert workflow_queue.pending_delayed() == 1
+    assert workflow_queue.stats().delayed_coalesced == 49
+
+
+def test_a_job_event_queues_its_measurements_only_when_they_exist():
+    ctl = _controller()
+    ctl._on("job")("ADDED", _job(), None)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
+    ctl.stores["bandwidthmeasurements"].put({"metadata": {"name": "wf-job-bandwidth", "namespace": "ns"}})
+    ctl._on("job")("ADDED", _job(), None)
+    assert _queued(ctl) == {
+        "job": {("ns", "wf-job")},
+        "workflow": {("ns", "wf")},
+        "bandwidth": {("ns", "wf-job-bandwidth")},
+    }
+
+
+def test_a_job_update_that_leaves_status_alone_does_not_wake_its_workflow():
+    ctl = _controller()
+    old = _job("1")
+    finalized = copy.deepcopy(old)
+    finalized["metadata"]["resourceVersion"] = "2"
+    finalized["metadata"]["finalizers"] = ["nvcre.nvidia.com/job-finalizer"]
+    ctl._on("job")("MODIFIED", finalized, old)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}}
+    progressed = _job("3", conditions=[{"type": "Succeeded", "status": "True"}])
+    ctl._on("job")("MODIFIED", progressed, finalized)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
+    deleting = copy.deepcopy(progressed)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    ctl._on("job")("MODIFIED", deleting, progressed)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
+
+
+def _workflow(rv: str, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": "wf",
+            "namespace": "ns",
+            "resourceVersion": rv,
+            "generation": 1,
+            "ownerReferences": [{"kind": "Certification", "name": "cert", "controller": True}],
+        },
+        "spec": {"orchestration": {}},
+        "status": status,
+    }
+
+
+def test_a_workflow_status_write_wakes_its_certification_but_not_itself():
+    ctl = _controller()
+    before, after = _workflow("1", phase="a"), _workflow("2", phase="b")
+    ctl._on("workflow")("MODIFIED", after, before)
+    assert _queued(ctl) == {"certification": {("ns", "cert")}}
+    edited = copy.deepcopy(after)
+    edited["metadata"]["resourceVersion"] = "3"
+    edited["metadata"]["labels"] = {"x": "y"}
+    ctl._on("workflow")("MODIFIED", edited, after)
+    assert _queued(ctl) == {"workflow": {("ns", "wf")}, "certification": {("ns", "cert")}}
+    ctl._on("workflow")("ADDED", after, None)
+    assert _queued(ctl) == {"workflow": {("ns", "wf")}, "certification": {("ns", "cert")}}
+
+
+def test_node_events_are_counted_as_relevant_or_ignored():
+    ctl = _controller()
+    node = {"metadata": {"name": "n1", "labels": {"a": "b"}}, "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    heartbeat = copy.deepcopy(node)
+    heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "later"
+    cordoned = copy.deepcopy(node)
+    cordoned["spec"]["unschedulable"] = True
+    ctl._on_node("ADDED", node, None)
+    ctl._on_node("MODIFIED", heartbeat, node)
+    ctl._on_node("MODIFIED", cordoned, heartbeat)
+    body = generate_latest(ctl.metrics.registry).decode()
+    assert 'nvcre_node_events_total{result="relevant"} 2.0' in body
+    assert 'nvcre_node_events_total{result="ignored"} 1.0' in body
+
+
+def test_the_controller_serves_its_clients_request_counts():
+    ctl = _controller()
+    ctl.kube.requests.record("get", "workflows")  # type: ignore[attr-defined]
+    body = generate_latest(ctl.metrics.registry).decode()
+    assert 'nvcre_api_requests_total{resource="workflows",verb="get"} 1.0' in body
+    assert 'nvcre_workqueue_depth{name="job"} 0.0' in body
+
+
+def test_a_pod_update_that_only_touches_annotations_does_not_wake_its_job():
+    ctl = _controller()
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "1", "labels": {"nvcre.nvidia.com/job": "wf-job"}},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running"},
+    }
+    annotated = copy.deepcopy(pod)
+    annotated["metadata"]["resourceVersion"] = "2"
+    annotated["metadata"]["annotations"] = {"example.com/note": "x"}
+    ctl._on_pod("MODIFIED", annotated, pod)
+    assert _queued(ctl) == {}
+    finished = copy.deepcopy(annotated)
+    finished["status"] = {"phase": "Succeeded"}
+    ctl._on_pod("MODIFIED", finished, annotated)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}}
+    ctl._on_pod("DELETED", finished, None)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}}
