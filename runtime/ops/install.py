@@ -251,6 +251,85 @@ def _delete_all(kube: Kube, resource: Resource, say: Say, timeout: float = 300.0
         time.sleep(1.0)
 
 
+def _served_resource(crd: Mapping[str, Any]) -> Resource:
+    spec = crd.get("spec") or {}
+    versions = spec.get("versions") or [{}]
+    stored = next((v for v in versions if v.get("storage")), versions[0])
+    names = spec.get("names") or {}
+    return Resource(str(spec.get("group") or ""), str(stored.get("name") or "v1"), str(names.get("plural") or ""),
+                    str(names.get("kind") or ""), namespaced=spec.get("scope", "Namespaced") == "Namespaced")
+
+
+def _list_when_ready(kube: Kube, resource: Resource, timeout: float = 60.0) -> list[dict[str, Any]]:
+    """List a custom resource, waiting while the server's watch cache for it is still starting
+    (it answers 429 "storage is (re)initializing" until then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return list(kube.list(resource).items)
+        except NotFound:
+            return []
+        except ApiError as error:
+            if error.status != 429 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _empty_custom_resource(kube: Kube, crd: Mapping[str, Any]) -> None:
+    """Delete every object of one of our CRDs before the CRD itself.
+
+    Listing first also brings the server's storage for the kind up, so the API server's own
+    cleanup of the CRD finds it ready: without that, a CRD nobody has read yet can sit in
+    ``Terminating`` with "could not list instances: storage is (re)initializing" for minutes
+    while the server's retry backs off.
+    """
+    resource = _served_resource(crd)
+    for obj in _list_when_ready(kube, resource):
+        meta = obj.get("metadata") or {}
+        try:
+            kube.delete(resource, str(meta.get("name")), meta.get("namespace"), uid=meta.get("uid"))
+        except NotFound:
+            continue
+
+
+def _cleanup_stalled(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Terminating" and c.get("reason") == "InstanceDeletionFailed" for c in conditions)
+
+
+def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) -> None:
+    """Wait until the API server has removed our CRDs.
+
+    When its cleanup of a CRD failed once (``InstanceDeletionFailed``), the server retries with a
+    growing back-off; touching an annotation on the CRD puts it back in the server's queue at once.
+    """
+    deadline = time.monotonic() + timeout
+    nudged: dict[str, float] = {}
+    pending = list(names)
+    while pending:
+        still: list[str] = []
+        for name in pending:
+            try:
+                live = kube.get(CRDS, name)
+            except NotFound:
+                continue
+            still.append(name)
+            now = time.monotonic()
+            if _cleanup_stalled(live) and now - nudged.get(name, 0.0) >= 5.0:
+                nudged[name] = now
+                try:
+                    kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {
+                        "nvcre.nvidia.com/cleanup-retry": str(int(now))}}})
+                except ApiError:
+                    pass
+        pending = still
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"our CRDs are still being deleted after {timeout:.0f}s: {', '.join(pending)}")
+        time.sleep(0.5)
+
+
 def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequence[str], say: Say = lambda line: None) -> None:
     """``cr``: delete every run (the controller frees its GPUs first); ``helm``: remove our install.
 
@@ -264,6 +343,10 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
             except NotFound:
                 continue
     if "helm" not in skip:
+        ours = [o for o in objects if o.get("kind") == "CustomResourceDefinition"
+                and str((o.get("metadata") or {}).get("name")) != JOBSET_CRD]
+        for crd in ours:
+            _empty_custom_resource(kube, crd)
         removed = 0
         for obj in reversed(list(objects)):
             meta = obj.get("metadata") or {}
@@ -275,12 +358,7 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
                 removed += 1
             except NotFound:
                 continue
-        crds = [str(o["metadata"]["name"]) for o in objects if o.get("kind") == "CustomResourceDefinition"]
-        deadline = time.monotonic() + 120.0
-        while any(_exists(kube, CRDS, name) for name in crds):
-            if time.monotonic() > deadline:
-                raise TimeoutError("our CRDs are still being deleted after 120s")
-            time.sleep(0.5)
+        _wait_crds_gone(kube, [str(o["metadata"]["name"]) for o in ours])
         say(f"Removed {removed} install object(s); the JobSet CRD and Kubeflow Trainer stay.")
     if "deps" not in skip:
         say("Kubeflow Trainer was not installed by nvcrectl and is left in place.")
