@@ -2,7 +2,7 @@
 
 Each case under ``golden/cli/<case>/`` names, in ``case.yaml``, the command line, the exit code it
 must end with, and a case of ``golden/report/`` whose objects a scripted API server plays back:
-the Certification the CLI creates is InProgress for a few polls, then takes the golden status,
+the Certification or WorkloadRun the CLI creates is InProgress for a few polls, then takes the golden status,
 and the Workflows, Jobs, measurements and ConfigMaps are there as the controller left them. The
 CLI runs in-process with a fake clock; its stderr and stdout go through :func:`normalise` (see
 ``golden/cli/README.md``) and are compared with ``stderr.txt`` and ``stdout.txt``.
@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from goldenharness import GOLDEN, cases, check
+from goldenharness import GOLDEN, REPO, cases, check
 from nvcre.runtime.kube.client import ObjectList
 from nvcre.runtime.kube.errors import AlreadyExists, NotFound
 from nvcre.runtime.kube.resources import Resource
@@ -43,6 +43,7 @@ def normalise(text: str, results: Path | None = None) -> str:
     """The documented filter: generated names, elapsed times and the results path become markers."""
     if results is not None:
         text = text.replace(str(results), "<RESULTS>")
+    text = text.replace(str(REPO), "<REPO>")
     text = _TIMESTAMPED.sub("nvcrectl-<TIMESTAMP>", text)
     text = _RAN_FOR.sub("ran for <ELAPSED>", text)
     return "\n".join(_ELAPSED.sub("(<ELAPSED>", line) if line.startswith("[watch]") else line
@@ -85,7 +86,7 @@ class ScriptedCluster:
         """The controller's work, all at once: every golden object, moved into the run's namespace."""
         namespace = run["metadata"]["namespace"]
         old = self._golden_run()["metadata"]["namespace"]
-        run["metadata"]["uid"] = self._golden_run()["metadata"]["uid"]
+        run["metadata"]["uid"] = self._golden_run()["metadata"].get("uid") or run["metadata"]["uid"]
         for obj in self._golden:
             if obj["kind"] in ("Certification", "WorkloadRun"):
                 continue
@@ -192,6 +193,19 @@ def _cert_file(objects: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def _placeholders(objects: list[dict[str, Any]], tmp_path: Path, results: Path) -> dict[str, str]:
+    """What ``{results}``, ``{cert_file}`` and ``{repo}`` in a case's ``args`` stand for."""
+    fields = {"results": str(results), "repo": str(REPO), "cert_file": ""}
+    if any(o["kind"] == "Certification" for o in objects):
+        fields["cert_file"] = str(_cert_file(objects, tmp_path / "cert.yaml"))
+    return fields
+
+
+def _report_stream(kind: str, code: int, stdout: str, stderr: str) -> str:
+    """Where the CLI prints the report: stdout for a passed Certification, stderr otherwise."""
+    return stdout if code == 0 and kind == "Certification" else stderr
+
+
 def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list[str]) -> tuple[int, str, str]:
     """Run ``nvcrectl`` in-process against ``cluster`` with the fake clock; (exit code, stdout, stderr)."""
     from typer.testing import CliRunner
@@ -222,8 +236,10 @@ def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeyp
     spec = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))
     objects = _golden_objects(spec["objects"])
     results = tmp_path / "results.json"
-    args = [str(a).format(results=results, cert_file=_cert_file(objects, tmp_path / "cert.yaml")) for a in spec["args"]]
+    fields = _placeholders(objects, tmp_path, results)
+    args = [str(a).format(**fields) for a in spec["args"]]
     cluster = ScriptedCluster(objects)
+    kind = cluster._golden_run()["kind"]
 
     code, stdout, stderr = invoke(monkeypatch, cluster, args)
 
@@ -231,15 +247,19 @@ def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeyp
     check(case / "stdout.txt", normalise(stdout, results), update_golden)
     assert code == spec["exit"], stderr
     report = (GOLDEN / "report" / spec["objects"] / "expected.txt").read_text(encoding="utf-8")
-    assert report in (stdout if code == 0 else stderr)  # the same report the report goldens hold
+    assert report in _report_stream(kind, code, stdout, stderr)  # the same report the report goldens hold
     if "--results-file" in spec["args"]:
         expected = json.loads((GOLDEN / "report" / spec["objects"] / "expected.json").read_text(encoding="utf-8"))
         assert json.loads(results.read_text(encoding="utf-8")) == expected
     if "--cleanup" in spec["args"]:
         assert not any(k[0] == "certifications" for k in cluster._store), "cleanup left the Certification"
+    if code == 3:  # timed out: the run is left alone and the output says how to follow it
+        assert "did not complete within" in stderr.splitlines()[-1]
+        assert not any(call.startswith("delete ") for call in cluster.calls), "a timed-out wait deleted something"
 
 
 def test_the_filter_hides_only_volatile_parts() -> None:
+    assert normalise(f"reading {REPO}/examples/w.yaml") == "reading <REPO>/examples/w.yaml"
     raw = ("Certification nvcrectl-20261202-200501 created in namespace nvcrectl-20261202-200501.\n"
            "[watch] communication/nccl-all-reduce: InProgress (1h2m3s; jobs running 1, blocked 0, done 0)\n"
            "[watch] Certification succeeded. (45s)\n"

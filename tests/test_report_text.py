@@ -15,6 +15,7 @@ from nvcre.runtime.judge.model import (
     GroupVerdict,
     InfrastructureFaultVerdict,
     IterationVerdict,
+    RestartVerdict,
     TrainingMetrics,
 )
 from nvcre.runtime.report import format as fmt
@@ -34,6 +35,16 @@ points = st.builds(
     provisional=st.booleans(),
     provisional_reason=st.sampled_from(["", "JobRunning", "FinalReadPending"]),
 )
+seconds = st.one_of(st.none(), st.floats(0, 10**7, allow_nan=False))
+restart_verdicts = st.builds(
+    RestartVerdict,
+    count=st.integers(1, 10**4),
+    maximum=st.integers(0, 10**4),
+    interruptions=st.integers(0, 10**4),
+    lost_work_seconds=seconds,
+    reschedule_seconds=seconds,
+    resume_seconds=seconds,
+)
 logs = st.builds(FailureLog, pod_name=awkward, node_name=awkward, exit_code=st.one_of(st.none(), st.integers(-1, 255)), reason=awkward, tail=st.text(max_size=300))
 groups = st.builds(
     GroupVerdict,
@@ -47,6 +58,7 @@ groups = st.builds(
     bandwidth=st.one_of(st.none(), points),
     transport=st.lists(st.sampled_from(["IB", "Socket", "Libfabric"]), max_size=3, unique=True).map(tuple),
     below_min=st.booleans(),
+    restarts=st.one_of(st.none(), restart_verdicts),
 )
 diagnoses = st.builds(
     DiagnosisVerdict,

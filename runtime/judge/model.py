@@ -23,6 +23,7 @@ __all__ = [
     "JobState",
     "MeasurementState",
     "NodeResult",
+    "RestartVerdict",
     "TrainingMetrics",
     "WorkflowState",
 ]
@@ -66,6 +67,28 @@ class BandwidthPoint:
 
 
 @dataclass(frozen=True)
+class RestartVerdict:
+    """Checkpoint restarts of one group's Job and what its goodput measurement counted for them.
+
+    Only built when the Job restarted at least once (``status.restartCount > 0``). The times are
+    whole-run totals in seconds from the GoodputMeasurement, None when it has not published them.
+    """
+
+    #: restarts used (``Job.status.restartCount``)
+    count: int
+    #: restarts allowed (``Job.spec.checkpoint.maxRestarts``, 0 when unset)
+    maximum: int
+    #: restarts the goodput measurement has accounted for (``interruptionCount``)
+    interruptions: int = 0
+    #: work redone after resuming: last checkpoint to the last step before each failure
+    lost_work_seconds: float | None = None
+    #: from the last step before each failure to the next attempt's application start
+    reschedule_seconds: float | None = None
+    #: every attempt's start-up to its first step, checkpoint loading included
+    resume_seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class GroupVerdict:
     """One node group (one Job per iteration)."""
 
@@ -84,6 +107,8 @@ class GroupVerdict:
     below_min: bool = False
     #: set when the node count is known although the node names are not (Unpinned)
     node_count: int = 0
+    #: set when the group's Job restarted its workload from a checkpoint
+    restarts: RestartVerdict | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +195,10 @@ class CategoryVerdict:
     @property
     def failed_groups(self) -> tuple[GroupVerdict, ...]:
         return tuple(group for group in self.groups if group.failed)
+
+    @property
+    def restarted_groups(self) -> tuple[GroupVerdict, ...]:
+        return tuple(group for group in self.groups if group.restarts is not None)
 
     @property
     def key(self) -> str:

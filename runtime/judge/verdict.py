@@ -7,7 +7,9 @@ returns a ``CertificationVerdict``; ``workloadrun_verdict`` does the same for a 
 ``failed_nodes`` is either a mapping from Workflow name to ``{name, reason, message}`` entries
 or the failed-nodes ConfigMaps themselves. Jobs still present add their own entries, attributed
 by ``judge.attribution`` (so a timed-out Job that ran names its nodes even before they reach a
-ConfigMap). ``now`` (optional) dates the runtime of categories
+ConfigMap). A group whose Job restarted its workload from a checkpoint (``status.restartCount``
+above 0) carries the restarts used and allowed (``spec.checkpoint.maxRestarts``) and the times its
+GoodputMeasurement counted for them. ``now`` (optional) dates the runtime of categories
 still running; without it their runtime is left out. Nothing here reads a clock or a cluster.
 """
 
@@ -43,6 +45,7 @@ from .model import (
     JobState,
     MeasurementState,
     NodeResult,
+    RestartVerdict,
     TrainingMetrics,
     WorkflowState,
 )
@@ -135,6 +138,15 @@ def _time(text: Any) -> datetime | None:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _seconds(text: Any) -> float | None:
+    """A non-negative decimal-string duration, or None when absent or unreadable."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _positive(text: Any) -> float | None:
@@ -279,6 +291,25 @@ def _failure_log(job: Obj | None) -> FailureLog | None:
         exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
         reason=str(log.get("reason") or ""),
         tail=str(log.get("tail") or ""),
+    )
+
+
+def _restarts(job: Obj | None, goodput: Obj | None) -> RestartVerdict | None:
+    """The checkpoint restarts of a group's Job; None when it never restarted."""
+    if job is None:
+        return None
+    count = _int(_status(job).get("restartCount"))
+    if count <= 0:
+        return None
+    checkpoint = _map(_map(job.get("spec")).get("checkpoint"))
+    measured = _status(goodput) if goodput is not None else {}
+    return RestartVerdict(
+        count=count,
+        maximum=max(0, _int(checkpoint.get("maxRestarts"))),
+        interruptions=max(0, _int(measured.get("interruptionCount"))),
+        lost_work_seconds=_seconds(measured.get("lostWorkTimeSec")),
+        reschedule_seconds=_seconds(measured.get("rescheduleTimeSec")),
+        resume_seconds=_seconds(measured.get("resumeTimeSec")),
     )
 
 
@@ -483,9 +514,12 @@ def _category(
         if isinstance(group_name, str):
             jobs_by_group[group_name] = candidate  # a later iteration's Job replaces an earlier one
     bandwidth_by_job: dict[str, list[Obj]] = {}
+    goodput_by_job: dict[str, Obj] = {}
     for measurement in measurements:
         if measurement.get("kind") == "BandwidthMeasurement":
             bandwidth_by_job.setdefault(_job_ref_name(measurement), []).append(measurement)
+        elif measurement.get("kind") == "GoodputMeasurement":
+            goodput_by_job[_job_ref_name(measurement)] = measurement
 
     groups: list[GroupVerdict] = []
     history_failed = {
@@ -512,7 +546,8 @@ def _category(
         nodes = _group_nodes(group, job)
         phase = str(group.get("phase") or "Pending")
         failed = phase == "Failed" or (name in history_failed and phase != "Running")
-        bms = bandwidth_by_job.get(job_name or (_name(job) if job is not None else ""), [])
+        job_key = job_name or (_name(job) if job is not None else "")
+        bms = bandwidth_by_job.get(job_key, [])
         point = _peak(row for bm in bms for row in _bandwidth_rows(bm))
         transport = tuple(sorted({str(t) for bm in bms for t in _list(_status(bm).get("transport"))}))
         groups.append(
@@ -529,6 +564,7 @@ def _category(
                 transport=transport,
                 below_min=_below_min(thresholds, point),
                 node_count=len(nodes) or (_int(orch.get("nodesPerJob")) if unpinned else 0),
+                restarts=_restarts(job, goodput_by_job.get(job_key)),
             )
         )
 

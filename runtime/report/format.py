@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-__all__ = ["bandwidth", "goodput", "group_bandwidth", "human_duration", "size", "step_time", "tflops"]
+__all__ = [
+    "bandwidth",
+    "goodput",
+    "group_bandwidth",
+    "human_duration",
+    "restart_seconds",
+    "seconds",
+    "size",
+    "step_time",
+    "tflops",
+]
 
 _UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
 
@@ -53,3 +63,15 @@ def human_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m {secs}s"
     return f"{secs}s"
+
+
+def restart_seconds(value: float) -> str:
+    """A time a restart cost: ``0.0s``, ``21.0s`` under a minute, then as ``human_duration``."""
+    if value < 60:
+        return f"{max(0.0, value):.1f}s"
+    return human_duration(value)
+
+
+def seconds(value: float) -> float:
+    """A JSON duration in seconds, rounded to hundredths (as the measurements publish them)."""
+    return round(max(0.0, value), 2)

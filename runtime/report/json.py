@@ -2,7 +2,8 @@
 
 Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes``,
 ``categories[]`` (with ``failedGroups[].failureLog``, ``bandwidth[]``, ``transport[]``,
-``groupBandwidth[]``, ``iterations[]``, ``diagnosis`` for ``testScale: diagnose``), ``failedNodes`` (names, ``[]`` when none),
+``groupBandwidth[]``, ``iterations[]``, ``diagnosis`` for ``testScale: diagnose``,
+``restartedGroups[]`` for groups whose Job restarted from a checkpoint), ``failedNodes`` (names, ``[]`` when none),
 ``failedNodeDetails`` (each node with its reason and message) and ``result``. Optional fields
 are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes it with
 2-space indentation.
@@ -21,6 +22,7 @@ from ..judge.model import (
     DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
+    RestartVerdict,
 )
 from . import format as fmt
 
@@ -52,6 +54,23 @@ def _failure_log(log: FailureLog) -> dict[str, Any]:
     return out
 
 
+def _restarts(restarts: RestartVerdict) -> dict[str, Any]:
+    """The restart fields of a group: counts, and the measured times when published (seconds)."""
+    out: dict[str, Any] = {
+        "restartCount": restarts.count,
+        "maxRestarts": restarts.maximum,
+        "interruptionCount": restarts.interruptions,
+    }
+    for key, value in (
+        ("lostWorkTimeSec", restarts.lost_work_seconds),
+        ("rescheduleTimeSec", restarts.reschedule_seconds),
+        ("resumeTimeSec", restarts.resume_seconds),
+    ):
+        if value is not None:
+            out[key] = fmt.seconds(value)
+    return out
+
+
 def _failed_group(group: GroupVerdict) -> dict[str, Any]:
     out: dict[str, Any] = {"name": group.name, "nodeCount": len(group.nodes) or group.node_count}
     if group.nodes:
@@ -59,6 +78,20 @@ def _failed_group(group: GroupVerdict) -> dict[str, Any]:
     out["reason"] = group.reason
     if group.failure_log is not None:
         out["failureLog"] = _failure_log(group.failure_log)
+    if group.restarts is not None:
+        out.update(_restarts(group.restarts))
+    return out
+
+
+def _restarted_group(group: GroupVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": group.name, "nodeCount": len(group.nodes) or group.node_count}
+    if group.nodes:
+        out["nodes"] = list(group.nodes)
+    if group.job_name:
+        out["job"] = group.job_name
+    out["phase"] = group.phase
+    if group.restarts is not None:
+        out.update(_restarts(group.restarts))
     return out
 
 
@@ -82,6 +115,8 @@ def _group_bandwidth(group: GroupVerdict) -> dict[str, Any]:
         out["provisional"] = True
         if group.bandwidth.provisional_reason:
             out["provisionalReason"] = group.bandwidth.provisional_reason
+    if group.restarts is not None:
+        out.update(_restarts(group.restarts))
     return out
 
 
@@ -136,6 +171,7 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
             if len(category.iterations) > 1
             else [],
         ),
+        ("restartedGroups", [_restarted_group(g) for g in category.restarted_groups]),
         ("nextStep", category.next_step),
         ("diagnosis", _diagnosis(category.diagnosis) if category.diagnosis is not None else {}),
         ("envNames", list(category.env_names)),

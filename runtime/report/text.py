@@ -2,7 +2,8 @@
 
 A banner with the title, the header (name, platform, GPU, nodes, excluded nodes), one card per
 category (with a Diagnosis section for `testScale: diagnose`: rounds, jobs, confirmed nodes with
-their reasons, infrastructure faults, unresolved nodes)
+their reasons, infrastructure faults, unresolved nodes; one ``↻`` line per group that restarted
+from a checkpoint: restarts used of those allowed, lost work and reschedule time)
 and a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
 content that would not fit is cut with ``...`` or, for blocked messages, hints and log tails,
 hard-wrapped. Failure-log tails are sanitised (no control or bidi characters reach the
@@ -19,6 +20,7 @@ from ..judge.model import (
     DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
+    RestartVerdict,
 )
 from . import format as fmt
 from .cells import fit, sanitize, width, wrap, wrap_words
@@ -31,7 +33,7 @@ CONTENT = INNER - 2
 TAIL_BYTES = 4096
 TAIL_LINES = 20
 LINE_BACKSTOP = 256
-MARK_PASS, MARK_FAIL, MARK_PROVISIONAL = "✓", "✗", "?"
+MARK_PASS, MARK_FAIL, MARK_PROVISIONAL, MARK_RESTART = "✓", "✗", "?", "↻"
 
 
 def _clean(text: str) -> str:
@@ -221,6 +223,36 @@ def _bandwidth(card: _Card, category: CategoryVerdict) -> None:
                 card.add(f"  (provisional: {point.provisional_reason})")
 
 
+def _restart_detail(restarts: RestartVerdict) -> str:
+    parts = []
+    if restarts.lost_work_seconds is not None:
+        parts.append(f"lost {fmt.restart_seconds(restarts.lost_work_seconds)}")
+    if restarts.reschedule_seconds is not None:
+        parts.append(f"reschedule {fmt.restart_seconds(restarts.reschedule_seconds)}")
+    return f"({', '.join(parts)})" if parts else ""
+
+
+def _restarts(card: _Card, category: CategoryVerdict) -> None:
+    """One line per group whose Job restarted from a checkpoint (the detail wraps when long)."""
+    restarted = [(group, group.restarts) for group in category.groups if group.restarts is not None]
+    if not restarted:
+        return
+    card.blank()
+    single = len(category.groups) == 1
+    for group, restarts in restarted:
+        used = f"{restarts.count}/{restarts.maximum}"
+        head = f"{MARK_RESTART} Restarted from checkpoint {used}" if single else (
+            f"{MARK_RESTART} {fit(sanitize(group.name), 30)} restarted from checkpoint {used}")
+        detail = _restart_detail(restarts)
+        if not detail:
+            card.add(head)
+        elif width(head) + 1 + width(detail) <= CONTENT:
+            card.add(f"{head} {detail}")
+        else:
+            card.add(head)
+            card.add("  " + detail)
+
+
 def _training(card: _Card, category: CategoryVerdict) -> None:
     metrics = category.training
     if metrics is None:
@@ -270,6 +302,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
     if category.next_step:
         card.blank()
         card.wrapped("Next step:", category.next_step, words=True)
+    _restarts(card, category)
     _training(card, category)
     _group_bandwidth(card, category)
     _bandwidth(card, category)
