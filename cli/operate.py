@@ -30,6 +30,12 @@ EXIT_TIMEOUT = 3
 
 KubeconfigOption = Annotated[Path | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: the usual loading rules).")]
 ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n")]
+RunResultsFileOption = Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")]
+WorkloadRegistryOption = Annotated[str | None, typer.Option("--workload-registry")]
+WorkloadRegistryUsernameOption = Annotated[str | None, typer.Option("--workload-registry-username")]
+WorkloadRegistryPasswordOption = Annotated[str | None, typer.Option("--workload-registry-password")]
+GrantRunAccessOption = Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")]
 
 
 class ReportFormat(str, Enum):
@@ -37,9 +43,28 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
-def _fail_invalid(message: str) -> typer.Exit:
+OutputOption = Annotated[ReportFormat, typer.Option("--output", "-o")]
+
+
+def fail_invalid(message: str) -> typer.Exit:
+    """Print ``error: <message>`` on stderr; the exit (code 2, invalid input) is for the caller to raise."""
     sys.stderr.write(f"error: {message}\n")
     return typer.Exit(EXIT_INVALID)
+
+
+def stderr_lines(prefix: str = "") -> Any:
+    """A progress callback writing each line to stderr, after ``prefix``."""
+    return lambda line: sys.stderr.write(f"{prefix}{line}\n")
+
+
+def dependencies_missing(missing: Any) -> typer.Exit:
+    """Say which parts of Kubeflow Trainer and JobSet are missing and how to install them; exit 1."""
+    from nvcre.runtime.ops.install import TRAINER_INSTALL
+
+    for component in missing:
+        sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
+    sys.stderr.write(TRAINER_INSTALL + "\n")
+    return typer.Exit(EXIT_FAILURE)
 
 
 def kube_client(kubeconfig: Path | str | None, context: str | None) -> Any:
@@ -78,25 +103,35 @@ def build_verdict(kube: Any, kind: str, name: str, namespace: str) -> Any:
     return verdict_of(kube, kind, name, namespace)
 
 
-def render_report(verdicts: list[Any], output: ReportFormat) -> str:
+def _json_report(verdicts: list[Any]) -> str:
+    """The JSON report: one object for one run, a list for several."""
     from nvcre.runtime.report import json as report_json
+
+    data = [report_json.to_dict(v) for v in verdicts]
+    return json.dumps(data[0] if len(data) == 1 else data, indent=2, sort_keys=True) + "\n"
+
+
+def render_report(verdicts: list[Any], output: ReportFormat) -> str:
     from nvcre.runtime.report import text as report_text
 
     if output is ReportFormat.json:
-        data = [report_json.to_dict(v) for v in verdicts]
-        return json.dumps(data[0] if len(data) == 1 else data, indent=2, sort_keys=True) + "\n"
+        return _json_report(verdicts)
     return "\n".join(report_text.render(v) for v in verdicts)
 
 
 def write_results(path: Path, verdicts: list[Any]) -> None:
-    from nvcre.runtime.report import json as report_json
-
-    data = [report_json.to_dict(v) for v in verdicts]
+    text = _json_report(verdicts)
     try:
-        path.write_text(json.dumps(data[0] if len(data) == 1 else data, indent=2, sort_keys=True) + "\n")
+        path.write_text(text)
         sys.stderr.write(f"Results written to {path}\n")
     except OSError as exc:
         sys.stderr.write(f"Warning: failed to write results file {path}: {exc}\n")
+
+
+def _run_not_found(kube: Any, error: Exception, kind: str, name: str, namespace: str) -> typer.Exit:
+    """Print the not-found error, with where the run is when it is elsewhere; exit 1."""
+    sys.stderr.write(f"error: {error}{_wrong_namespace_hint(kube, kind, name, namespace)}\n")
+    return typer.Exit(EXIT_FAILURE)
 
 
 def _wrong_namespace_hint(kube: Any, kind: str, name: str, namespace: str) -> str:
@@ -127,8 +162,7 @@ def report_runs(kind: str, names: list[str], namespace: str, output: ReportForma
         try:
             verdicts.append(build_verdict(kube, kind, name, namespace))
         except RunNotFound as exc:
-            sys.stderr.write(f"error: {exc}{_wrong_namespace_hint(kube, kind, name, namespace)}\n")
-            raise typer.Exit(EXIT_FAILURE) from None
+            raise _run_not_found(kube, exc, kind, name, namespace) from None
     sys.stdout.write(render_report(verdicts, output))
     if results_file is not None:
         write_results(results_file, verdicts)
@@ -229,7 +263,7 @@ def _registry(registry: str | None, username: str | None, password: str | None) 
     if not any(values):
         return None
     if not all(values):
-        raise _fail_invalid(
+        raise fail_invalid(
             "--workload-registry, --workload-registry-username, and --workload-registry-password must all be set "
             "together and non-empty"
         )
@@ -238,20 +272,44 @@ def _registry(registry: str | None, username: str | None, password: str | None) 
     return Registry(str(registry), str(username), str(password))
 
 
-def _load_cert_file(path: Path, namespace: str | None, generated: str) -> dict[str, Any]:
-    from nvcre.compiler.api.validate import validate
-    from nvcre.compiler.diagnostics import CompileError, errors_in
+def _wait_budget(timeout: str) -> float:
+    """``--timeout`` in seconds; exit 2 unless it is a Go duration of at least 1s."""
+    from nvcre.compiler.compose import parse_duration
+
+    try:
+        budget = parse_duration(timeout)
+    except ValueError as exc:
+        raise fail_invalid(f"--timeout: {exc}") from None
+    if budget < 1:
+        raise fail_invalid(f"--timeout must be at least 1s when --wait is set, got {timeout}")
+    return budget
+
+
+def _load_run_file(path: Path, kind: str) -> dict[str, Any]:
+    """The one document of a run file; exit 2 when it is not of ``kind``."""
+    from nvcre.compiler.diagnostics import CompileError, error
 
     from .certification import load_single
 
     document = load_single(path)
-    if document.get("kind") != "Certification":
-        from nvcre.compiler.diagnostics import error
+    if document.get("kind") != kind:
+        raise CompileError([error("WrongKind", f"{path}: kind", f"expected kind {kind}, got {document.get('kind')!r}")])
+    return document
 
-        raise CompileError([error("WrongKind", f"{path}: kind", f"expected kind Certification, got {document.get('kind')!r}")])
+
+def _require_valid(document: dict[str, Any]) -> None:
+    """Exit 2 with every error the API validation finds in a run object."""
+    from nvcre.compiler.api.validate import validate
+    from nvcre.compiler.diagnostics import CompileError, errors_in
+
     problems = errors_in(validate(document))
     if problems:
         raise CompileError(problems)
+
+
+def _load_cert_file(path: Path, namespace: str | None, generated: str) -> dict[str, Any]:
+    document = _load_run_file(path, "Certification")
+    _require_valid(document)
     meta = document.setdefault("metadata", {})
     meta["namespace"] = meta.get("namespace") or namespace or generated
     return document
@@ -261,11 +319,11 @@ def _check_setup_flags(*, setup: bool, image: str | None, controller_pull_secret
                        wait: bool) -> None:
     """The flags that only make sense together (exit 2 before anything touches a cluster)."""
     if image and not setup:
-        raise _fail_invalid("--image requires --setup: it is the controller image setup installs")
+        raise fail_invalid("--image requires --setup: it is the controller image setup installs")
     if controller_pull_secret and not setup:
-        raise _fail_invalid("--controller-pull-secret requires --setup: it is the controller's image pull Secret")
+        raise fail_invalid("--controller-pull-secret requires --setup: it is the controller's image pull Secret")
     if cleanup and not wait:
-        raise _fail_invalid("--cleanup requires --wait: without it the run would be deleted as soon as it was submitted")
+        raise fail_invalid("--cleanup requires --wait: without it the run would be deleted as soon as it was submitted")
 
 
 def run_certification(
@@ -291,19 +349,12 @@ def run_certification(
     from nvcre.compiler import compose
     from nvcre.compiler.catalog import load_catalog
 
-    budget = None
-    if wait and timeout is not None:
-        try:
-            budget = compose.parse_duration(timeout)
-        except ValueError as exc:
-            raise _fail_invalid(f"--timeout: {exc}") from None
-        if budget < 1:
-            raise _fail_invalid(f"--timeout must be at least 1s when --wait is set, got {timeout}")
+    budget = _wait_budget(timeout) if wait and timeout is not None else None
     if cert_file is not None and categories:
-        raise _fail_invalid("--cert-file and --category are mutually exclusive")
+        raise fail_invalid("--cert-file and --category are mutually exclusive")
     creds = _registry(*registry)
     if cert_file is not None and stall_changed:
-        raise _fail_invalid("--startup-stall-timeout-seconds cannot be used with --cert-file; set it in the Certification YAML")
+        raise fail_invalid("--startup-stall-timeout-seconds cannot be used with --cert-file; set it in the Certification YAML")
     _check_setup_flags(setup=setup, image=image, controller_pull_secret=controller_pull_secret, cleanup=cleanup, wait=wait)
 
     catalog = load_catalog()
@@ -325,9 +376,7 @@ def run_certification(
     plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
                    derived=derived, results_file=results_file, setup=setup, image=image,
                    controller_pull_secret=controller_pull_secret, cleanup=cleanup)
-    code = execute_run(kube_client(kubeconfig, context), plan, on_submitted=submitted)
-    if code:
-        raise typer.Exit(code)
+    _execute(plan, kubeconfig, context, on_submitted=submitted)
 
 
 @dataclass(frozen=True)
@@ -352,8 +401,11 @@ class RunPlan:
         return str(self.document["kind"])
 
 
-def _say(prefix: str) -> Any:
-    return lambda line: sys.stderr.write(f"{prefix}{line}\n")
+def _execute(plan: RunPlan, kubeconfig: Path | None, context: str | None, *, on_submitted: Any = None) -> None:
+    """Carry out a run command's plan on the cluster the kubeconfig names; exit with its code unless 0."""
+    code = execute_run(kube_client(kubeconfig, context), plan, on_submitted=on_submitted)
+    if code:
+        raise typer.Exit(code)
 
 
 def _run_setup(kube: Any, plan: RunPlan, state: dict[str, Any]) -> None:
@@ -367,13 +419,10 @@ def _run_setup(kube: Any, plan: RunPlan, state: dict[str, Any]) -> None:
     sys.stderr.write("[setup] Installing dependencies...\n" if certification else "Installing NVCRE components...\n")
     try:
         ops.setup_init(kube, ops.controller_values(plan.image, plan.controller_pull_secret),
-                       say=_say("[setup] " if certification else ""),
+                       say=stderr_lines("[setup] " if certification else ""),
                        on_apply=lambda: state.update(installed=True))
     except ops.DependenciesMissing as exc:
-        for component in exc.missing:
-            sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
-        sys.stderr.write(ops.TRAINER_INSTALL + "\n")
-        raise typer.Exit(EXIT_FAILURE) from None
+        raise dependencies_missing(exc.missing) from None
     sys.stderr.write("[setup] Setup complete.\n" if certification else "Setup complete.\n")
 
 
@@ -444,7 +493,7 @@ def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: 
     from nvcre.runtime.ops.submit import AccessMissing, submit_run
 
     try:
-        return submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=_say(""))
+        return submit_run(kube, document, grant_run_access=grant_run_access, registry=creds, say=stderr_lines())
     except AccessMissing as exc:
         from nvcre.compiler.emit import dump_yaml
 
@@ -551,7 +600,7 @@ def _cleanup(kube: Any, result: Any, installed: bool, code: int) -> int:
     from nvcre.runtime.ops.install import setup_reset
     from nvcre.runtime.ops.submit import delete_run
 
-    say = _say("[cleanup] ")
+    say = stderr_lines("[cleanup] ")
     say("Cleaning up...")
     warnings: list[str] = []
     try:
@@ -595,7 +644,7 @@ def run_command(
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Run namespace (default: a new nvcrectl-<timestamp>).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
     timeout: Annotated[str | None, typer.Option("--timeout", help="With --wait: how long to wait (Go duration); derived from the categories when omitted.")] = None,
-    results_file: Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")] = None,
+    results_file: RunResultsFileOption = None,
     nodes_per_job: Annotated[int, typer.Option("--nodes-per-job", help="0 = automatic.")] = 0,
     placement: Annotated[str, typer.Option("--placement", help="Pinned (default) or Unpinned.")] = "",
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0 = from the GPU architecture.")] = 0,
@@ -607,10 +656,10 @@ def run_command(
     repeat_count: Annotated[int, typer.Option("--repeat-count")] = 0,
     max_restarts: Annotated[int, typer.Option("--max-restarts")] = 0,
     storage_class: Annotated[str, typer.Option("--storage-class")] = "",
-    workload_registry: Annotated[str | None, typer.Option("--workload-registry")] = None,
-    workload_registry_username: Annotated[str | None, typer.Option("--workload-registry-username")] = None,
-    workload_registry_password: Annotated[str | None, typer.Option("--workload-registry-password")] = None,
-    grant_run_access: Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")] = False,
+    workload_registry: WorkloadRegistryOption = None,
+    workload_registry_username: WorkloadRegistryUsernameOption = None,
+    workload_registry_password: WorkloadRegistryPasswordOption = None,
+    grant_run_access: GrantRunAccessOption = False,
     setup: SetupOption = False,
     image: ImageOption = None,
     controller_pull_secret: ControllerPullSecretOption = None,
@@ -659,8 +708,8 @@ def run_command(
 @guarded
 def report_command(
     names: Annotated[list[str], typer.Argument(help="Certification name(s).")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
-    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    namespace: NamespaceOption = "default",
+    output: OutputOption = ReportFormat.text,
     results_file: Annotated[Path | None, typer.Option("--results-file", help="Also write the JSON report here.")] = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
@@ -672,8 +721,8 @@ def report_command(
 @guarded
 def status_command(
     name: Annotated[str, typer.Argument(help="Certification name.")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
-    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    namespace: NamespaceOption = "default",
+    output: OutputOption = ReportFormat.text,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -691,9 +740,7 @@ def status_of(kind: str, name: str, namespace: str, output: ReportFormat, kubeco
     try:
         run = kube.get(resource_for_kind(kind), name, namespace)
     except NotFound:
-        err = RunNotFound(kind, name, namespace)
-        sys.stderr.write(f"error: {err}{_wrong_namespace_hint(kube, kind, name, namespace)}\n")
-        raise typer.Exit(EXIT_FAILURE) from None
+        raise _run_not_found(kube, RunNotFound(kind, name, namespace), kind, name, namespace) from None
     status = run.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
     phase = phase_of(run)
@@ -716,7 +763,7 @@ def status_of(kind: str, name: str, namespace: str, output: ReportFormat, kubeco
 @guarded
 def delete_command(
     name: Annotated[str, typer.Argument(help="Certification name.")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
+    namespace: NamespaceOption = "default",
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until its workloads are gone.")] = True,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
@@ -725,8 +772,7 @@ def delete_command(
     from nvcre.runtime.ops.submit import delete_object
 
     kube = kube_client(kubeconfig, context)
-    gone = delete_object(kube, "Certification", name, namespace, wait=wait,
-                         say=lambda line: sys.stderr.write(line + "\n"))
+    gone = delete_object(kube, "Certification", name, namespace, wait=wait, say=stderr_lines())
     if not gone:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -749,11 +795,11 @@ def workloadrun_run_command(
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Default: metadata.namespace, else default.")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report (on stderr).")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --wait: how long to wait (Go duration).")] = "30m",
-    results_file: Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")] = None,
-    workload_registry: Annotated[str | None, typer.Option("--workload-registry")] = None,
-    workload_registry_username: Annotated[str | None, typer.Option("--workload-registry-username")] = None,
-    workload_registry_password: Annotated[str | None, typer.Option("--workload-registry-password")] = None,
-    grant_run_access: Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")] = False,
+    results_file: RunResultsFileOption = None,
+    workload_registry: WorkloadRegistryOption = None,
+    workload_registry_username: WorkloadRegistryUsernameOption = None,
+    workload_registry_password: WorkloadRegistryPasswordOption = None,
+    grant_run_access: GrantRunAccessOption = False,
     setup: SetupOption = False,
     image: ImageOption = None,
     controller_pull_secret: ControllerPullSecretOption = None,
@@ -762,46 +808,27 @@ def workloadrun_run_command(
     context: ContextOption = None,
 ) -> None:
     """Submit a WorkloadRun and optionally wait for its verdict."""
-    from nvcre.compiler import compose
-    from nvcre.compiler.api.validate import validate
-    from nvcre.compiler.diagnostics import CompileError, error, errors_in
-
-    from .certification import load_single
-
-    budget = 0.0
-    if wait:
-        try:
-            budget = compose.parse_duration(timeout)
-        except ValueError as exc:
-            raise _fail_invalid(f"--timeout: {exc}") from None
-        if budget < 1:
-            raise _fail_invalid(f"--timeout must be at least 1s when --wait is set, got {timeout}")
+    budget = _wait_budget(timeout) if wait else 0.0
     creds = _registry(workload_registry, workload_registry_username, workload_registry_password)
     _check_setup_flags(setup=setup, image=image, controller_pull_secret=controller_pull_secret, cleanup=cleanup, wait=wait)
-    document = load_single(file)
-    if document.get("kind") != "WorkloadRun":
-        raise CompileError([error("WrongKind", f"{file}: kind", f"expected kind WorkloadRun, got {document.get('kind')!r}")])
+    document = _load_run_file(file, "WorkloadRun")
     meta = document.setdefault("metadata", {})
     if name:
         meta["name"] = name
     meta["namespace"] = namespace or meta.get("namespace") or "default"
-    problems = errors_in(validate(document))
-    if problems:
-        raise CompileError(problems)
+    _require_valid(document)
 
     plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
                    derived=False, results_file=results_file, setup=setup, image=image,
                    controller_pull_secret=controller_pull_secret, cleanup=cleanup, timeout_text=timeout)
-    code = execute_run(kube_client(kubeconfig, context), plan)
-    if code:
-        raise typer.Exit(code)
+    _execute(plan, kubeconfig, context)
 
 
 @guarded
 def workloadrun_report_command(
     name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
-    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    namespace: NamespaceOption = "default",
+    output: OutputOption = ReportFormat.text,
     results_file: Annotated[Path | None, typer.Option("--results-file")] = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
@@ -813,8 +840,8 @@ def workloadrun_report_command(
 @guarded
 def workloadrun_status_command(
     name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
-    output: Annotated[ReportFormat, typer.Option("--output", "-o")] = ReportFormat.text,
+    namespace: NamespaceOption = "default",
+    output: OutputOption = ReportFormat.text,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -825,7 +852,7 @@ def workloadrun_status_command(
 @guarded
 def workloadrun_cancel_command(
     names: Annotated[list[str], typer.Argument(help="WorkloadRun name(s).")],
-    namespace: Annotated[str, typer.Option("--namespace", "-n")] = "default",
+    namespace: NamespaceOption = "default",
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .certification import Format, OutputDirOption, emit_workflows
+from .operate import ContextOption, fail_invalid, stderr_lines
 from .output import guarded, print_diagnostics
 
 app = typer.Typer(help="Install the nvcre controller: CRDs, LogProfiles, RBAC and the Deployment.", no_args_is_help=True)
@@ -73,14 +74,16 @@ def _flag_layers(values: list[str] | None, set_: list[str] | None, set_json: lis
     return layers
 
 
+ValuesOption = Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")]
+SetOption = Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")]
 SetJsonOption = Annotated[list[str] | None, typer.Option("--set-json", help="key=<JSON> (repeatable).")]
 
 
 @app.command("render")
 @guarded
 def render(
-    values: Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")] = None,
+    values: ValuesOption = None,
+    set_: SetOption = None,
     set_json: SetJsonOption = None,
     output: Annotated[Format, typer.Option("--output", "-o", help="yaml or json.")] = Format.yaml,
     output_dir: OutputDirOption = None,
@@ -121,11 +124,11 @@ def chart(
 
     files = {name: text.encode("utf-8") for name, text in generate_chart().items()}
     if output_dir.exists() and not output_dir.is_dir():
-        raise _fail_invalid(f"--output-dir {output_dir}: not a directory")
+        raise fail_invalid(f"--output-dir {output_dir}: not a directory")
     existing = _chart_files_on_disk(output_dir) if output_dir.is_dir() else {}
     chart_yaml = existing.get("Chart.yaml")
     if chart_yaml is not None and f"name: {CHART_NAME}\n".encode() not in chart_yaml:
-        raise _fail_invalid(f"--output-dir {output_dir}: holds another chart (its Chart.yaml does not name {CHART_NAME})")
+        raise fail_invalid(f"--output-dir {output_dir}: holds another chart (its Chart.yaml does not name {CHART_NAME})")
     changed = sorted(name for name, data in files.items() if existing.get(name) != data)
     stale = sorted(set(existing) - set(files))
     if check:
@@ -148,57 +151,43 @@ def chart(
 
 
 KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Path to a kubeconfig.")]
-ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
 SkipOption = Annotated[list[str] | None, typer.Option("--skip-phases", help="Comma-separated phases to skip.")]
+AutoApproveOption = Annotated[bool, typer.Option("--auto-approve", help="Do not ask for confirmation.")]
 
 
-def _fail_invalid(message: str) -> typer.Exit:
-    sys.stderr.write(f"error: {message}\n")
-    return typer.Exit(2)
+def _skip(skip_phases: list[str] | None, command: str) -> tuple[str, ...]:
+    """The ``--skip-phases`` of ``setup init`` or ``setup reset``; exit 2 naming any phase it does not have."""
+    from nvcre.runtime.ops import install as ops
+
+    try:
+        return ops.check_phases(skip_phases or [], ops.INIT_PHASES if command == "init" else ops.RESET_PHASES, command)
+    except ValueError as exc:
+        raise fail_invalid(str(exc)) from None
 
 
 def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
     """``--image repo:tag`` or ``repo@sha256:...`` as values; refused beside values that set the image."""
+    from nvcre.runtime.ops.install import image_values
+
     for layer in layers:
         given = ((layer.get("manager") or {}).get("image") or {})
         clash = [key for key in ("repository", "tag", "digest") if key in given]
         if clash:
-            raise _fail_invalid(f"--image cannot be combined with values that set manager.image.{clash[0]}")
-    if "@" in image:
-        repository, digest = image.split("@", 1)
-        return {"manager": {"image": {"repository": repository, "digest": digest}}}
-    head, sep, tag = image.rpartition(":")
-    if sep and "/" not in tag:
-        return {"manager": {"image": {"repository": head, "tag": tag}}}
-    return {"manager": {"image": {"repository": image}}}
-
-
-def _objects_with_kept_values(installed: Any) -> list[dict[str, Any]]:
-    """The install's objects plus the ConfigMap that keeps its values for the next ``init``."""
-    from nvcre.compiler.install.keep import kept_values_configmap
-
-    return [*installed.objects, kept_values_configmap(installed.values, installed.values["namespace"]["name"])]
-
-
-def _installed_now(kube: Any) -> Any:
-    """The install as the last ``init`` left it: its kept values over the defaults."""
-    from nvcre.compiler.install import DEFAULT_VALUES, render_install
-    from nvcre.runtime.ops.install import read_kept_values
-
-    return render_install([read_kept_values(kube, str(DEFAULT_VALUES["namespace"]["name"]))])
+            raise fail_invalid(f"--image cannot be combined with values that set manager.image.{clash[0]}")
+    return image_values(image)
 
 
 @app.command("init")
 @guarded
 def init(
-    values: Annotated[list[str] | None, typer.Option("--values", "-f", help="Values file (repeatable; '-' reads stdin).")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="key=value in Helm syntax (repeatable).")] = None,
+    values: ValuesOption = None,
+    set_: SetOption = None,
     set_json: SetJsonOption = None,
     image: Annotated[str | None, typer.Option("--image", help="Controller image, repo:tag or repo@sha256:digest.")] = None,
     rbac_scope: Annotated[str | None, typer.Option("--rbac-scope", help="cluster or namespaced.")] = None,
     reset_values: Annotated[bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")] = False,
     skip_phases: SkipOption = None,
-    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="Do not ask for confirmation.")] = False,
+    auto_approve: AutoApproveOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -207,16 +196,13 @@ def init(
     from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
     from nvcre.runtime.ops import install as ops
 
-    from .operate import kube_client
+    from .operate import dependencies_missing, kube_client
 
-    try:
-        skip = ops.check_phases(skip_phases or [], ops.INIT_PHASES, "init")
-    except ValueError as exc:
-        raise _fail_invalid(str(exc)) from None
+    skip = _skip(skip_phases, "init")
     if "-" in (values or []) and not auto_approve:
-        raise _fail_invalid("-f - reads values from stdin, so it needs --auto-approve")
+        raise fail_invalid("-f - reads values from stdin, so it needs --auto-approve")
     if not auto_approve and not sys.stdin.isatty():
-        raise _fail_invalid("setup init changes the cluster; pass --auto-approve to confirm without a terminal")
+        raise fail_invalid("setup init changes the cluster; pass --auto-approve to confirm without a terminal")
     file_layers = [_values_file(path) for path in values or []]
     flag_layers = _flag_layers(None, set_, set_json)
     if rbac_scope is not None:
@@ -225,13 +211,11 @@ def init(
         flag_layers.append(_image_layer(image, [*file_layers, *flag_layers]))
 
     kube = kube_client(kubeconfig, context)
-    namespace = str(DEFAULT_VALUES["namespace"]["name"])
-    for layer in [*file_layers, *flag_layers]:
-        namespace = str((layer.get("namespace") or {}).get("name") or namespace)
-    kept = ops.read_kept_values(kube, namespace)
+    layers = [*file_layers, *flag_layers]
+    kept = ops.read_kept_values(kube, ops.namespace_of(layers))
     if reset_values:
         kept = after_reset(kept)
-    installed = render_install([kept, *file_layers, *flag_layers])
+    installed = render_install([kept, *layers])
     print_diagnostics(installed.diagnostics)
 
     sources = []
@@ -245,15 +229,12 @@ def init(
         raise typer.Exit(1)
 
     if "deps" not in skip:
-        missing = [c for c in ops.dependencies(kube) if not c.present]
+        missing = ops.missing_dependencies(kube)
         if missing:
-            for component in missing:
-                sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
-            sys.stderr.write(ops.TRAINER_INSTALL + "\n")
-            raise typer.Exit(1)
+            raise dependencies_missing(missing)
         sys.stderr.write("Kubeflow Trainer and JobSet are present.\n")
     if "helm" not in skip:
-        ops.apply_install(kube, _objects_with_kept_values(installed), say=lambda line: sys.stderr.write(line + "\n"))
+        ops.apply_install(kube, ops.with_kept_values(installed), say=stderr_lines())
         sys.stderr.write("Setup complete. Check it with: nvcrectl setup status\n")
 
 
@@ -272,7 +253,7 @@ def status(
     from .operate import kube_client
 
     kube = kube_client(kubeconfig, context)
-    components = ops.install_status(kube, _installed_now(kube).objects)
+    components = ops.install_status(kube, ops.render_over_kept(kube).objects)
     if output is Format.json:
         sys.stdout.write(json.dumps([c.__dict__ for c in components], indent=2) + "\n")
     else:
@@ -286,7 +267,7 @@ def status(
 @guarded
 def reset(
     skip_phases: SkipOption = None,
-    auto_approve: Annotated[bool, typer.Option("--auto-approve", help="Do not ask for confirmation.")] = False,
+    auto_approve: AutoApproveOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -295,17 +276,14 @@ def reset(
 
     from .operate import kube_client
 
-    try:
-        skip = ops.check_phases(skip_phases or [], ops.RESET_PHASES, "reset")
-    except ValueError as exc:
-        raise _fail_invalid(str(exc)) from None
+    skip = _skip(skip_phases, "reset")
     if not auto_approve:
         if not sys.stdin.isatty():
-            raise _fail_invalid("setup reset deletes every Certification, Workflow and Job; pass --auto-approve")
+            raise fail_invalid("setup reset deletes every Certification, Workflow and Job; pass --auto-approve")
         if not typer.confirm("Delete every nvcre run and the nvcre install?", err=True):
             raise typer.Exit(1)
     kube = kube_client(kubeconfig, context)
-    ops.reset_install(kube, _objects_with_kept_values(_installed_now(kube)), skip, say=lambda line: sys.stderr.write(line + "\n"))
+    ops.setup_reset(kube, skip=skip, say=stderr_lines())
 
 
 if __name__ == "__main__":

@@ -11,11 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..kube.client import Kube
 from ..kube.errors import ApiError, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+
+if TYPE_CHECKING:
+    from nvcre.compiler.install import Installed
 
 __all__ = [
     "INIT_PHASES",
@@ -27,12 +30,17 @@ __all__ = [
     "check_phases",
     "controller_values",
     "dependencies",
+    "image_values",
     "install_status",
     "installed_objects",
+    "missing_dependencies",
+    "namespace_of",
     "read_kept_values",
+    "render_over_kept",
     "reset_install",
     "setup_init",
     "setup_reset",
+    "with_kept_values",
 ]
 
 Say = Callable[[str], object]
@@ -372,24 +380,30 @@ class DependenciesMissing(Exception):
         super().__init__("missing: " + "; ".join(f"{c.name}: {c.detail}" for c in self.missing))
 
 
+def image_values(image: str) -> dict[str, Any]:
+    """The values layer for a controller image: ``repo``, ``repo:tag`` or ``repo@sha256:...``."""
+    if "@" in image:
+        repository, digest = image.split("@", 1)
+        fields = {"repository": repository, "digest": digest}
+    else:
+        head, sep, tag = image.rpartition(":")
+        fields = {"repository": head, "tag": tag} if sep and "/" not in tag else {"repository": image}
+    return {"manager": {"image": fields}}
+
+
 def controller_values(image: str | None = None, pull_secret: str | None = None) -> list[dict[str, Any]]:
-    """Values layers for a run's ``--image`` (``repo``, ``repo:tag`` or ``repo@sha256:...``) and
-    ``--controller-pull-secret`` (the name of an image pull Secret in the controller's namespace)."""
+    """Values layers for a run's ``--image`` (see :func:`image_values`) and ``--controller-pull-secret``
+    (the name of an image pull Secret in the controller's namespace)."""
     layers: list[dict[str, Any]] = []
     if image:
-        if "@" in image:
-            repository, digest = image.split("@", 1)
-            fields = {"repository": repository, "digest": digest}
-        else:
-            head, sep, tag = image.rpartition(":")
-            fields = {"repository": head, "tag": tag} if sep and "/" not in tag else {"repository": image}
-        layers.append({"manager": {"image": fields}})
+        layers.append(image_values(image))
     if pull_secret:
         layers.append({"manager": {"imagePullSecrets": [pull_secret]}})
     return layers
 
 
-def _namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
+def namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
+    """The controller's namespace the values layers name (the last one that sets it), else the default."""
     from nvcre.compiler.install import DEFAULT_VALUES
 
     namespace = str(DEFAULT_VALUES["namespace"]["name"])
@@ -398,10 +412,25 @@ def _namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
     return namespace
 
 
-def _with_kept_values(objects: Sequence[Mapping[str, Any]], values: Mapping[str, Any]) -> list[dict[str, Any]]:
+def with_kept_values(installed: Installed) -> list[dict[str, Any]]:
+    """The install's objects plus the ConfigMap that keeps its values for the next ``setup init``."""
     from nvcre.compiler.install.keep import kept_values_configmap
 
-    return [*(dict(o) for o in objects), kept_values_configmap(values, str(values["namespace"]["name"]))]
+    values = installed.values
+    return [*(dict(o) for o in installed.objects), kept_values_configmap(values, str(values["namespace"]["name"]))]
+
+
+def render_over_kept(kube: Kube, layers: Sequence[Mapping[str, Any]] = ()) -> Installed:
+    """The install for the values the last ``setup init`` kept with ``layers`` on top (with no
+    layers: the install as that init left it)."""
+    from nvcre.compiler.install import render_install
+
+    return render_install([read_kept_values(kube, namespace_of(layers)), *layers])
+
+
+def missing_dependencies(kube: Kube) -> list[Component]:
+    """The parts of Kubeflow Trainer and JobSet the cluster lacks (empty when all are there)."""
+    return [c for c in dependencies(kube) if not c.present]
 
 
 def setup_init(
@@ -421,29 +450,24 @@ def setup_init(
     something a cleanup would have to remove). Returns the number of objects applied.
     """
     from nvcre.compiler.diagnostics import raise_if_errors
-    from nvcre.compiler.install import render_install
 
-    kept = read_kept_values(kube, _namespace_of(layers))
-    installed = render_install([kept, *layers])
+    installed = render_over_kept(kube, layers)
     raise_if_errors(installed.diagnostics)
     if "deps" not in skip:
-        missing = [c for c in dependencies(kube) if not c.present]
+        missing = missing_dependencies(kube)
         if missing:
             raise DependenciesMissing(missing)
     if "helm" in skip:
         return 0
     on_apply()
-    return apply_install(kube, _with_kept_values(installed.objects, installed.values), say=say)
+    return apply_install(kube, with_kept_values(installed), say=say)
 
 
 def installed_objects(kube: Kube) -> list[dict[str, Any]]:
     """The install as the last ``setup init`` left it (its kept values over the defaults)."""
-    from nvcre.compiler.install import render_install
-
-    installed = render_install([read_kept_values(kube, _namespace_of(()))])
-    return _with_kept_values(installed.objects, installed.values)
+    return with_kept_values(render_over_kept(kube))
 
 
 def setup_reset(kube: Kube, *, skip: Sequence[str] = (), say: Say = lambda line: None) -> None:
-    """What ``setup reset --auto-approve`` does, for the run commands' ``--setup --cleanup``."""
+    """What ``setup reset --auto-approve`` does: every run (``cr``), then our install (``helm``)."""
     reset_install(kube, installed_objects(kube), skip, say=say)

@@ -162,8 +162,6 @@ def delete_object(
     say: Say = lambda line: None,
 ) -> bool:
     """Delete a run object; with ``wait``, until the API server no longer has it (finalizers done)."""
-    import time
-
     resource = resource_for_kind(kind)
     try:
         live = kube.get(resource, name, namespace)
@@ -174,14 +172,9 @@ def delete_object(
     say(f"Deleting {kind.lower()} {name}...")
     if not wait:
         return True
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            kube.get(resource, name, namespace)
-        except NotFound:
-            say(f"{kind} {name} deleted.")
-            return True
-        time.sleep(2.0)
+    if _wait_gone(kube, resource, name, namespace, timeout, 2.0):
+        say(f"{kind} {name} deleted.")
+        return True
     say("Timed out waiting for deletion.")
     return False
 
