@@ -9,19 +9,26 @@ never fails a test, and the numbers with their machine are recorded in ``docs/be
   Certifications (catalog and overlays loaded once, as in a long-running controller), the peak
   traced Python memory of one render and the size of its YAML;
 * **matrix**: every catalog entry on every platform x GPU pair, rendered and emitted in one
-  process (the first pass pays for template compilation, later passes show a warm controller);
+  process (the first pass pays for template compilation, later passes show a warm controller),
+  with the SHA-256 of all the YAML of a pass, so a change that must not alter any output can
+  be checked by comparing it before and after;
 * **cold phases**: where a fresh interpreter spends its time on one render (imports, API
   validation, catalog and overlay loading, the passes, emission);
 * **cold render vs kubectl kustomize**: ``nvcrectl certification render`` of every catalog entry
   on AWS H100 as a fresh process, alternating run for run with ``kubectl kustomize`` building the
   same rendered objects with one ``commonLabels`` transform (skipped when kubectl is absent).
-  The nvcrectl runs set ``NVCRE_NO_CACHE=1``, so no on-disk cache helps them.
+  The nvcrectl runs set ``NVCRE_NO_CACHE=1``, so no on-disk cache helps them. Their Python
+  bytecode is kept under the run's temporary folder (``PYTHONPYCACHEPREFIX``, written by the
+  first, untimed run, even when ``PYTHONDONTWRITEBYTECODE`` is set), as an installed package
+  ships its compiled modules: otherwise every source file edited since its last compilation
+  would be compiled again in every run and counted as render time.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import itertools
 import os
 import platform as host
@@ -84,16 +91,20 @@ def measure(document: dict, kwargs: dict, repeat: int) -> tuple[float, float, fl
     return statistics.median(times), max(times), peak / 2**20, size
 
 
-def matrix(passes: int) -> list[tuple[float, float, int, int]]:
-    """(wall s, CPU s, renders, output bytes) per pass over every platform x GPU pair, all entries each."""
+def matrix(passes: int) -> list[tuple[float, float, int, int, str]]:
+    """(wall s, CPU s, renders, output bytes, SHA-256 of the output) per pass over every
+    platform x GPU pair, all entries each."""
     document = _cert(_every_entry(), name="matrix")
     pairs = list(itertools.product(platform_names(), sorted(load_catalog().gpu_defaults.architectures)))
     results = []
     for _ in range(passes):
-        wall, cpu, size = time.perf_counter(), time.process_time(), 0
+        wall, cpu, size, digest = time.perf_counter(), time.process_time(), 0, hashlib.sha256()
         for platform, arch in pairs:
-            size += len(dump_yaml_stream(render_certification(document, platform=platform, gpu_arch=arch).workflows))
-        results.append((time.perf_counter() - wall, time.process_time() - cpu, len(pairs) * len(document["spec"]["categories"]), size))
+            text = dump_yaml_stream(render_certification(document, platform=platform, gpu_arch=arch).workflows)
+            size += len(text)
+            digest.update(f"# {platform} {arch}\n{text}".encode())
+        results.append((time.perf_counter() - wall, time.process_time() - cpu, len(pairs) * len(document["spec"]["categories"]),
+                        size, digest.hexdigest()))
     return results
 
 
@@ -124,9 +135,16 @@ print("emit", t_emit - t_render)
 """
 
 
+def _child_env(workdir: Path) -> dict[str, str]:
+    """The environment of a cold nvcrectl run: no on-disk cache, bytecode kept in ``workdir``."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "NVCRE_NO_CACHE": "1", "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
+
+
 def cold_phases(cert: Path, runs: int) -> list[tuple[str, float]]:
     samples: dict[str, list[float]] = {}
-    env = {**os.environ, "NVCRE_NO_CACHE": "1"}
+    env = _child_env(cert.parent)
+    subprocess.run([sys.executable, "-c", _PHASES, str(cert)], capture_output=True, check=True, env=env)  # writes bytecode
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", _PHASES, str(cert)], capture_output=True, text=True, check=True, env=env).stdout
         for line in out.splitlines():
@@ -155,8 +173,8 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
 def cold_versus_kustomize(workdir: Path, runs: int) -> dict[str, float]:
     cert = workdir / "certification.yaml"
     render = [*_nvcrectl(), "certification", "render", str(cert), "--platform", "aws", "--gpu-arch", "h100"]
-    env = {**os.environ, "NVCRE_NO_CACHE": "1"}
-    _, _, output = _timed(render, env)  # also the objects kustomize will build
+    env = _child_env(workdir)
+    _, _, output = _timed(render, env)  # writes the bytecode; also the objects kustomize will build
     kdir = workdir / "kustomize"
     kdir.mkdir(exist_ok=True)
     (kdir / "workflows.yaml").write_bytes(output)
@@ -198,9 +216,9 @@ def main() -> None:
         median, worst, peak, size = measure(document, kwargs, args.repeat)
         print(f"{name:<36} {median:>9.3f} {worst:>8.3f} {peak:>9.1f} {size / 1024:>10.1f}")
 
-    print(f"\n{'matrix pass':<36} {'wall s':>9} {'CPU s':>8} {'renders':>9} {'output MiB':>10}")
-    for index, (wall, cpu, renders, size) in enumerate(matrix(args.matrix_passes)):
-        print(f"{'every entry x every pair, pass ' + str(index + 1):<36} {wall:>9.3f} {cpu:>8.3f} {renders:>9} {size / 2**20:>10.1f}")
+    print(f"\n{'matrix pass':<36} {'wall s':>9} {'CPU s':>8} {'renders':>9} {'output MiB':>10}  SHA-256 of the output")
+    for index, (wall, cpu, renders, size, digest) in enumerate(matrix(args.matrix_passes)):
+        print(f"{'every entry x every pair, pass ' + str(index + 1):<36} {wall:>9.3f} {cpu:>8.3f} {renders:>9} {size / 2**20:>10.1f}  {digest}")
 
     if args.skip_cold:
         return

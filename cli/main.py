@@ -21,6 +21,8 @@ app.add_typer(certification.app, name="certification")
 
 
 _mounted = False
+#: The commands ``cli/certification.py`` defines itself (the others are mounted onto its group).
+_OWN_COMMANDS = frozenset(command.name for command in certification.app.registered_commands)
 
 
 def mount_commands() -> None:
@@ -74,14 +76,27 @@ def main(
     """nvcre command line."""
 
 
+def needs_every_group(argv: list[str]) -> bool:
+    """False when ``argv`` names a command of ``certification`` itself (``render``, ``validate``...):
+    that command runs the same with the other groups unmounted, and mounting them (importing
+    their modules, building their parameters) is most of the CLI's start-up. Anything else
+    (help, completion, another group, a typo that wants suggestions) gets every group."""
+    if len(argv) < 2 or argv[0] != "certification":
+        return True
+    return argv[1] not in _OWN_COMMANDS
+
+
 def run() -> None:
     import os
+    import sys
 
-    if os.environ.get("_NVCRECTL_COMPLETE"):  # a shell asking for candidates (nvcrectl completion)
+    completing = bool(os.environ.get("_NVCRECTL_COMPLETE"))
+    if completing:  # a shell asking for candidates (nvcrectl completion)
         from typer.completion import completion_init
 
         completion_init()
-    mount_commands()
+    if completing or needs_every_group(sys.argv[1:]):
+        mount_commands()
     app(complete_var="_NVCRECTL_COMPLETE")
 
 

@@ -1,7 +1,7 @@
 """CEL for the compiler: one shared cel-python environment, compiled programs cached by text.
 
-Overlay conditions and the API's validation rules both evaluate here, against plain Python
-data. Building cel-python's parser means Lark computing LALR tables for the CEL grammar, so
+Overlay conditions and the API's validation rules evaluate here, against plain Python data,
+when their Python equivalents (``cel_native``, ``api.native_rules``) cannot decide them. Building cel-python's parser means Lark computing LALR tables for the CEL grammar, so
 the process builds it once, from the tables shipped with the package (``cel_tables``: plain
 JSON data, checked against the installed grammar and Lark version). When they are missing or
 do not match, the parser is built from the grammar, and the tables are kept on disk between

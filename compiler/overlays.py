@@ -16,7 +16,9 @@ An overlay is ``platforms/<platform>/<name>.yaml``::
 An overlay without a ``gpuArchitecture`` clause must say ``allArchitectures: true``, so that no
 overlay reaches an architecture by accident. The rendered patch template is a list of operations,
 each a mapping with one key (see ``apply_operation``). Operations never guess: a patch aimed at
-something the Workflow does not have is an error naming the overlay.
+something the Workflow does not have is an error naming the overlay. A ``when.expression`` that
+is a simple field test is decided in Python (``cel_native``, the same answers); cel-python is
+loaded only for the others, and for every condition that might be an error.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import jsonpatch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import mpi_args
+from .cel_native import decide
 from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, Diagnostic, error
 from .merge import merge
@@ -180,6 +183,10 @@ def _cel_ready(value: Any) -> bool:
     return True
 
 
+def _cel_takes_whole(activation: Mapping[str, Any]) -> bool:
+    return is_plain(activation) and _cel_ready(activation)
+
+
 def _condition_key(expression: str, activation: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """A memo key holding exactly what the expression can read, or None when the activation is
     not plain data CEL takes whole (then every evaluation converts it, and may fail, as before)."""
@@ -196,8 +203,6 @@ def _condition_key(expression: str, activation: Mapping[str, Any]) -> tuple[Any,
 
 
 def _cel_matches(expression: str, facts: MatchFacts) -> bool:
-    from .cel import evaluate_bool
-
     activation = {
         "platform": facts.platform,
         "gpuArchitecture": facts.gpu_arch,
@@ -206,9 +211,14 @@ def _cel_matches(expression: str, facts: MatchFacts) -> bool:
         "sourceKind": facts.source_kind,
         "options": dict(facts.options),
     }
+    decided = decide(expression, activation, _cel_takes_whole)
+    if decided is not None:  # a field test settled in Python: cel-python is not even loaded
+        return decided
     key = _condition_key(expression, activation)
     if key is not None and key in _CONDITIONS:
         return _CONDITIONS[key]
+    from .cel import evaluate_bool
+
     result = evaluate_bool(expression, activation)  # an error is raised every time, never memoised
     if key is not None:
         if len(_CONDITIONS) >= _CONDITIONS_LIMIT:

@@ -9,13 +9,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .common import ApiObject
 
-__all__ = ["CRD_DIR", "crd_file_name"]
+__all__ = ["CRD_DIR", "crd_file_name", "crd_file_of_kind"]
 
 #: Directory holding the generated CRD files.
 CRD_DIR = Path(__file__).resolve().parent / "crds"
 
 
 def crd_file_name(cls: type[ApiObject]) -> str:
-    from .common import GROUP
+    from .kinds import GROUP
 
     return f"{cls.plural}.{GROUP}.yaml"
+
+
+def crd_file_of_kind(kind: str) -> str | None:
+    """The CRD file name of a kind, read from the kind registry (no model is imported)."""
+    from .kinds import GROUP, kind_plural
+
+    plural = kind_plural(kind)
+    return f"{plural}.{GROUP}.yaml" if plural is not None else None

@@ -14,17 +14,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .common import ApiObject
 
-__all__ = ["KINDS", "kind_class", "kind_names"]
+__all__ = ["GROUP", "VERSION", "API_VERSION", "KINDS", "kind_class", "kind_names", "kind_plural"]
 
-#: kind name -> (module beside this one, class name), in registry order.
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "Certification": ("certification", "Certification"),
-    "WorkloadRun": ("workloadrun", "WorkloadRun"),
-    "Workflow": ("workflow", "Workflow"),
-    "Job": ("job", "Job"),
-    "LogProfile": ("logprofile", "LogProfile"),
-    "GoodputMeasurement": ("measurements", "GoodputMeasurement"),
-    "BandwidthMeasurement": ("measurements", "BandwidthMeasurement"),
+GROUP = "nvcre.nvidia.com"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+#: kind name -> (module beside this one, class name, plural resource name), in registry order.
+#: The plural names the committed CRD file, so a schema is found without building the model.
+_REGISTRY: dict[str, tuple[str, str, str]] = {
+    "Certification": ("certification", "Certification", "certifications"),
+    "WorkloadRun": ("workloadrun", "WorkloadRun", "workloadruns"),
+    "Workflow": ("workflow", "Workflow", "workflows"),
+    "Job": ("job", "Job", "jobs"),
+    "LogProfile": ("logprofile", "LogProfile", "logprofiles"),
+    "GoodputMeasurement": ("measurements", "GoodputMeasurement", "goodputmeasurements"),
+    "BandwidthMeasurement": ("measurements", "BandwidthMeasurement", "bandwidthmeasurements"),
 }
 
 #: Every model class, in registry order (imports every model module on first use).
@@ -32,16 +37,22 @@ KINDS: tuple[type[ApiObject], ...]
 
 
 def _load(kind: str) -> type[ApiObject]:
-    module, name = _REGISTRY[kind]
+    module, name, plural = _REGISTRY[kind]
     cls = getattr(import_module(f"{__package__}.{module}"), name)
-    if cls.kind_name() != kind:
-        raise RuntimeError(f"the registry names {kind} but {module}.{name} is a {cls.kind_name()}")
+    if cls.kind_name() != kind or cls.plural != plural:
+        raise RuntimeError(f"the registry names {kind} ({plural}) but {module}.{name} is a {cls.kind_name()} ({cls.plural})")
     return cls
 
 
 def kind_class(kind: str) -> type[ApiObject] | None:
     """The model class for a ``kind`` of ``nvcre.nvidia.com/v1alpha1``, or None."""
     return _load(kind) if kind in _REGISTRY else None
+
+
+def kind_plural(kind: str) -> str | None:
+    """The plural resource name of a kind (its CRD file stem), without importing its model."""
+    entry = _REGISTRY.get(kind)
+    return entry[2] if entry is not None else None
 
 
 def kind_names() -> list[str]:

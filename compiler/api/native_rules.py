@@ -1,4 +1,6 @@
-"""Python equivalents of the CEL rules whose cost grows with the square of a list.
+"""Python equivalents of CEL rules, so that validating a document seldom needs cel-python.
+
+Two reasons to have one. The first is cost: some rules grow with the square of a list.
 
 cel-python interprets a rule by walking its syntax tree, about a third of a millisecond per
 inner step. The duplicate-category rule compares every category with every other (4,096
@@ -9,6 +11,12 @@ keeps running the CEL text, which stays the definition. Each function returns No
 value is not of the shape it expects, and the validator then falls back to cel-python, so a
 native rule can only be faster, never different. A test checks every function against
 cel-python on generated values.
+
+The second is start-up: loading cel-python costs a cold render more than all its rules, so
+the simple string, key and quantity rules of the API (label keys, queue label key, NIC
+resource name, source repository, threshold metrics, non-negative quantities, requests within
+limits) have equivalents too, written with the same RE2 matching cel-python uses, as does
+the ``valueFrom`` ban, which a model decides in ``validate`` and the render's shortcut here.
 """
 
 from __future__ import annotations
@@ -16,8 +24,30 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from .cel_rules import MERGED_ENV_CAP, MERGED_LABEL_CAP, UNIQUE_CATEGORIES
-from .patterns import MAX_ENV, MAX_LABELS
+import re
+from fractions import Fraction
+
+import re2
+
+from .cel_rules import (
+    _RESERVED_KEY,
+    _RESERVED_PREFIX,
+    _RESERVED_SUBDOMAIN,
+    LABEL_KEY_RULES,
+    MERGED_ENV_CAP,
+    MERGED_LABEL_CAP,
+    NIC_RESOURCE_NAME_RULES,
+    NON_NEGATIVE_QUANTITY,
+    QUEUE_LABEL_KEY_RULES,
+    SOURCE_REPO_HOST,
+    SOURCE_REPO_SCHEME,
+    THRESHOLD_KEYS,
+    THRESHOLD_KEYS_RULE,
+    UNIQUE_CATEGORIES,
+    VALUE_FROM_FORBIDDEN,
+    requests_within_limits,
+)
+from .patterns import LABEL_KEY, MAX_ENV, MAX_LABELS, QUANTITY
 
 __all__ = ["NATIVE_RULES"]
 
@@ -121,9 +151,132 @@ def merged_label_cap(value: Any) -> bool | None:
     return True
 
 
+_RESERVED_MATCH = re2.compile(_RESERVED_SUBDOMAIN)
+_LABEL_KEY = re2.compile(LABEL_KEY)
+_PREFIX_LENGTH = re2.compile("^[^/]{1,253}/")
+_SOURCE_REPO = re2.compile("^[a-z]+://([A-Za-z0-9][A-Za-z0-9._~%+:-]*@)?[A-Za-z0-9][A-Za-z0-9._~%+:-]*(/.*)?$")
+_QUANTITY = re.compile(QUANTITY)  # cel_eval's isQuantity and quantity test the text with this
+
+
+def _keys(value: Any) -> list[str] | None:
+    if not isinstance(value, dict) or not all(type(k) is str for k in value):
+        return None
+    return list(value)
+
+
+def _not_reserved(key: str) -> bool:
+    return key != _RESERVED_KEY and not key.startswith(_RESERVED_PREFIX) and _RESERVED_MATCH.search(key) is None
+
+
+def _prefix_fits(key: str) -> bool:
+    return "/" not in key or _PREFIX_LENGTH.search(key) is not None
+
+
+def _over_keys(test: Callable[[str], bool]) -> Callable[[Any], bool | None]:
+    def decide(value: Any) -> bool | None:
+        keys = _keys(value)
+        return None if keys is None else all(test(k) for k in keys)
+
+    return decide
+
+
+def _over_text(test: Callable[[str], bool]) -> Callable[[Any], bool | None]:
+    def decide(value: Any) -> bool | None:
+        return test(value) if type(value) is str else None
+
+    return decide
+
+
+def _nic_domain_allowed(name: str) -> bool:
+    return "kubernetes.io/" not in name and not name.startswith("k8s.io/") and ".k8s.io/" not in name
+
+
+def _https_or_ssh(url: str) -> bool:
+    return url.startswith("https://") or url.startswith("ssh://")
+
+
+def _source_repo_host(url: str) -> bool:
+    return not _https_or_ssh(url) or _SOURCE_REPO.search(url) is not None
+
+
+_NOT_A_QUANTITY = object()
+
+
+def _quantity(value: Any) -> Any:
+    """``quantity(string(value))`` when ``isQuantity`` holds, ``_NOT_A_QUANTITY`` when it does not,
+    None when this module cannot be sure of cel_eval's answer (then cel-python decides)."""
+    if type(value) is int:
+        text = str(value)
+    elif type(value) is str:
+        text = value
+    else:
+        return None
+    if not _QUANTITY.fullmatch(text):
+        return _NOT_A_QUANTITY
+    from ..facts import parse_quantity
+
+    try:
+        return parse_quantity(text)
+    except ValueError:
+        return None  # cel_eval reports the rule as not evaluable
+
+
+def non_negative_quantity(value: Any) -> bool | None:
+    """``!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('0')) >= 0``."""
+    amount = _quantity(value)
+    if amount is None:
+        return None
+    return amount is _NOT_A_QUANTITY or amount >= 0
+
+
+def _within_limits(resource: str) -> Callable[[Any], bool | None]:
+    def decide(value: Any) -> bool | None:
+        """A request no larger than its limit (see ``cel_rules.requests_within_limits``)."""
+        if not isinstance(value, dict):
+            return None
+        requests, limits = value.get("requests", _ABSENT), value.get("limits", _ABSENT)
+        if requests is _ABSENT or limits is _ABSENT:
+            return True
+        if not isinstance(requests, dict) or not isinstance(limits, dict):
+            return None
+        request, limit = requests.get(resource, _ABSENT), limits.get(resource, _ABSENT)
+        if request is _ABSENT or limit is _ABSENT:
+            return True
+        low, high = _quantity(request), _quantity(limit)
+        if low is None or high is None:
+            return None
+        if low is _NOT_A_QUANTITY or high is _NOT_A_QUANTITY:
+            return True
+        return bool(Fraction(low) <= Fraction(high))
+
+    return decide
+
+
+_ABSENT = object()
+
+
+def value_from_absent(value: Any) -> bool | None:
+    """``!has(self.valueFrom)`` (a model decides it in ``validate``; the render's shortcut, which
+    builds no model, decides it here)."""
+    return "valueFrom" not in value if isinstance(value, dict) else None
+
+
 #: Rule text -> a function deciding it for ``self`` (None: let cel-python decide).
 NATIVE_RULES: dict[str, Callable[[Any], bool | None]] = {
     UNIQUE_CATEGORIES.rule: unique_categories,
     MERGED_ENV_CAP.rule: merged_env_cap,
     MERGED_LABEL_CAP.rule: merged_label_cap,
+    VALUE_FROM_FORBIDDEN.rule: value_from_absent,
+    LABEL_KEY_RULES[0].rule: _over_keys(_not_reserved),
+    LABEL_KEY_RULES[1].rule: _over_keys(lambda key: _LABEL_KEY.search(key) is not None),
+    LABEL_KEY_RULES[2].rule: _over_keys(_prefix_fits),
+    QUEUE_LABEL_KEY_RULES[0].rule: _over_text(_prefix_fits),
+    QUEUE_LABEL_KEY_RULES[1].rule: _over_text(_not_reserved),
+    NIC_RESOURCE_NAME_RULES[0].rule: _over_text(_nic_domain_allowed),
+    SOURCE_REPO_SCHEME.rule: _over_text(_https_or_ssh),
+    SOURCE_REPO_HOST.rule: _over_text(_source_repo_host),
+    THRESHOLD_KEYS_RULE.rule: _over_keys(lambda key: key in THRESHOLD_KEYS),
+    NON_NEGATIVE_QUANTITY.rule: non_negative_quantity,
+    requests_within_limits("cpu").rule: _within_limits("cpu"),
+    requests_within_limits("memory").rule: _within_limits("memory"),
 }

@@ -19,27 +19,34 @@ rejection. Before any of this, the document must be plain bounded data (``yamlio
 values, depth, 64-bit integers, no dates or binary); otherwise only those problems are
 reported. Diagnostics are deduplicated and sorted by field path. ``parse_document`` returns
 the typed model when nothing is wrong.
+
+``certainly_valid`` is the render path's shortcut: the same schema, metadata and rule checks
+without building a model (Python equivalents decide the rules where they exist, cel-python is
+loaded only for the others), answering True only for documents on which the models could
+not disagree (no nulls, ASCII text, the common metadata fields). Anything else, and every
+document with a problem, goes through ``validate``, so every report comes from one place.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..diagnostics import Diagnostic, PathPart, error, format_path
 from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
-from .cel_eval import RuleError, evaluate_rule
 from .cel_rules import MODEL_DECIDED_RULES
-from .common import ApiObject
-from .crdfiles import CRD_DIR, crd_file_name
-from .dispatch import kind_of, load_model
+from .crdfiles import CRD_DIR, crd_file_name, crd_file_of_kind
+from .kinds import API_VERSION
 from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
 
-__all__ = ["validate", "parse_document", "installed_schema", "iter_rules"]
+if TYPE_CHECKING:
+    from .common import ApiObject
+
+__all__ = ["validate", "parse_document", "certainly_valid", "installed_schema", "schema_of_kind", "iter_rules"]
 
 _MISSING = object()
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -60,12 +67,78 @@ def parse_document(data: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     return _run(data, None)
 
 
-@lru_cache(maxsize=None)
 def installed_schema(cls: type[ApiObject]) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of a kind, read from its committed CRD file."""
-    path = CRD_DIR / crd_file_name(cls)
+    return _installed_crd(crd_file_name(cls))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def schema_of_kind(kind: str) -> dict[str, Any] | None:
+    """The ``openAPIV3Schema`` of a kind named by its ``kind`` string (no model is built), or None."""
+    name = crd_file_of_kind(kind)
+    return _installed_crd(name)["spec"]["versions"][0]["schema"]["openAPIV3Schema"] if name is not None else None
+
+
+@lru_cache(maxsize=None)
+def _installed_crd(file_name: str) -> dict[str, Any]:
+    path = CRD_DIR / file_name
     (crd,) = load_documents(path.read_text(encoding="utf-8"), str(path))
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return crd
+
+
+#: Kinds whose models check nothing the CRD schema and rules do not (every field constraint
+#: of theirs is in the generated schema, the one validator a model-decided rule), so a document
+#: the CRD checks pass is one the models accept.
+_SHORTCUT_KINDS = frozenset({"Certification"})
+#: Metadata fields the shortcut accepts (as strings, or maps of strings for labels and
+#: annotations); any other field is left to the ObjectMeta model.
+_SHORTCUT_METADATA = {"name": str, "generateName": str, "namespace": str, "labels": dict, "annotations": dict}
+
+
+def certainly_valid(data: Any, kind: str) -> bool:
+    """True when ``data`` is a valid ``kind`` and ``validate(data)`` would report nothing.
+
+    False means "not known to be valid" (a problem, or a document outside the shortcut): call
+    ``validate`` for the report. No model is built and cel-python is loaded only for a rule with
+    no Python equivalent on a node the document has.
+    """
+    if kind not in _SHORTCUT_KINDS or not isinstance(data, dict) or data.get("kind") != kind:
+        return False
+    # Bounded plain data first: nothing below may walk data that breaks the limits (depth above all).
+    if data.get("apiVersion") != API_VERSION or _plain_problems(data, "") or not _model_neutral(data):
+        return False
+    meta = data.get("metadata")
+    if not isinstance(meta, dict) or not all(_shortcut_metadata(key, value) for key, value in meta.items()):
+        return False
+    schema = schema_of_kind(kind)
+    if schema is None:
+        return False
+    current = whole_numbers_as_integers(schema, normalize(schema, data))
+    if check_schema(schema, current):
+        return False
+    namespaced = _installed_crd(crd_file_of_kind(kind) or "")["spec"].get("scope") == "Namespaced"
+    if _check_metadata(kind, namespaced, meta):
+        return False
+    return not _check_rules(schema, current, _MISSING, (), _Blocked([]), decide_model_rules=True)
+
+
+def _shortcut_metadata(key: str, value: Any) -> bool:
+    if type(value) is not _SHORTCUT_METADATA.get(key):
+        return False
+    return type(value) is str or all(type(k) is str and type(v) is str for k, v in value.items())
+
+
+def _model_neutral(value: Any) -> bool:
+    """No null and no text outside ASCII anywhere: where a model and the schema could read a
+    value differently (an optional field's null, Unicode classes in a pattern)."""
+    if value is None:
+        return False
+    if type(value) is str:
+        return value.isascii()
+    if type(value) is dict:
+        return all(type(key) is str and key.isascii() and _model_neutral(item) for key, item in value.items())
+    if type(value) is list:
+        return all(_model_neutral(item) for item in value)
+    return True
 
 
 def iter_rules(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -87,13 +160,15 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
         unplain += _plain_problems(old, "old object: ")
     if unplain:
         return None, _finish(unplain)
+    from .dispatch import kind_of, load_model
+
     cls, problems = kind_of(data)
     if cls is None:
         return None, _finish(problems)
     schema = installed_schema(cls)
     current = whole_numbers_as_integers(schema, normalize(schema, data))  # as the API server decodes it
     found = check_schema(schema, current)
-    found += _check_metadata(cls, data.get("metadata"))
+    found += _check_metadata(cls.kind_name(), cls.namespaced, data.get("metadata"))
     previous = _MISSING
     if old is not None:
         old_cls, old_problems = kind_of(old)
@@ -147,9 +222,14 @@ def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
 
 
 def _check_rules(
-    schema: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], blocked: _Blocked
+    schema: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], blocked: _Blocked,
+    decide_model_rules: bool = False,
 ) -> list[Diagnostic]:
-    """Evaluate the rules on this node, then on every node below it that is present."""
+    """Evaluate the rules on this node, then on every node below it that is present.
+
+    The rules a model decides are skipped (the model reports them) unless
+    ``decide_model_rules``, when their Python equivalent decides them here.
+    """
     if value is None:
         return []
     out: list[Diagnostic] = []
@@ -163,7 +243,7 @@ def _check_rules(
         transition = "oldSelf" in rule["rule"]
         if (transition and old is _MISSING) or skip:
             continue
-        diagnostic = _evaluate(rule, value, old, path, transition, blocked)
+        diagnostic = _evaluate(rule, value, old, path, transition, blocked, decide_model_rules)
         if diagnostic is not None:
             out.append(diagnostic)
     properties = schema.get("properties", {})
@@ -172,30 +252,38 @@ def _check_rules(
         for key, item in value.items():
             sub = properties.get(key, extra if isinstance(extra, dict) else None)
             if sub is not None:
-                out += _check_rules(sub, item, _child(old, key), path + (key,), blocked)
+                out += _check_rules(sub, item, _child(old, key), path + (key,), blocked, decide_model_rules)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         if len(value) > schema.get("maxItems", len(value)):
             return out  # refused by its size already; its items are not worth a rule each
         old_items = _correlate(schema, old)
         for index, item in enumerate(value):
-            out += _check_rules(schema["items"], item, old_items(item), path + (index,), blocked)
+            out += _check_rules(schema["items"], item, old_items(item), path + (index,), blocked, decide_model_rules)
     return out
 
 
 def _evaluate(
-    rule: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], transition: bool, blocked: _Blocked
+    rule: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], transition: bool, blocked: _Blocked,
+    decide_model_rules: bool = False,
 ) -> Diagnostic | None:
-    if rule["rule"] in MODEL_DECIDED_RULES:
-        return None  # the pydantic model reports the same failure, at the same path
     where = path + _field_path_parts(rule.get("fieldPath", ""))
     native = NATIVE_RULES.get(rule["rule"]) if not transition else None
-    decided = native(value) if native is not None else None
-    try:
-        holds = decided if decided is not None else evaluate_rule(rule["rule"], value, old, transition=transition)
-    except RuleError as exc:
-        if blocked.misshapen(path):
-            return None
-        return error("RuleEvaluationError", where, f"{rule['message']} (the rule could not be evaluated: {exc})")
+    if rule["rule"] in MODEL_DECIDED_RULES:
+        if not decide_model_rules:
+            return None  # the pydantic model reports the same failure, at the same path
+        if native is None or native(value) is not True:
+            return error(REASON_CODES[rule.get("reason", "FieldValueInvalid")], where, rule["message"])
+        return None
+    holds = native(value) if native is not None else None
+    if holds is None:
+        from .cel_eval import RuleError, evaluate_rule  # cel-python, for a rule with no Python equivalent
+
+        try:
+            holds = evaluate_rule(rule["rule"], value, old, transition=transition)
+        except RuleError as exc:
+            if blocked.misshapen(path):
+                return None
+            return error("RuleEvaluationError", where, f"{rule['message']} (the rule could not be evaluated: {exc})")
     if holds:
         return None
     return error(REASON_CODES[rule.get("reason", "FieldValueInvalid")], where, rule["message"])
@@ -228,7 +316,7 @@ def _field_path_parts(field_path: str) -> tuple[PathPart, ...]:
     return tuple(part for part in field_path.split(".") if part)
 
 
-def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
+def _check_metadata(kind: str, namespaced: bool, meta: Any) -> list[Diagnostic]:
     """The object-metadata checks the API server makes on every object."""
     if not isinstance(meta, dict):
         return [] if meta is not None else [error("FieldRequired", "metadata", "Required value")]
@@ -244,8 +332,8 @@ def _check_metadata(cls: type[ApiObject], meta: Any) -> list[Diagnostic]:
                 "must be a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', at most 253 characters",
             )
         )
-    if namespace is not None and not cls.namespaced:
-        out.append(error("FieldForbidden", "metadata.namespace", f"not allowed on this type: {cls.kind_name()} is cluster-scoped"))
+    if namespace is not None and not namespaced:
+        out.append(error("FieldForbidden", "metadata.namespace", f"not allowed on this type: {kind} is cluster-scoped"))
     elif isinstance(namespace, str) and namespace and (len(namespace) > 63 or not _DNS_LABEL.fullmatch(namespace)):
         out.append(error("FieldInvalid", "metadata.namespace", "must be a lowercase RFC 1123 label of at most 63 characters"))
     annotations = meta.get("annotations")

@@ -232,7 +232,7 @@ def check_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     job = unit.workflow or {}
     problems: list[Diagnostic] = []
     name = (job.get("metadata") or {}).get("name", "")
-    if not _DNS_LABEL.match(name) or len(name) > MAX_JOB_NAME_LEN:
+    if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name) or len(name) > MAX_JOB_NAME_LEN:
         problems.append(error("InvalidJobName", "metadata.name", f"{name!r} is not a DNS-1123 label of at most {MAX_JOB_NAME_LEN} characters"))
     checkpoint = (job.get("spec") or {}).get("checkpoint") or {}
     pvc = checkpoint.get("pvcName")
