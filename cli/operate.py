@@ -24,7 +24,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .output import EXIT_FAILURE, EXIT_INVALID, guarded
+from .output import EXIT_FAILURE, fail_invalid, guarded, stderr_lines
 
 EXIT_TIMEOUT = 3
 
@@ -44,17 +44,6 @@ class ReportFormat(str, Enum):
 
 
 OutputOption = Annotated[ReportFormat, typer.Option("--output", "-o")]
-
-
-def fail_invalid(message: str) -> typer.Exit:
-    """Print ``error: <message>`` on stderr; the exit (code 2, invalid input) is for the caller to raise."""
-    sys.stderr.write(f"error: {message}\n")
-    return typer.Exit(EXIT_INVALID)
-
-
-def stderr_lines(prefix: str = "") -> Any:
-    """A progress callback writing each line to stderr, after ``prefix``."""
-    return lambda line: sys.stderr.write(f"{prefix}{line}\n")
 
 
 def dependencies_missing(missing: Any) -> typer.Exit:

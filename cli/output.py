@@ -17,6 +17,17 @@ EXIT_FAILURE = 1
 EXIT_INVALID = 2
 
 
+def fail_invalid(message: str) -> typer.Exit:
+    """Print ``error: <message>`` on stderr; the exit (code 2, invalid input) is for the caller to raise."""
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(EXIT_INVALID)
+
+
+def stderr_lines(prefix: str = "") -> Any:
+    """A progress callback writing each line to stderr, after ``prefix``."""
+    return lambda line: sys.stderr.write(f"{prefix}{line}\n")
+
+
 def print_diagnostics(diagnostics: Iterable[Any]) -> None:
     for diag in diagnostics:
         sys.stderr.write(f"{diag.severity.value}: {diag.render()}\n")

@@ -17,7 +17,8 @@ from typing import Annotated, Any
 import typer
 
 from .certification import Format, OutputDirOption, emit_workflows
-from .operate import ContextOption, fail_invalid, stderr_lines
+from .operate import ContextOption
+from .output import fail_invalid, stderr_lines
 from .output import guarded, print_diagnostics
 
 app = typer.Typer(help="Install the nvcre controller: CRDs, LogProfiles, RBAC and the Deployment.", no_args_is_help=True)
