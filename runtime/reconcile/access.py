@@ -1,9 +1,11 @@
-"""May the controller write in a run namespace? SelfSubjectAccessReviews, cached briefly.
+"""May the controller write in a run namespace? SelfSubjectAccessReviews, answers cached briefly.
 
 Under ``rbac.scope: namespaced`` the controller's writes outside its own API group are granted
 per namespace by the RoleBinding ``nvcre-manager-run``. Before a Workflow writes anything in its
-namespace, the controller asks the API server (never guesses from a cache of RBAC objects). A
-granted namespace is remembered for 30 s; a denied one is asked again on every reconcile, so the
+namespace, the controller asks the API server (never guesses from a cache of RBAC objects), one
+review per (verb, group, resource) of the run role. An allowed answer is remembered per
+(namespace, verb, group, resource) for :data:`GRANTED_SECONDS`; a denied one is never
+remembered, so only the missing permissions are asked again on the next reconcile and the
 Workflow proceeds as soon as the binding exists.
 """
 
@@ -11,17 +13,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from nvcre.compiler.install.rbac import access_reviews
 
 from ..kube.client import Kube
 from ..kube.errors import ApiError
 
-__all__ = ["AccessCheck", "NamespaceAccess"]
+__all__ = ["GRANTED_SECONDS", "AccessCheck", "NamespaceAccess"]
 
-_GRANTED_TTL = 30.0
+#: how long an allowed answer stands (a revoked permission shows up as failed writes meanwhile)
+GRANTED_SECONDS = 300.0
+
+_Key = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -33,31 +39,45 @@ class AccessCheck:
     error: str = ""
 
 
-class NamespaceAccess:
-    """Per-namespace access reviews with a short memory of success."""
+def _key(attrs: Mapping[str, Any]) -> _Key:
+    resource = str(attrs["resource"]) + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+    return str(attrs.get("namespace") or ""), str(attrs["verb"]), str(attrs.get("group") or ""), resource
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+
+class NamespaceAccess:
+    """Per-(namespace, verb, resource) access reviews with a bounded memory of allowed answers."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, ttl: float = GRANTED_SECONDS) -> None:
         self._clock = clock
-        self._granted: dict[str, float] = {}
+        self._ttl = ttl
+        self._granted: dict[_Key, float] = {}
         self._lock = threading.Lock()
+
+    def _fresh(self, key: _Key, now: float) -> bool:
+        with self._lock:
+            at = self._granted.get(key)
+            if at is not None and now - at >= self._ttl:
+                del self._granted[key]
+                return False
+            return at is not None
 
     def check(self, kube: Kube, namespace: str) -> AccessCheck:
         now = self._clock()
-        with self._lock:
-            if now - self._granted.get(namespace, float("-inf")) < _GRANTED_TTL:
-                return AccessCheck(True)
         missing = []
         for review in access_reviews(namespace):
+            attrs = review["spec"]["resourceAttributes"]
+            key = _key(attrs)
+            if self._fresh(key, now):
+                continue
             try:
                 answer = kube.create(review)
             except ApiError as exc:
                 return AccessCheck(False, error=f"SelfSubjectAccessReview failed: {exc.message or exc}")
-            if not (answer.get("status") or {}).get("allowed"):
-                attrs = review["spec"]["resourceAttributes"]
-                resource = attrs["resource"] + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
-                missing.append(f"{attrs['verb']} {attrs['group'] or 'core'}/{resource}")
+            if (answer.get("status") or {}).get("allowed"):
+                with self._lock:
+                    self._granted[key] = now
+            else:
+                missing.append(f"{key[1]} {key[2] or 'core'}/{key[3]}")
         if missing:
             return AccessCheck(False, tuple(missing))
-        with self._lock:
-            self._granted[namespace] = now
         return AccessCheck(True)

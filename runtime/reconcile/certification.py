@@ -72,8 +72,10 @@ class CertificationReconciler:
 
     def reconcile(self, namespace: str, name: str) -> Result:
         ctx = self.ctx
-        # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
-        cert = ctx.live(CERTIFICATIONS, name, namespace)
+        # The status below is rewritten whole, but only over the version it was computed from
+        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
+        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
+        cert = ctx.read(CERTIFICATIONS, name, namespace)
         gate = lifecycle_gate(ctx, CERTIFICATIONS, cert, FINALIZER, self._finalize)
         if gate is not None or cert is None:
             return gate or Result()

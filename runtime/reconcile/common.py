@@ -71,9 +71,12 @@ def ensure_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], f
         return False
     patch = {"metadata": {"finalizers": [*current, finalizer], "resourceVersion": meta(obj).get("resourceVersion")}}
     try:
-        ctx.kube.merge_patch(resource, name_of(obj), namespace_of(obj) or None, patch)
+        patched = ctx.kube.merge_patch(resource, name_of(obj), namespace_of(obj) or None, patch)
     except (Conflict, NotFound):
-        pass
+        return True
+    # the reconcile that follows at once must not find the cache's copy without the finalizer
+    if isinstance(patched, Mapping):
+        ctx.recent.wrote(resource.plural, obj, patched)
     return True
 
 
@@ -122,12 +125,15 @@ class Adopted:
 def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[str, Any] | None) -> Adopted:
     """Create ``manifest``; on AlreadyExists adopt it when ``owner`` controls it (or no owner)."""
     try:
-        return Adopted(ctx.kube.create(manifest), created=True)
+        created = ctx.kube.create(manifest)
     except AlreadyExists:
-        pass
+        created = None
     except ApiError as exc:
         return Adopted(None, error=exc.message or str(exc))
     resource = ctx.kube.resource_for(str(manifest.get("apiVersion")), str(manifest.get("kind")))
+    if created is not None:
+        ctx.recent.create(resource.plural, name_of(manifest), namespace_of(manifest) or None)
+        return Adopted(created, created=True)
     live = ctx.live(resource, name_of(manifest), namespace_of(manifest) or None)
     if live is None:
         return Adopted(None, retry=True)
@@ -135,5 +141,6 @@ def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[st
         # ours or not, an object on its way out is never adopted: wait until the name is free
         return Adopted(None, retry=True)
     if owner is None or referenced_by(live, owner):
+        ctx.recent.create(resource.plural, name_of(manifest), namespace_of(manifest) or None)
         return Adopted(live, adopted=True)
     return Adopted(None, collision=True)

@@ -19,6 +19,7 @@ from ..kube.informers import Store
 from ..kube.resources import Resource
 from . import conditions as cond
 from .access import NamespaceAccess
+from .recent import RecentWrites
 
 __all__ = ["Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
 
@@ -62,12 +63,15 @@ class Context:
     settings: Settings = field(default_factory=Settings)
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
     access: NamespaceAccess = field(default_factory=NamespaceAccess)
+    recent: RecentWrites = field(default_factory=RecentWrites)
 
     def store(self, resource: Resource) -> Store:
         return self.stores.setdefault(resource.plural, Store())
 
     def cached(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any] | None:
-        return self.store(resource).get(name, namespace)
+        """The cached object, or the one this process's status write returned while the cache
+        still shows the version that write replaced (see :mod:`.recent`)."""
+        return self.recent.overlay(resource.plural, name, namespace, self.store(resource).get(name, namespace))
 
     def live(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any] | None:
         """A live GET; None only when the server says NotFound (never a cache miss)."""
@@ -122,6 +126,8 @@ class Context:
             return new
 
         written = self.kube.write_status(resource, obj, apply)
+        if written is not None:
+            self.recent.wrote(resource.plural, obj, written)
         if written is not None and flipped:
             kind = "Warning" if flipped["type"] == cond.FAILED else "Normal"
             self.event(written, kind, str(flipped["reason"]), str(flipped["message"]))

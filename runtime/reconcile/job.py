@@ -1,8 +1,9 @@
 """The Job tier: one TrainJob per Job, its state mapped onto the Job's conditions.
 
 Flow of one reconcile (NVCRE's Job controller): deletion -> finalizer -> terminal handling
-(threshold verdict after success) -> create the workload and its measurements from the
-compiler's ``expand_workload`` -> map the TrainJob's conditions -> while running, watch for
+(threshold verdict after success) -> once the Workflow recorded the Job's launch (its
+dependencies exist), create the workload and its measurements from the compiler's
+``expand_workload`` -> map the TrainJob's conditions -> while running, watch for
 pods the scheduler refuses (``schedulingStallGraceSeconds``; the blocked interval pauses the
 timeout clock) and evaluate the node health monitor on the pods' nodes. Failures attribute
 nodes and capture a failure log through ``judge.attribution``.
@@ -61,6 +62,10 @@ log = logging.getLogger("nvcre.runtime.reconcile.job")
 
 FINALIZER = "nvcre.nvidia.com/finalizer"
 TIMEOUT_TAIL_REASON = "Timeout"
+#: how long a new Job waits for its Workflow to record it before creating the workload anyway
+LAUNCH_WAIT_SECONDS = 30.0
+#: meanwhile it looks again this often (the Workflow tier queues it as soon as it recorded it)
+LAUNCH_POLL_SECONDS = 5.0
 
 
 def workload_name(job: Mapping[str, Any]) -> str:
@@ -102,6 +107,8 @@ class JobReconciler:
             return Result()
         workflow = self._workflow_of(job)
         if not status.get("workloadRef"):
+            if not self._launched(job, workflow):
+                return Result(LAUNCH_POLL_SECONDS)  # the Workflow queues it once it recorded it
             return self._create_workload(job, workflow)
         self._ensure_measurements(job, workflow)
         return self._observe_workload(job)
@@ -113,6 +120,20 @@ class JobReconciler:
             if ref.get("kind") == "Workflow" and ref.get("controller"):
                 return self.ctx.read(WORKFLOWS, str(ref.get("name")), namespace_of(job))
         return None
+
+    def _launched(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> bool:
+        """Whether the Workflow finished launching the Job: it creates the Job, then the Job's
+        dependencies (the TrainingRuntime the TrainJob names), then records the group's jobRef.
+        A TrainJob created before the dependencies is refused. True once this process created
+        them, or the status records the launch; a Job without a Workflow, or one the Workflow
+        has not recorded within LAUNCH_WAIT_SECONDS, goes ahead."""
+        if workflow is None or self.ctx.recent.was_launched(namespace_of(job), name_of(job)):
+            return True
+        groups = (((workflow.get("status") or {}).get("orchestration") or {}).get("groups")) or []
+        if any((g.get("jobRef") or {}).get("name") == name_of(job) for g in groups):
+            return True
+        created = parse_time(meta(job).get("creationTimestamp"))
+        return created is None or (self.ctx.clock.now() - created).total_seconds() >= LAUNCH_WAIT_SECONDS
 
     def _workload_objects(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         return compiler.expand_workload(job, workflow or {})
@@ -177,7 +198,11 @@ class JobReconciler:
             wanted.append((BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth"))
         if spec.get("goodputMeasurement"):
             wanted.append((GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput"))
-        if all(self.ctx.cached(res, name, namespace_of(job)) for res, name in wanted):
+        # A measurement this process created moments ago may not have reached the cache yet.
+        if all(
+            self.ctx.cached(res, name, namespace_of(job)) or self.ctx.recent.created(res.plural, name, namespace_of(job))
+            for res, name in wanted
+        ):
             return
         try:
             objects = self._workload_objects(job, workflow)
@@ -215,14 +240,14 @@ class JobReconciler:
             return self._restart_or_fail(job, "WorkloadFailed", message)
         if phase == "Succeeded":
             message = f"Workload TrainJob/{tj_name} completed" + (f": {detail}" if detail else "")
-            ctx.write_status(
+            written = ctx.write_status(
                 JOBS,
                 job,
                 lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", message, ctx.clock.stamp()),
                 stop_when_terminal=True,
             )
-            fresh = ctx.live(JOBS, name_of(job), namespace_of(job))
-            return self._judge_thresholds(fresh) if fresh else Result()
+            # Nothing written: the Job was terminal already, and its own event brings it back here.
+            return self._judge_thresholds(written) if written is not None else Result()
         if phase == "Pending":
             ctx.write_status(
                 JOBS,
@@ -405,8 +430,9 @@ class JobReconciler:
 
     def _fail(
         self, job: dict[str, Any], reason: str, message: str, *, log_reason: str | None = None, timed_out: bool = False
-    ) -> None:
+    ) -> dict[str, Any] | None:
         """Failed with ``reason``; seed failed nodes and capture a failure log when none yet.
+        Returns the Job as written, None when nothing was written (it was terminal already).
 
         A timed-out Job whose pods never reached a node blames nobody: nothing ran there, and a
         full cluster is not a fault of the nodes the group was meant for.
@@ -426,11 +452,12 @@ class JobReconciler:
                 status["failureLog"] = failure_log
             return cond.set_lifecycle(status, cond.FAILED, reason, message, ctx.clock.stamp())
 
-        ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
+        return ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
 
-    def time_out(self, job: dict[str, Any], message: str) -> None:
-        """The Workflow's timeout: Failed/JobTimedOut with a log tail (launcher preferred)."""
-        self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON, timed_out=True)
+    def time_out(self, job: dict[str, Any], message: str) -> dict[str, Any] | None:
+        """The Workflow's timeout: Failed/JobTimedOut with a log tail (launcher preferred).
+        Returns the Job as written, None when it was terminal already."""
+        return self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON, timed_out=True)
 
     def _judge_thresholds(self, job: dict[str, Any]) -> Result:
         ctx = self.ctx

@@ -1,8 +1,11 @@
 """The measurement tier: BandwidthMeasurement and GoodputMeasurement, read once when the Job ends.
 
-A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs. When the Job is
-terminal, the profile's pod log is read in full once and handed to the pure parsers in
-``runtime.measure``; the result is one terminal write (``Complete=True``), never overwritten.
+A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs, sampling the log
+every ``sampleInterval`` for provisional numbers once the profile's pod has started (a
+BandwidthMeasurement waits twice as long after a sample that added nothing, at most eight
+intervals; its rows only feed the gauges). When the Job is terminal, the profile's pod log is
+read in full once and handed to the pure parsers in ``runtime.measure``; the result is one
+terminal write (``Complete=True``), never overwritten. Status is written only when it changes.
 Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
 (Job gone or replaced, or the log stayed unreadable past the grace), with
 ``Measuring=False``/``FinalReadPending`` while a finished Job's log cannot be read yet and
@@ -80,8 +83,11 @@ class MeasurementReconciler:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._warned: set[tuple[str, str, str]] = set()
-        # when each measurement was last sampled (cadence only; results live in status)
-        self._sampled: dict[tuple[str, str], float] = {}
+        # when each measurement was last sampled and the gap to the next sample (cadence only;
+        # results live in status)
+        self._sampled: dict[tuple[str, str], tuple[float, float]] = {}
+        # final reads that found no readable log yet, per measurement (spaces the retries)
+        self._final_tries: dict[tuple[str, str], int] = {}
 
     def reconcile_bandwidth(self, namespace: str, name: str) -> Result:
         return self._reconcile(BANDWIDTH_MEASUREMENTS, namespace, name)
@@ -127,7 +133,12 @@ class MeasurementReconciler:
                 self._measuring(
                     resource, measurement, "False", "FinalReadPending", "Job succeeded; waiting to read its complete log", warn=True
                 )
-                return Result(min(ctx.settings.poll_interval, 5.0))
+                key = (namespace, name)
+                tries = self._final_tries.get(key, 0)
+                self._final_tries[key] = tries + 1
+                # 5 s, then twice as long after every miss (at most 8x), never past the grace
+                delay = min(ctx.settings.poll_interval, 5.0) * 2 ** min(tries, 3)
+                return Result(max(1.0, min(delay, grace - waited)))
             self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
             return Result()
         try:
@@ -171,16 +182,26 @@ class MeasurementReconciler:
             (measurement.get("status") or {}).get("interruptionCount") or 0
         ):
             has_workload = False  # the restart is not folded into this measurement yet
-        if has_workload and now - self._sampled.get(key, -interval) >= interval:
-            self._sampled[key] = now
+        last, gap = self._sampled.get(key, (float("-inf"), interval))
+        if has_workload and now - last >= gap:
             profile = self._profile(measurement)
             training_log = resource is GOODPUT_MEASUREMENTS
-            text = self._read_log(job, profile, training_log, _attempt_start(measurement)) if profile is not None else None
+            pod = self._log_pod(job, profile, training_log, _attempt_start(measurement)) if profile is not None else None
+            # A pod that has not started has no log: reading it would only be refused.
+            started = pod is not None and str((pod.get("status") or {}).get("phase") or "Pending") != "Pending"
+            self._sampled[key] = (now, gap) if started else (float("-inf"), interval)
+            text = self._read_pod_log(pod) if started and pod is not None else None
             if profile is not None and text:
                 try:
                     fields = self._fields(resource, profile, text, None, measurement)
                 except PatternError:
                     fields = {}
+            if started and resource is BANDWIDTH_MEASUREMENTS:
+                # Provisional bandwidth rows only feed the gauges: while a sample adds nothing
+                # to what status holds, wait twice as long for the next one (at most 8x).
+                status = measurement.get("status") or {}
+                unchanged = not fields or _merged(status, fields) == status
+                self._sampled[key] = (now, min(gap * 2, interval * 8) if unchanged else interval)
             if fields.get("results"):
                 message = f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
             elif fields.get("currentStep"):
@@ -199,7 +220,7 @@ class MeasurementReconciler:
             return cond.set_condition(new, MEASURING, "True", "JobRunning", message, stamp)
 
         self.ctx.write_status(resource, measurement, mutate)
-        return Result(min(interval, self.ctx.settings.poll_interval * 4))
+        return Result(min(self._sampled.get(key, (now, interval))[1], self.ctx.settings.poll_interval * 4))
 
     # ------------------------------------------------------------------ reading
 
@@ -214,6 +235,13 @@ class MeasurementReconciler:
 
         ``since``: after a checkpoint restart, only pods created from then on (the new attempt's).
         """
+        pod = self._log_pod(job, profile, training_log, since)
+        return self._read_pod_log(pod) if pod is not None else None
+
+    def _log_pod(
+        self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool, since: datetime | None = None
+    ) -> dict[str, Any] | None:
+        """The cached pod whose log the profile reads (``workerStrategy``), None when there is none."""
         strategy = (profile.get("spec") or {}).get("workerStrategy") or {}
         replicated = str(strategy.get("replicatedJobName") or ("node" if training_log else "launcher"))
         workload = str(((job.get("status") or {}).get("workloadRef") or {}).get("name") or f"{name_of(job)}-workload")
@@ -235,7 +263,10 @@ class MeasurementReconciler:
             return None
         pods.sort(key=name_of)
         pick = str(strategy.get("trainingStepPod") or "first")
-        pod = pods[-1] if pick == "last" else pods[0]
+        return pods[-1] if pick == "last" else pods[0]
+
+    def _read_pod_log(self, pod: Mapping[str, Any]) -> str | None:
+        """The pod's complete log (its ``node`` container when it has one), None when refused."""
         containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
         container = "node" if "node" in containers else (containers[0] if containers else None)
         try:
@@ -331,3 +362,6 @@ class MeasurementReconciler:
             return cond.set_condition(new, COMPLETE, "True", reason, message, now)
 
         ctx.write_status(resource, measurement, mutate)
+        key = (namespace_of(measurement), name_of(measurement))
+        self._sampled.pop(key, None)
+        self._final_tries.pop(key, None)

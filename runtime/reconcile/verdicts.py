@@ -19,6 +19,7 @@ from ..judge import attribution, health, thresholds
 from ..kube.client import Kube
 from ..kube.errors import ApiError
 from . import conditions as cond
+from .health_memo import HealthMemo
 
 __all__ = [
     "drain_anchor",
@@ -32,6 +33,9 @@ __all__ = [
 
 log = logging.getLogger("nvcre.runtime.reconcile.verdicts")
 
+#: verdicts of unchanged nodes, shared by every Job (a verdict depends on the node alone)
+_HEALTH_MEMO = HealthMemo()
+
 
 def unhealthy_nodes(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
     """Failed-node entries for the ``nodes`` the monitor marks unhealthy, each with the detector's
@@ -40,7 +44,7 @@ def unhealthy_nodes(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> 
     monitor = health.compile_monitor(expression)
     flagged: list[dict[str, str]] = []
     for name in sorted(nodes):
-        check = monitor.check(nodes[name])
+        check = _HEALTH_MEMO.check(expression, nodes[name], monitor.check)
         if check.error:
             log.warning("node health check failed to evaluate", extra={"node": name, "error": check.error})
         elif check.unhealthy:

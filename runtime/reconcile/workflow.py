@@ -50,6 +50,7 @@ from .common import (
 )
 from .context import Context, Result, referenced_by
 from .diagnose import DiagnoseRounds, is_diagnose
+from .job import FINALIZER as JOB_FINALIZER
 from .job import JobReconciler
 from .pods import bound_nodes, job_pods, live_pods
 
@@ -104,8 +105,10 @@ class WorkflowReconciler:
 
     def reconcile(self, namespace: str, name: str) -> Result:
         ctx = self.ctx
-        # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
-        wf = ctx.live(WORKFLOWS, name, namespace)
+        # The status below is rewritten whole, but only over the version it was computed from
+        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
+        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
+        wf = ctx.read(WORKFLOWS, name, namespace)
         gate = lifecycle_gate(ctx, WORKFLOWS, wf, FINALIZER, self._finalize)
         if gate is not None or wf is None:
             return gate or Result()
@@ -130,7 +133,20 @@ class WorkflowReconciler:
         else:
             result = self._launch_pending(wf, status)
         self._write(wf, status)
+        self._wake_launched(wf, status)
         return result
+
+    def _wake_launched(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """Queue the Jobs this status records as launched that have no workload yet: the Job
+        tier creates a workload only once its launch is recorded (after its dependencies)."""
+        namespace = namespace_of(wf)
+        for group in (status.get("orchestration") or {}).get("groups") or []:
+            name = str((group.get("jobRef") or {}).get("name") or "")
+            if group.get("phase") != "Running" or not name:
+                continue
+            job = self.ctx.cached(JOBS, name, namespace)
+            if job is not None and not (job.get("status") or {}).get("workloadRef"):
+                self.ctx.enqueue("job", namespace, name)
 
     # ------------------------------------------------------------------ namespace access
 
@@ -312,6 +328,13 @@ class WorkflowReconciler:
             message = f"Failed to build Job for group {group['name']}: {exc}"
             status.update(cond.set_lifecycle(status, cond.FAILED, "JobCreationError", message, ctx.clock.stamp()))
             return message
+        # Created with the Job tier's finalizer in place (one patch per Job fewer). The Job tier
+        # creates the workload only once the dependencies below exist (``JobReconciler._launched``).
+        metadata = dict(manifest.get("metadata") or {})
+        finalizers = list(metadata.get("finalizers") or [])
+        if JOB_FINALIZER not in finalizers:
+            metadata["finalizers"] = [*finalizers, JOB_FINALIZER]
+        manifest = {**manifest, "metadata": metadata}
         outcome = create_or_adopt(ctx, manifest, wf)
         if outcome.collision:
             message = f"Job {name_of(manifest)} already exists and is not owned by this Workflow"
@@ -332,6 +355,10 @@ class WorkflowReconciler:
             if problem:
                 return problem
             self._record_dependency(status, dep, "job", group["name"], iteration)
+        # The Job may create its workload now (its dependencies exist): tell the Job tier at once
+        # rather than after the status write that records the launch.
+        ctx.recent.launched(namespace_of(job), name_of(job))
+        ctx.enqueue("job", namespace_of(job), name_of(job))
         group["phase"] = "Running"
         group["jobRef"] = reference(job)
         group["startTime"] = ctx.clock.stamp()
@@ -363,9 +390,9 @@ class WorkflowReconciler:
             if not terminal:
                 timeout = self._timed_out(wf, group, job)
                 if timeout:
-                    self.jobs.time_out(job, timeout)
+                    written = self.jobs.time_out(job, timeout)
                     ctx.event(job, "Warning", "JobTimedOut", timeout)
-                    fresh = ctx.live(JOBS, job_name, namespace_of(wf)) or job
+                    fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
                     self._finish_group(wf, status, group, fresh, failed=True, timed_out=True)
                     continue
                 if (cond.condition(job_status, cond.IN_PROGRESS) or {}).get("reason") == "WorkloadSchedulingBlocked":

@@ -41,8 +41,10 @@ class WorkloadRunReconciler:
 
     def reconcile(self, namespace: str, name: str) -> Result:
         ctx = self.ctx
-        # A live read: the status below is rewritten whole, so it must not come from a lagging cache.
-        run = ctx.live(WORKLOADRUNS, name, namespace)
+        # The status below is rewritten whole, but only over the version it was computed from
+        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
+        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
+        run = ctx.read(WORKLOADRUNS, name, namespace)
         gate = lifecycle_gate(ctx, WORKLOADRUNS, run, FINALIZER, self._finalize)
         if gate is not None or run is None:
             return gate or Result()

@@ -1,4 +1,7 @@
-"""The controller's API request budget on the simulated GPU cluster: at most 20 requests per Job.
+"""The controller's API request budget on the simulated GPU cluster: at most 16 requests per Job.
+
+(Measured 13.8 on an idle 2-core machine; the budget leaves room for a loaded one, where cache
+lag costs the odd conflict and refetch.)
 
 One Certification, ``communication/nccl-all-reduce`` in pairs over 40 simulated nodes (20
 Jobs), reconciled by an in-process controller with the product's intervals. Every request the
@@ -23,7 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 NODES = 40
 NODES_PER_JOB = 2
-REQUESTS_PER_JOB = 20
+REQUESTS_PER_JOB = 16
 
 
 @pytest.fixture
@@ -47,7 +50,7 @@ def counted_controller(simcluster, sim_namespace) -> Iterator[Controller]:
         kube.close()
 
 
-def test_a_forty_node_twenty_job_certification_costs_at_most_twenty_requests_per_job(simcluster, sim_namespace, reader, counted_controller):
+def test_a_forty_node_twenty_job_certification_costs_at_most_sixteen_requests_per_job(simcluster, sim_namespace, reader, counted_controller):
     nodes = simcluster.add_nodes(profile="h100", count=NODES, prefix=f"{sim_namespace}-scale", workers=4)
     counter = counted_controller.kube.requests  # type: ignore[attr-defined]
     assert isinstance(counter, RequestCounter)
@@ -82,7 +85,11 @@ def test_a_forty_node_twenty_job_certification_costs_at_most_twenty_requests_per
     detail = ", ".join(f"{verb} {resource}={count}" for (verb, resource), count in sorted(spent.items()))
     print(f"{per_job:.1f} requests per Job: {detail}")  # shown with -s
     assert per_job <= REQUESTS_PER_JOB, f"{per_job:.1f} requests per Job: {detail}"
-    # each Job created exactly once; nothing probes a measurement nobody asked for
+    # each Job, TrainJob and BandwidthMeasurement created exactly once (a reconcile that runs
+    # before its own create reached the cache must not create again); nothing probes a
+    # measurement nobody asked for; every Job's log is read at least once, when it ends
     assert spent.get(("create", "jobs")) == len(jobs), detail
-    assert spent.get(("create", "trainjobs"), 0) >= len(jobs), detail
+    assert spent.get(("create", "trainjobs")) == len(jobs), detail
+    assert spent.get(("create", "bandwidthmeasurements")) == len(jobs), detail
     assert ("get", "goodputmeasurements") not in spent, detail
+    assert spent.get(("get", "pods/log"), 0) >= len(jobs), detail

@@ -1,0 +1,292 @@
+"""Requests the reconcilers spare: cached access answers, one measurement create, paced log reads.
+
+Offline, over a recording client: each test counts what a reconcile sends and checks the state
+it leaves, so a saving that changed a result would fail here as well.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from nvcre.runtime import compile as compiler
+from nvcre.runtime.clock import Clock, format_time
+from nvcre.runtime.kube.errors import NotFound
+from nvcre.runtime.kube.informers import Store
+from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, JOBS, LOGPROFILES, PODS, WORKFLOWS
+from nvcre.runtime.reconcile import conditions as cond
+from nvcre.runtime.reconcile import measurement as measurement_module
+from nvcre.runtime.reconcile.access import NamespaceAccess
+from nvcre.runtime.reconcile.common import create_or_adopt
+from nvcre.runtime.reconcile.context import Context, Settings
+from nvcre.runtime.reconcile.job import FINALIZER as JOB_FINALIZER
+from nvcre.runtime.reconcile.job import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS, JobReconciler
+from nvcre.runtime.reconcile.measurement import MeasurementReconciler
+from nvcre.runtime.reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from nvcre.runtime.reconcile.workflow import WorkflowReconciler
+
+
+class Recording:
+    """The client seam: objects by (plural, namespace, name); every call is recorded."""
+
+    def __init__(self, denied: set[str] | None = None) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.calls: list[str] = []
+        self.denied = denied or set()
+        self.log_text = ""
+        self.rv = 10
+
+    def resource_for(self, api_version: str, kind: str) -> Any:
+        return {"BandwidthMeasurement": BANDWIDTH_MEASUREMENTS, "Job": JOBS}[kind]
+
+    def get(self, resource, name, namespace=None):
+        self.calls.append(f"get {resource.plural}")
+        found = self.objects.get((resource.plural, namespace or "", name))
+        if found is None:
+            raise NotFound(404, "NotFound", name)
+        return copy.deepcopy(found)
+
+    def create(self, obj, resource=None):
+        kind = obj["kind"]
+        self.calls.append(f"create {kind}")
+        if kind == "SelfSubjectAccessReview":
+            attrs = obj["spec"]["resourceAttributes"]
+            return {**obj, "status": {"allowed": attrs["resource"] not in self.denied}}
+        self.rv += 1
+        made = copy.deepcopy(dict(obj))
+        made["metadata"] = {**made["metadata"], "resourceVersion": str(self.rv), "uid": f"uid-{self.rv}"}
+        self.objects[(self.resource_for(obj["apiVersion"], kind).plural, made["metadata"].get("namespace", ""), made["metadata"]["name"])] = made
+        return copy.deepcopy(made)
+
+    def write_status(self, resource, obj, mutate):
+        key = (resource.plural, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        current = self.objects.get(key, obj)
+        old = copy.deepcopy(dict(current.get("status") or {}))
+        new = mutate(copy.deepcopy(old), current)
+        if new is None or new == old:
+            return None
+        self.calls.append(f"update {resource.plural}/status")
+        self.rv += 1
+        written = {**copy.deepcopy(dict(current)), "status": new}
+        written["metadata"] = {**written["metadata"], "resourceVersion": str(self.rv)}
+        self.objects[key] = written
+        return copy.deepcopy(written)
+
+    def pod_log(self, name, namespace, *, container=None, timestamps=False, tail_lines=None, limit_bytes=None):
+        self.calls.append("get pods/log")
+        return self.log_text
+
+    def emit_event(self, involved, *, type, reason, message, component):
+        self.calls.append("create events")
+
+
+# ------------------------------------------------------------------ access reviews
+
+
+def test_allowed_answers_are_cached_per_namespace_and_resource_for_a_bounded_time():
+    kube = Recording()
+    now = [0.0]
+    access = NamespaceAccess(clock=lambda: now[0], ttl=300.0)
+    assert access.check(kube, "a").allowed
+    asked = len(kube.calls)
+    assert asked > 0
+    assert access.check(kube, "a").allowed
+    assert len(kube.calls) == asked  # all answered from memory
+    assert access.check(kube, "b").allowed
+    assert len(kube.calls) == 2 * asked  # another namespace is asked on its own
+    now[0] = 301.0
+    assert access.check(kube, "a").allowed
+    assert len(kube.calls) == 3 * asked  # expired: asked again
+
+
+def test_a_denied_answer_is_asked_again_and_only_it():
+    kube = Recording(denied={"pods"})
+    access = NamespaceAccess(clock=lambda: 0.0)
+    first = access.check(kube, "a")
+    assert not first.allowed and any("pods" in item for item in first.missing)
+    asked = len(kube.calls)
+    denied = len(first.missing)
+    second = access.check(kube, "a")
+    assert second.missing == first.missing
+    assert len(kube.calls) == asked + denied
+    kube.denied.clear()  # the RoleBinding appeared
+    assert access.check(kube, "a").allowed
+
+
+# ------------------------------------------------------------------ context memory
+
+
+def ctx_over(kube: Recording, **stores: Store) -> Context:
+    return Context(kube=kube, stores=dict(stores), clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+
+
+def test_a_status_write_is_read_back_while_the_cache_still_lags():
+    kube = Recording()
+    job = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns", "resourceVersion": "5"}}
+    kube.objects[("jobs", "ns", "j")] = job
+    jobs = Store()
+    jobs.put(copy.deepcopy(job))
+    ctx = ctx_over(kube, jobs=jobs)
+    written = ctx.write_status(JOBS, job, lambda s: {**s, "workloadRef": {"name": "j-workload"}})
+    assert written is not None
+    assert ctx.read(JOBS, "j", "ns")["status"]["workloadRef"] == {"name": "j-workload"}
+    assert "get jobs" not in kube.calls
+    jobs.put(copy.deepcopy(written))  # the watch event arrives
+    assert ctx.read(JOBS, "j", "ns") == jobs.get("j", "ns")
+
+
+def test_create_or_adopt_remembers_what_it_created():
+    kube = Recording()
+    ctx = ctx_over(kube)
+    manifest = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "BandwidthMeasurement", "metadata": {"name": "j-bandwidth", "namespace": "ns"}}
+    assert create_or_adopt(ctx, manifest, None).created
+    assert ctx.recent.created(BANDWIDTH_MEASUREMENTS.plural, "j-bandwidth", "ns")
+    assert not ctx.recent.created(BANDWIDTH_MEASUREMENTS.plural, "k-bandwidth", "ns")
+
+
+# ------------------------------------------------------------------ measurement sampling
+
+
+def _sampling_setup(phase: str) -> tuple[Recording, Context, MeasurementReconciler]:
+    kube = Recording()
+    stamp = Clock().stamp()
+    job = {
+        "metadata": {"name": "j", "namespace": "ns", "uid": "uj", "resourceVersion": "3"},
+        "status": cond.set_lifecycle({"workloadRef": {"name": "j-workload"}}, cond.IN_PROGRESS, "WorkloadRunning", "running", stamp),
+    }
+    measurement = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "BandwidthMeasurement",
+        "metadata": {"name": "j-bandwidth", "namespace": "ns", "resourceVersion": "4"},
+        "spec": {"jobRef": {"name": "j"}, "logProfileRef": "nccl-bandwidth", "sampleInterval": "30s"},
+    }
+    launcher = {
+        "metadata": {
+            "name": "j-workload-launcher-0",
+            "namespace": "ns",
+            "labels": {JOBSET_NAME_LABEL: "j-workload", REPLICATED_JOB_LABEL: "launcher"},
+        },
+        "spec": {"containers": [{"name": "node"}]},
+        "status": {"phase": phase},
+    }
+    profile = next(p for p in compiler.builtin_logprofiles() if p["metadata"]["name"] == "nccl-bandwidth")
+    stores = {
+        JOBS.plural: Store(),
+        BANDWIDTH_MEASUREMENTS.plural: Store(),
+        LOGPROFILES.plural: Store(),
+        PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL)),
+    }
+    stores[JOBS.plural].put(job)
+    stores[BANDWIDTH_MEASUREMENTS.plural].put(measurement)
+    stores[LOGPROFILES.plural].put(profile)
+    stores[PODS.plural].put(launcher)
+    kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")] = copy.deepcopy(measurement)
+    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    return kube, ctx, MeasurementReconciler(ctx)
+
+
+def test_a_launcher_that_has_not_started_is_not_read(monkeypatch: pytest.MonkeyPatch):
+    kube, _, reconciler = _sampling_setup("Pending")
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: 1000.0)
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    assert "get pods/log" not in kube.calls
+    status = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]
+    assert (cond.condition(status, "Measuring") or {}).get("reason") == "JobRunning"
+
+
+def test_samples_that_add_nothing_space_out_and_the_status_is_written_once(monkeypatch: pytest.MonkeyPatch):
+    kube, ctx, reconciler = _sampling_setup("Running")
+    clock = [1000.0]
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
+    reads_at = []
+    for second in range(0, 400, 5):
+        clock[0] = 1000.0 + second
+        before = kube.calls.count("get pods/log")
+        # the reconciler runs on what the cache holds, refreshed the way a watch would
+        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+        reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+        if kube.calls.count("get pods/log") > before:
+            reads_at.append(second)
+    # an empty log: every read doubles the gap (60, 120, then 240 = 8 x 30 at most)
+    assert reads_at == [0, 60, 180]
+    assert kube.calls.count("update bandwidthmeasurements/status") == 1
+
+
+# ------------------------------------------------------------------ the Job waits for its launch
+
+
+def _job_setup(age_seconds: float, recorded: bool) -> tuple[Recording, JobReconciler]:
+    kube = Recording()
+    now = Clock().now()
+    workflow = {
+        "metadata": {"name": "wf", "namespace": "ns", "uid": "uw", "resourceVersion": "2"},
+        "status": {"orchestration": {"groups": [{"name": "g0", "phase": "Running", **({"jobRef": {"name": "j"}} if recorded else {})}]}},
+    }
+    job = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "ns",
+            "uid": "uj",
+            "resourceVersion": "3",
+            "finalizers": [JOB_FINALIZER],
+            "creationTimestamp": format_time(now - timedelta(seconds=age_seconds)),
+            "ownerReferences": [{"kind": "Workflow", "name": "wf", "uid": "uw", "controller": True}],
+        },
+        "spec": {},
+    }
+    stores = {JOBS.plural: Store(), WORKFLOWS.plural: Store(), PODS.plural: Store()}
+    stores[JOBS.plural].put(job)
+    stores[WORKFLOWS.plural].put(workflow)
+    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    return kube, JobReconciler(ctx)
+
+
+def test_a_new_job_waits_until_its_workflow_recorded_the_launch(monkeypatch: pytest.MonkeyPatch):
+    kube, jobs = _job_setup(age_seconds=2.0, recorded=False)
+    built: list[str] = []
+    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    assert jobs.reconcile("ns", "j").requeue_after == LAUNCH_POLL_SECONDS
+    assert built == [] and kube.calls == []
+
+
+@pytest.mark.parametrize(("age", "recorded"), [(2.0, True), (LAUNCH_WAIT_SECONDS + 1, False)])
+def test_a_recorded_or_long_waiting_job_goes_on_to_create_its_workload(monkeypatch: pytest.MonkeyPatch, age: float, recorded: bool):
+    _, jobs = _job_setup(age_seconds=age, recorded=recorded)
+    built: list[str] = []
+    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    jobs.reconcile("ns", "j")
+    assert built == ["j"]
+
+
+def test_the_workflow_queues_the_jobs_it_recorded_that_have_no_workload_yet():
+    kube = Recording()
+    queued: list[tuple[str, str, str]] = []
+    jobs = Store()
+    jobs.put({"metadata": {"name": "waiting", "namespace": "ns"}, "status": {}})
+    jobs.put({"metadata": {"name": "started", "namespace": "ns"}, "status": {"workloadRef": {"name": "started-workload"}}})
+    ctx = Context(kube=kube, stores={JOBS.plural: jobs}, enqueue=lambda *key: queued.append(key))  # type: ignore[arg-type]
+    workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
+    groups = [
+        {"name": "g0", "phase": "Running", "jobRef": {"name": "waiting"}},
+        {"name": "g1", "phase": "Running", "jobRef": {"name": "started"}},
+        {"name": "g2", "phase": "Pending"},
+        {"name": "g3", "phase": "Succeeded", "jobRef": {"name": "done"}},
+    ]
+    workflows._wake_launched({"metadata": {"name": "wf", "namespace": "ns"}}, {"orchestration": {"groups": groups}})
+    assert queued == [("job", "ns", "waiting")]
+    assert kube.calls == []
+
+
+def test_a_job_whose_dependencies_this_process_created_goes_ahead_before_the_status_says_so(monkeypatch: pytest.MonkeyPatch):
+    _, jobs = _job_setup(age_seconds=2.0, recorded=False)
+    jobs.ctx.recent.launched("ns", "j")
+    built: list[str] = []
+    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    jobs.reconcile("ns", "j")
+    assert built == ["j"]
+    assert not jobs.ctx.recent.was_launched("ns", "other")
