@@ -8,6 +8,7 @@ share: when they are missing it says so and prints the manual install path.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -325,11 +326,9 @@ def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) ->
             now = time.monotonic()
             if _cleanup_stalled(live) and now - nudged.get(name, 0.0) >= 5.0:
                 nudged[name] = now
-                try:
+                with contextlib.suppress(ApiError):  # best effort: the server's own retry still runs
                     kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {
                         "nvcre.nvidia.com/cleanup-retry": str(int(now))}}})
-                except ApiError:
-                    pass
         pending = still
         if not pending:
             return
