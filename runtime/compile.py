@@ -13,12 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nvcre.compiler.diagnostics import CompileError
+from nvcre.compiler.expand.meta import JOB_FINALIZER
 from nvcre.compiler.facts import ClusterFacts, facts_from_documents
 from nvcre.compiler.plan import PlanError
 from nvcre.compiler.plan.model import PLAN_ERROR_REASONS
 
 __all__ = [
     "CompileError",
+    "JOB_FINALIZER",
     "PlanError",
     "builtin_logprofiles",
     "cluster_facts",

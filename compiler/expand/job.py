@@ -40,6 +40,7 @@ from .dependencies import (
 from .meta import (
     ANNOTATION_GROUP_NODES,
     API_VERSION,
+    JOB_FINALIZER,
     LABEL_GROUP,
     LABEL_WORKFLOW,
     MAX_JOB_NAME_LEN,
@@ -101,6 +102,7 @@ def instantiate_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         "namespace": workflow_namespace(workflow),
         "labels": labels,
         "ownerReferences": [owner_reference(workflow, "Workflow")],
+        "finalizers": [JOB_FINALIZER],
     }
     if annotations:
         metadata["annotations"] = annotations

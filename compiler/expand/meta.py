@@ -22,6 +22,7 @@ __all__ = [
     "API_VERSION",
     "CONTROLLER_MANAGER",
     "GROUP",
+    "JOB_FINALIZER",
     "LABEL_GROUP",
     "LABEL_JOB",
     "LABEL_WORKFLOW",
@@ -47,6 +48,8 @@ LABEL_WORKFLOW = f"{GROUP}/workflow"
 LABEL_GROUP = f"{GROUP}/group"
 LABEL_JOB = f"{GROUP}/job"
 ANNOTATION_GROUP_NODES = f"{GROUP}/group-nodes"
+#: the Job tier's finalizer, set when the Job is created so its teardown is ordered from the start
+JOB_FINALIZER = f"{GROUP}/finalizer"
 ANNOTATION_JOB_UID = f"{GROUP}/job-uid"
 ANNOTATION_WORKFLOW_UID = f"{GROUP}/workflow-uid"
 ANNOTATION_REQUESTED_TEST_SCALE = f"{GROUP}/requested-test-scale"

@@ -60,7 +60,7 @@ __all__ = ["FINALIZER", "JobReconciler", "trainjob_phase", "workload_name"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.job")
 
-FINALIZER = "nvcre.nvidia.com/finalizer"
+FINALIZER = compiler.JOB_FINALIZER  # the compiler sets it when it lowers the Job
 TIMEOUT_TAIL_REASON = "Timeout"
 #: how long a new Job waits for its Workflow to record it before creating the workload anyway
 LAUNCH_WAIT_SECONDS = 30.0

@@ -50,7 +50,6 @@ from .common import (
 )
 from .context import Context, Result, referenced_by
 from .diagnose import DiagnoseRounds, is_diagnose
-from .job import FINALIZER as JOB_FINALIZER
 from .job import JobReconciler
 from .pods import bound_nodes, job_pods, live_pods
 
@@ -328,13 +327,8 @@ class WorkflowReconciler:
             message = f"Failed to build Job for group {group['name']}: {exc}"
             status.update(cond.set_lifecycle(status, cond.FAILED, "JobCreationError", message, ctx.clock.stamp()))
             return message
-        # Created with the Job tier's finalizer in place (one patch per Job fewer). The Job tier
-        # creates the workload only once the dependencies below exist (``JobReconciler._launched``).
-        metadata = dict(manifest.get("metadata") or {})
-        finalizers = list(metadata.get("finalizers") or [])
-        if JOB_FINALIZER not in finalizers:
-            metadata["finalizers"] = [*finalizers, JOB_FINALIZER]
-        manifest = {**manifest, "metadata": metadata}
+        # The compiler gives the Job the Job tier's finalizer (no patch after the create). The Job
+        # tier creates the workload only once the dependencies below exist (``JobReconciler._launched``).
         outcome = create_or_adopt(ctx, manifest, wf)
         if outcome.collision:
             message = f"Job {name_of(manifest)} already exists and is not owned by this Workflow"
