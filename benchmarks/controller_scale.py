@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import sys
@@ -68,6 +69,7 @@ class Scrape:
     queue_coalesced: dict[str, float] = field(default_factory=dict)
     node_events: dict[str, float] = field(default_factory=dict)
     reconciles: dict[tuple[str, str], float] = field(default_factory=dict)
+    reconcile_seconds: dict[str, float] = field(default_factory=dict)
     health_evaluations: float = 0.0
 
 
@@ -92,6 +94,8 @@ def parse_metrics(text: str) -> Scrape:
                 out.queue_coalesced[labels["name"]] = value
             elif sample.name == "nvcre_node_events_total":
                 out.node_events[labels["result"]] = value
+            elif sample.name == "nvcre_reconcile_duration_seconds_sum":
+                out.reconcile_seconds[labels["controller"]] = value
             elif sample.name == "nvcre_reconcile_total":
                 out.reconciles[(labels["controller"], labels["result"])] = value
             elif sample.name == "nvcre_bench_health_evaluations_total":
@@ -138,6 +142,7 @@ def summarise(
         "queue_coalesced_adds": int(sum(grew(after.queue_coalesced, before.queue_coalesced).values())),
         "queue_adds": int(sum(grew(after.queue_adds, before.queue_adds).values())),
         "reconciles": {f"{c}/{r}": int(v) for (c, r), v in sorted(grew(after.reconciles, before.reconciles).items())},
+        "reconcile_seconds": {c: round(v, 1) for c, v in sorted(grew(after.reconcile_seconds, before.reconcile_seconds).items())},
         "node_events_relevant": int(relevant),
         "node_events_ignored": int(events.get("ignored", 0.0)),
         "health_evaluations": int(health),
@@ -161,6 +166,8 @@ def serve_controller(args: argparse.Namespace) -> int:
     from nvcre.runtime.reconcile.context import Settings
 
     configure("warning")
+    if args.memory_report:
+        _trace_memory(Path(args.memory_report), args.memory_every)
     kube = ApiServerClient.from_kubeconfig(args.kubeconfig)
     config = ControllerConfig(
         namespace=args.namespace,
@@ -172,6 +179,8 @@ def serve_controller(args: argparse.Namespace) -> int:
         settings=Settings(poll_interval=args.poll_interval),
     )
     controller = Controller(kube, config)
+    if args.heap_report:
+        _report_heap(Path(args.heap_report), args.memory_every, controller)
     evaluations = Counter(
         "nvcre_bench_health_evaluations", "Node health monitor evaluations", registry=controller.metrics.registry
     )
@@ -189,6 +198,67 @@ def serve_controller(args: argparse.Namespace) -> int:
         return controller.run(stop)
     finally:
         kube.close()
+
+
+def _trace_memory(path: Path, every: float) -> None:
+    """Trace allocations and, every ``every`` seconds, append the 25 places holding the most
+    live memory (4 frames each) to ``path``: where a growing controller keeps its memory."""
+    import tracemalloc
+
+    tracemalloc.start(4)
+    began = time.monotonic()
+
+    def dump() -> None:
+        while True:
+            time.sleep(every)
+            snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+            stats = snapshot.statistics("traceback")
+            total = sum(s.size for s in stats)
+            lines = [f"== {time.monotonic() - began:.0f}s: {total / MiB:.1f} MiB traced in {len(stats)} places"]
+            for stat in stats[:25]:
+                lines.append(f"{stat.size / MiB:8.2f} MiB {stat.count:9d} blocks")
+                lines.extend(f"      {frame.filename}:{frame.lineno}" for frame in stat.traceback)
+            with path.open("a") as out:
+                out.write("\n".join(lines) + "\n")
+
+    threading.Thread(target=dump, name="memory-report", daemon=True).start()
+
+
+def _report_heap(path: Path, every: float, controller: Any) -> None:
+    """Every ``every`` seconds append one line to ``path``: resident memory, the C heap's bytes
+    in use and free (glibc ``mallinfo2``, all arenas), Python's allocated blocks and the size of
+    each informer cache: whether memory is held by live objects or by the allocator."""
+    import ctypes
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )]  # fmt: skip
+
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+        mallinfo2.restype = MallInfo2
+    except (OSError, AttributeError):
+        mallinfo2 = None
+    began = time.monotonic()
+
+    def line() -> str:
+        rss = proc_status_kib(os.getpid(), "VmRSS") or 0
+        fields = [f"t={time.monotonic() - began:.0f}s", f"rss={rss / 1024:.0f}MiB", f"pyblocks={sys.getallocatedblocks()}"]
+        if mallinfo2 is not None:
+            info = mallinfo2()
+            fields += [f"heap_used={info.uordblks / MiB:.0f}MiB", f"heap_free={info.fordblks / MiB:.0f}MiB",
+                       f"mmapped={info.hblkhd / MiB:.0f}MiB"]  # fmt: skip
+        fields += [f"{plural}={len(store.list())}" for plural, store in sorted(controller.stores.items())]
+        return " ".join(fields)
+
+    def loop() -> None:
+        while True:
+            with path.open("a") as out:
+                out.write(line() + "\n")
+            time.sleep(every)
+
+    threading.Thread(target=loop, name="heap-report", daemon=True).start()
 
 
 # ------------------------------------------------------------------ the driver
@@ -240,6 +310,9 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
         f"--metrics-port={metrics_port}", f"--health-port={health_port}",
         f"--poll-interval={args.poll_interval}", f"--workers={args.workers}",
     ]  # fmt: skip
+    for flag in ("memory_report", "heap_report"):
+        if getattr(args, flag):
+            argv += [f"--{flag.replace('_', '-')}={getattr(args, flag)}", f"--memory-every={args.memory_every}"]
     metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
 
     def ready() -> bool:
@@ -286,10 +359,13 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
 
 def drive(args: argparse.Namespace) -> dict[str, Any]:
     from nvcre.runtime.kube.client import ApiServerClient
-    from nvcre.testing.simcluster import SimCluster
+    from nvcre.testing.simcluster import LARGE, Capacity, SimCluster
 
-    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0], "scenarios": []}
-    with SimCluster() as sim:
+    capacity = Capacity() if args.upstream_capacity else LARGE
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0], "capacity": vars(capacity), "scenarios": [],
+    }  # fmt: skip
+    with SimCluster(capacity=capacity) as sim:
         began = time.monotonic()
         names = sim.add_nodes(
             profile=args.profile, count=args.nodes, prefix="scale", wait=True, timeout=args.ready_timeout, workers=8
@@ -330,6 +406,7 @@ def table(results: Mapping[str, Any]) -> str:
     for s in scenarios:
         lines.append(f"{s['scenario']}: requests per Job by verb and resource: {json.dumps(s['api_requests_by_kind_per_job'])}")
         lines.append(f"{s['scenario']}: reconciles: {json.dumps(s['reconciles'])}")
+        lines.append(f"{s['scenario']}: seconds spent reconciling, by tier: {json.dumps(s['reconcile_seconds'])}")
     return "\n".join(lines)
 
 
@@ -345,7 +422,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--poll-interval", type=float, default=15.0, help="the controller's poll interval (its default: 15)")
     p.add_argument("--workers", type=int, default=2, help="reconcile workers per tier (the controller's default: 2)")
     p.add_argument("--plan-repeat", type=int, default=5)
+    p.add_argument(
+        "--upstream-capacity", action="store_true",
+        help="run the simulated control plane with upstream client limits and 10 s node Leases (default: the large capacity)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--memory-report", metavar="PATH",
+        help="trace the controller's allocations and append where its live memory sits to PATH (slows it down)",
+    )  # fmt: skip
+    p.add_argument(
+        "--heap-report", metavar="PATH",
+        help="append the controller's RSS, C heap in use and free, and cache sizes to PATH (cheap)",
+    )  # fmt: skip
+    p.add_argument("--memory-every", type=float, default=120.0, help="seconds between report entries")
     # the child mode (internal)
     p.add_argument("--serve-controller", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
