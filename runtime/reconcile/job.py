@@ -5,7 +5,9 @@ Flow of one reconcile (NVCRE's Job controller): deletion -> finalizer -> termina
 dependencies exist), create the workload and its measurements from the compiler's
 ``expand_workload`` -> map the TrainJob's conditions -> while running, watch for
 pods the scheduler refuses (``schedulingStallGraceSeconds``; the blocked interval pauses the
-timeout clock) and evaluate the node health monitor on the pods' nodes. Failures attribute
+timeout clock) and evaluate the node health monitor on the pods' nodes. A running Job is
+visited when its TrainJob, pods, nodes or measurements change; its own timer runs only while
+it has a clock to watch (a scheduling stall, stall detection), else it is a slow safety net. Failures attribute
 nodes and capture a failure log through ``judge.attribution``.
 
 A Job with ``spec.checkpoint`` restarts instead of failing while ``restarts.should_restart``
@@ -66,6 +68,10 @@ TIMEOUT_TAIL_REASON = "Timeout"
 LAUNCH_WAIT_SECONDS = 30.0
 #: meanwhile it looks again this often (the Workflow tier queues it as soon as it recorded it)
 LAUNCH_POLL_SECONDS = 5.0
+#: A running Job is woken by the events of its TrainJob, pods, nodes and measurements; without
+#: a clock of its own to watch (a scheduling stall, stall detection) it comes back on a timer
+#: only this many poll intervals apart, as a safety net. The Workflow keeps the timeout clock.
+RUNNING_RESYNC_POLLS = 8
 
 
 def workload_name(job: Mapping[str, Any]) -> str:
@@ -298,7 +304,9 @@ class JobReconciler:
         ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
         if blocked:
             return Result(min(ctx.settings.poll_interval, max(1.0, grace / 4)))
-        return Result(ctx.settings.poll_interval)
+        if spec.get("stallMultiplier") and spec.get("goodputMeasurement"):
+            return Result(ctx.settings.poll_interval)  # the step clock is checked on every visit
+        return Result(ctx.settings.poll_interval * RUNNING_RESYNC_POLLS)
 
     def _stalled(self, job: dict[str, Any], trainjob: Mapping[str, Any]) -> Result | None:
         """Restart, or fail with WorkloadStalled, when the training steps stopped coming."""

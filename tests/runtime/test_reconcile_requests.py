@@ -290,3 +290,60 @@ def test_a_job_whose_dependencies_this_process_created_goes_ahead_before_the_sta
     jobs.reconcile("ns", "j")
     assert built == ["j"]
     assert not jobs.ctx.recent.was_launched("ns", "other")
+
+
+# ------------------------------------------------------------------ running Jobs wait for events
+
+
+def _running_job(spec: dict[str, Any], pods: list[dict[str, Any]]) -> JobReconciler:
+    from nvcre.runtime.kube.resources import TRAINJOBS
+
+    job = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "uj", "resourceVersion": "3", "finalizers": [JOB_FINALIZER]},
+        "spec": spec,
+        "status": {"workloadRef": {"name": "j-workload", "namespace": "ns"}},
+    }
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "j-workload", "namespace": "ns", "uid": "ut",
+                     "ownerReferences": [{"kind": "Job", "name": "j", "uid": "uj", "controller": True}]},
+        "spec": {"suspend": False},
+        "status": {},
+    }  # fmt: skip
+    stores = {JOBS.plural: Store(), TRAINJOBS.plural: Store(), PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL))}
+    stores[JOBS.plural].put(job)
+    stores[TRAINJOBS.plural].put(trainjob)
+    for pod in pods:
+        stores[PODS.plural].put(pod)
+    ctx = Context(kube=Recording(), stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    return JobReconciler(ctx)
+
+
+def _workload_pod(scheduled: bool) -> dict[str, Any]:
+    condition = {"type": "PodScheduled", "status": "True" if scheduled else "False"}
+    if not scheduled:
+        condition |= {"reason": "Unschedulable", "message": "0/4 nodes are available"}
+    return {
+        "metadata": {"name": "j-workload-node-0-0", "namespace": "ns", "labels": {JOB_LABEL: "j", JOBSET_NAME_LABEL: "j-workload"}},
+        "spec": {"nodeName": "gpu-0"} if scheduled else {},
+        "status": {"phase": "Running" if scheduled else "Pending", "conditions": [condition]},
+    }
+
+
+def test_a_running_job_with_no_clock_to_watch_comes_back_only_as_a_safety_net():
+    from nvcre.runtime.reconcile.job import RUNNING_RESYNC_POLLS
+
+    jobs = _running_job({}, [_workload_pod(scheduled=True)])
+    assert jobs.reconcile("ns", "j").requeue_after == 15.0 * RUNNING_RESYNC_POLLS
+    written = jobs.ctx.kube.objects[(JOBS.plural, "ns", "j")]  # type: ignore[attr-defined]
+    assert (cond.condition(written["status"], cond.IN_PROGRESS) or {}).get("reason") == "WorkloadRunning"
+
+
+def test_a_running_job_keeps_the_poll_while_stall_detection_or_a_scheduling_stall_needs_its_clock():
+    stalling = _running_job({"stallMultiplier": 3, "goodputMeasurement": {"sampleInterval": "10s"}}, [_workload_pod(True)])
+    assert stalling.reconcile("ns", "j").requeue_after == 15.0
+    blocked = _running_job({"schedulingStallGraceSeconds": 20}, [_workload_pod(scheduled=False)])
+    assert blocked.reconcile("ns", "j").requeue_after == 5.0  # a quarter of the grace, under the poll
