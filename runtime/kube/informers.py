@@ -7,8 +7,9 @@ or as an ERROR event) means the history is compacted, so it lists again and repo
 difference (objects that vanished meanwhile come out as DELETED). The store is a cache: callers
 that are about to destroy something must confirm absence with a live GET, never a store miss.
 
-Cached objects are kept without ``metadata.managedFields``: the controller never reads them,
-and on Nodes, Pods and TrainJobs they are a large share of every object's size.
+Each object is cached as its resource's projection (:mod:`.projections`): without
+``metadata.managedFields``, with interned keys, and for Pods and TrainJobs only the fields the
+reconcilers read. Handlers see the projected object too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from .client import Kube, WatchStream
 from .errors import ApiError, Gone
+from .projections import Projection, projection_for
 from .resources import Resource
 
 __all__ = ["EventHandler", "Indexer", "Informer", "Store", "object_key", "pod_node"]
@@ -47,14 +49,6 @@ def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _trim(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop what the cache never needs (in place; the object is ours once decoded)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-    return obj
 
 
 def _labels_match(obj: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
@@ -200,8 +194,10 @@ class Informer:
         max_reconnect_pause: float = 5.0,
         indexed_labels: tuple[str, ...] = (),
         indexers: Mapping[str, Indexer] | None = None,
+        projection: Projection | None = None,
     ) -> None:
         self.kube = kube
+        self.projection = projection or projection_for(resource.plural)
         self.resource = resource
         self.namespace = namespace if resource.namespaced else None
         self.label_selector = label_selector
@@ -269,7 +265,7 @@ class Informer:
 
     def _list(self) -> None:
         listed = self.kube.list(self.resource, self.namespace, label_selector=self.label_selector)
-        events, _ = self.store.replace(_trim(item) for item in listed.items)
+        events, _ = self.store.replace(self.projection(item) for item in listed.items)
         self.resource_version = listed.resource_version
         self.synced.set()
         for event_type, obj, old in events:
@@ -304,7 +300,7 @@ class Informer:
             return
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        _trim(obj)
+        obj = self.projection(obj)
         if event_type == "DELETED":
             old = self.store.remove(obj)
             self._dispatch("DELETED", obj, old)
