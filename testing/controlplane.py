@@ -90,8 +90,10 @@ class ControlPlane:
         binaries: _binaries.Binaries | None = None,
         service_account_admission: bool | None = None,
         verbosity: int = 1,
+        controller_manager_flags: Sequence[str] = (),
     ) -> None:
         self.controllers = controllers
+        self.controller_manager_flags = tuple(controller_manager_flags)
         self._crd_dirs = None if crd_dirs is None else [Path(d) for d in crd_dirs]
         self._root_dir = root_dir
         self.keep_workdir = (
@@ -250,6 +252,7 @@ class ControlPlane:
                     f"--cluster-signing-key-file={self._ca.key}",
                     "--use-service-account-credentials=false",
                     "--controllers=*",
+                    *self.controller_manager_flags,
                 ],
             ),
             ("kube-scheduler", binaries.kube_scheduler, []),

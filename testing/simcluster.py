@@ -47,6 +47,38 @@ from .simprofiles import (
 from .simstages import all_stages
 
 SIM_COMPONENTS = ("jobset", "trainer", "kwok")
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How much the simulated control plane may do per second, and how often kwok's nodes
+    heartbeat. The defaults are the upstream ones. On a small machine thousands of simulated
+    nodes need :data:`LARGE`: kube-controller-manager's client is otherwise held to 20 requests
+    a second (it creates every workload pod), and kwok renews each node's Lease every 10 s, which
+    at 2,000 nodes is 200 writes a second for the API server before any workload runs."""
+
+    node_lease_seconds: int = 40
+    node_monitor_grace_seconds: int | None = None
+    controller_manager_qps: int | None = None
+    concurrent_job_syncs: int | None = None
+    trainer_qps: int | None = None
+
+    def controller_manager_flags(self) -> tuple[str, ...]:
+        flags: list[str] = []
+        if self.controller_manager_qps:
+            flags += [f"--kube-api-qps={self.controller_manager_qps}", f"--kube-api-burst={2 * self.controller_manager_qps}"]
+        if self.concurrent_job_syncs:
+            flags.append(f"--concurrent-job-syncs={self.concurrent_job_syncs}")
+        if self.node_monitor_grace_seconds:
+            flags.append(f"--node-monitor-grace-period={self.node_monitor_grace_seconds}s")
+        return tuple(flags)
+
+
+#: for thousands of nodes on a few cores: Leases renewed every 30 s (a node is NotReady after
+#: 5 minutes without one), and the controller manager and the Trainer allowed 200 requests a second
+LARGE = Capacity(
+    node_lease_seconds=120, node_monitor_grace_seconds=300, controller_manager_qps=200, concurrent_job_syncs=20, trainer_qps=200
+)
 SYSTEM_NODE_PREFIX = "system"
 DCGM_NAMESPACE = "gpu-operator"
 DCGM_SERVICE = "nvidia-dcgm"
@@ -138,6 +170,7 @@ class SimCluster:
         start_timeout: float = 120.0,
         system_nodes: int = 0,
         project_crds: bool = True,
+        capacity: Capacity = Capacity(),
     ) -> None:
         if system_nodes < 0:
             raise SimClusterError(f"system_nodes must not be negative, got {system_nodes}")
@@ -146,12 +179,14 @@ class SimCluster:
         self._project_crds = project_crds
         self._initial_faults = {k: parse_fault(v) for k, v in (faults or {}).items()}
         self.seed = seed
+        self.capacity = capacity
         self.plane = ControlPlane(
             controllers=True,
             crd_dirs=[],  # installed in start(): the project's, JobSet, Trainer and kwok
             root_dir=root_dir,
             keep_workdir=keep_workdir,
             start_timeout=start_timeout,
+            controller_manager_flags=capacity.controller_manager_flags(),
         )
         self._profiles: dict[str, Profile] = {}
         self._faults: dict[str, Fault] = {}
@@ -186,8 +221,8 @@ class SimCluster:
             self.timings["crds"] = time.monotonic() - t1
             t2 = time.monotonic()
             start_jobset(self.plane, found.jobset)
-            start_trainer(self.plane, found.trainer)
-            self.kwok_port = start_kwok(self.plane, found.kwok)
+            start_trainer(self.plane, found.trainer, qps=self.capacity.trainer_qps)
+            self.kwok_port = start_kwok(self.plane, found.kwok, lease_seconds=self.capacity.node_lease_seconds)
             with self.plane.api_client() as api_client:
                 apply_objects(api_client, [*all_stages(found.stage_dir), *gpu_operator_objects()])
             self.timings["controllers"] = time.monotonic() - t2

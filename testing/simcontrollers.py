@@ -181,8 +181,26 @@ def start_jobset(plane: ControlPlane, binary: Path) -> int:
     return port
 
 
-def start_trainer(plane: ControlPlane, binary: Path) -> int:
-    """Start the Trainer controller manager and register its webhooks; returns the port."""
+def trainer_config(port: int, health: int, *, qps: int | None = None) -> dict[str, Any]:
+    """The Trainer's Configuration: webhook and health on loopback, no leader election or cert
+    management; ``qps`` sets its client's requests per second (burst twice that)."""
+    config: dict[str, Any] = {
+        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+        "metrics": {"bindAddress": "0", "secureServing": False},
+        "webhook": {"port": port, "host": "127.0.0.1"},
+        "leaderElection": {"leaderElect": False},
+        "certManagement": {"enable": False},
+    }
+    if qps:
+        config["clientConnection"] = {"qps": qps, "burst": 2 * qps}
+    return config
+
+
+def start_trainer(plane: ControlPlane, binary: Path, *, qps: int | None = None) -> int:
+    """Start the Trainer controller manager and register its webhooks; returns the port.
+    ``qps``: its client's requests per second (burst twice that); None keeps its default."""
     assert plane.workdir is not None
     home = plane.workdir / "trainer"
     # The Trainer has no cert directory option: controller-runtime's default is under TMPDIR.
@@ -193,15 +211,7 @@ def start_trainer(plane: ControlPlane, binary: Path) -> int:
     (certs / "tls.key").write_bytes(serving.key.read_bytes())
     (certs / "tls.key").chmod(0o600)
     port, health = free_port(), free_port()
-    config = {
-        "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
-        "metrics": {"bindAddress": "0", "secureServing": False},
-        "webhook": {"port": port, "host": "127.0.0.1"},
-        "leaderElection": {"leaderElect": False},
-        "certManagement": {"enable": False},
-    }
+    config = trainer_config(port, health, qps=qps)
     (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, "TMPDIR": str(home / "tmp")}
     plane.start_process(
