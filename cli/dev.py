@@ -91,7 +91,7 @@ def _build_missing() -> None:
 def _usage(state: Dict[str, object]) -> None:
     from nvcre.testing.simfaults import FAULT_KINDS
 
-    nodes = list(state.get("nodes") or [])  # type: ignore[call-overload]
+    nodes = list(state.get("gpu_nodes") or state.get("nodes") or [])  # type: ignore[call-overload]
     example = nodes[-1] if nodes else "NODE"
     others = ", ".join("bad-link:PEER" if kind == "bad-link" else kind for kind in FAULT_KINDS if kind != "slow-link")
     typer.echo(
@@ -113,12 +113,15 @@ def sim_up(
     fault: Optional[List[str]] = typer.Option(None, "--fault", help="NODE=KIND at start (repeatable), e.g. h100-onprem-1=slow-link:0.5."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Run in the background; stop with `nvcrectl dev down`."),
     with_controller: bool = typer.Option(False, "--with-controller", help="Also run the nvcre controller (python -m nvcre.runtime) against the cluster."),
+    system_nodes: int = typer.Option(0, "--system-nodes", help="Also register N CPU-only nodes (system-0, ...) where pods that need no GPU run, e.g. the controller's Deployment."),
 ) -> None:
     """Build what is missing, start a simulated GPU cluster and print how to use it."""
     from nvcre.testing.controlplane import ControlPlaneError
     from nvcre.testing.simsession import SimSessionError, controller_available, serve, start_detached
 
     faults = _check_up_options(profile, nodes, platform, list(fault or []))
+    if system_nodes < 0:
+        raise _invalid(f"--system-nodes: must not be negative, got {system_nodes}")
     if with_controller and not controller_available():
         raise _invalid("--with-controller: the nvcre controller (nvcre.runtime) is not importable here")
     _build_missing()
@@ -126,20 +129,21 @@ def sim_up(
         if detach:
             typer.echo("# starting the simulated cluster in the background...", err=True)
             state = start_detached(
-                profile=profile, nodes=nodes, platform=platform, faults=faults, with_controller=with_controller
-            )
+                profile=profile, nodes=nodes, platform=platform, faults=faults, with_controller=with_controller,
+                system_nodes=system_nodes,
+            )  # fmt: skip
             typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
             _usage(state)
             return
 
         def announce(cluster: object) -> None:
             typer.echo(cluster.export_line())  # type: ignore[attr-defined]
-            _usage({"nodes": cluster.nodes})  # type: ignore[attr-defined]
+            _usage({"gpu_nodes": cluster.gpu_nodes})  # type: ignore[attr-defined]
             typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
 
         code = serve(
             profile=profile, nodes=nodes, platform=platform, faults=faults,
-            with_controller=with_controller, on_ready=announce,
+            with_controller=with_controller, on_ready=announce, system_nodes=system_nodes,
         )  # fmt: skip
     except (ControlPlaneError, SimSessionError) as exc:
         raise _fail(str(exc)) from None

@@ -103,6 +103,7 @@ def serve(
     faults: dict[str, str],
     with_controller: bool = False,
     on_ready: Callable[[Any], None] | None = None,
+    system_nodes: int = 0,
 ) -> int:
     """Run a simulated cluster until interrupted; returns a process exit code."""
     from .simcluster import SimCluster
@@ -118,7 +119,9 @@ def serve(
     run_dir().mkdir(parents=True, exist_ok=True)
     shutil.rmtree(requests_dir(), ignore_errors=True)
     requests_dir().mkdir(parents=True)
-    cluster = SimCluster(profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir())
+    cluster = SimCluster(
+        profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir(), system_nodes=system_nodes
+    )
     try:
         with cluster:
             if with_controller:
@@ -131,6 +134,7 @@ def serve(
                 "profile": profile,
                 "platform": platform or "onprem",
                 "nodes": cluster.nodes,
+                "gpu_nodes": cluster.gpu_nodes,
                 "timings": {k: round(v, 2) for k, v in cluster.timings.items()},
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
@@ -227,6 +231,7 @@ def start_detached(
     faults: dict[str, str],
     with_controller: bool = False,
     timeout: float = 240.0,
+    system_nodes: int = 0,
 ) -> dict[str, Any]:
     """Start a supervisor in the background and wait until it reports ready."""
     existing = read_state()
@@ -242,6 +247,8 @@ def start_detached(
     argv.extend(f"--fault={node}={kind}" for node, kind in faults.items())
     if with_controller:
         argv.append("--with-controller")
+    if system_nodes:
+        argv.append(f"--system-nodes={system_nodes}")
     with log.open("wb") as out:
         child = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -292,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--platform", default="")
     parser.add_argument("--fault", action="append", default=[])
     parser.add_argument("--with-controller", action="store_true")
+    parser.add_argument("--system-nodes", type=int, default=0)
     args = parser.parse_args(argv)
     try:
         faults = dict(parse_assignment(spec) for spec in args.fault)
@@ -301,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             platform=args.platform,
             faults={node: str(fault) for node, fault in faults.items()},
             with_controller=args.with_controller,
+            system_nodes=args.system_nodes,
         )
     except Exception as exc:  # reported through the log the parent reads
         print(f"error: {exc}", file=sys.stderr)

@@ -37,6 +37,7 @@ def invoke(*args: str):
         (["up", "--fault", "h100-onprem-0"], "--fault[0]: fault 'h100-onprem-0' must look like NODE=KIND"),
         (["up", "--fault", "h100-onprem-0=melt"], "--fault[0]: unknown fault 'melt'"),
         (["up", "--nodes", "2", "--fault", "h100-onprem-5=xid"], "--fault[0]: no node 'h100-onprem-5'"),
+        (["up", "--system-nodes", "-1"], "--system-nodes: must not be negative, got -1"),
         (["fault", "gpu-0=slow-link:7"], "fault[0]: fault 'slow-link:7': the slow-link factor must be in (0, 1]"),
         (["status", "-o", "yaml"], "--output: must be text or json"),
     ],
@@ -91,7 +92,7 @@ def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pyte
 
     _ensure_sim_built(request)
     assert binaries.openssl() is not None
-    up = invoke("up", "--profile", "gb200", "--nodes", "4", "--detach")
+    up = invoke("up", "--profile", "gb200", "--nodes", "4", "--system-nodes", "1", "--detach")
     assert up.exit_code == 0, up.output
     state = simsession.read_state()
     try:
@@ -116,14 +117,16 @@ def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pyte
                 groups = client.ApisApi(api_client).get_api_versions().groups
                 resources = [f"trainjobs.{g.name}" for g in groups if g.name == "trainer.kubeflow.org"]
                 resources += [f"jobsets.{g.name}" for g in groups if g.name == "jobset.x-k8s.io"]
-        assert len(nodes) == 4
+        assert sorted(n["metadata"]["name"] for n in nodes) == [*(f"gb200-onprem-{i}" for i in range(4)), "system-0"]
         for node in nodes:
             conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
             assert conditions["Ready"] == "True"
-            assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-GB200"
+            gpu = node["metadata"]["name"] != "system-0"
+            assert node["metadata"]["labels"].get("nvidia.com/gpu.product") == ("NVIDIA-GB200" if gpu else None)
+        assert "dev fault gb200-onprem-3=" in up.output  # the example names a GPU node
         assert "trainjobs.trainer.kubeflow.org" in resources and "jobsets.jobset.x-k8s.io" in resources
         status = json.loads(invoke("status", "-o", "json").output)
-        assert status["running"] and len(status["nodes"]) == 4
+        assert status["running"] and len(status["nodes"]) == 5
         changed = invoke("fault", "gb200-onprem-1=cordon")
         assert changed.exit_code == 0 and "gb200-onprem-1: cordon" in changed.output
     finally:
