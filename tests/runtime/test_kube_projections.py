@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from nvcre.runtime.judge.attribution import choose_failure_pod, group_nodes
+from nvcre.runtime.kube.client import ObjectList, WatchEvent
 from nvcre.runtime.kube.informers import Informer
 from nvcre.runtime.kube.projections import compact, project, project_pod, project_trainjob, projection_for
 from nvcre.runtime.kube.resources import NODES, PODS, TRAINJOBS
@@ -196,13 +197,9 @@ class _Stream:
 
 class _PodKube:
     def list(self, resource: Any, namespace: Any = None, **kwargs: Any) -> Any:
-        from nvcre.runtime.kube.client import ObjectList
-
         return ObjectList((copy.deepcopy(PODS_SEEN[0]),), "1")
 
     def watch(self, resource: Any, namespace: Any = None, **kwargs: Any) -> _Stream:
-        from nvcre.runtime.kube.client import WatchEvent
-
         return _Stream([WatchEvent("MODIFIED", copy.deepcopy(PODS_SEEN[0]) | {"metadata": {**PODS_SEEN[0]["metadata"], "resourceVersion": "8"}})])
 
 
@@ -216,3 +213,32 @@ def test_the_informer_caches_and_hands_out_the_projection_from_list_and_watch():
     assert cached is not None and cached["metadata"]["resourceVersion"] == "8"
     assert cached["spec"] == {"nodeName": "gpu-3", "containers": [{"name": "node"}], "initContainers": [{"name": "fix-ssh-permissions"}]}
     assert len(seen) == 2 and all("annotations" not in o["metadata"] and "volumes" not in o["spec"] for o in seen)
+
+
+def _managed_pod(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "managedFields": list(MANAGED)}, "status": {}}
+
+
+class _ManagedKube:
+    def __init__(self) -> None:
+        self.watched = 0
+
+    def list(self, resource: Any, namespace: Any = None, **kwargs: Any) -> ObjectList:
+        return ObjectList((_managed_pod("listed", "1"),), "1")
+
+    def watch(self, resource: Any, namespace: Any = None, **kwargs: Any) -> _Stream:
+        self.watched += 1
+        return _Stream([WatchEvent("ADDED", _managed_pod("watched", "2")), WatchEvent("MODIFIED", _managed_pod("listed", "3"))])
+
+
+def test_managed_fields_never_reach_the_cache_or_the_handlers():
+    seen: list[dict[str, Any]] = []
+    informer = Informer(_ManagedKube(), PODS, "ns")  # type: ignore[arg-type]
+    informer.add_handler(lambda event_type, obj, old: seen.append(obj))
+    informer._list()
+    informer._watch_once()
+    stored = informer.store.list()
+    assert sorted(o["metadata"]["name"] for o in stored) == ["listed", "watched"]
+    assert all("managedFields" not in o["metadata"] for o in [*stored, *seen])
+    assert informer.store.get("listed", "ns")["metadata"]["resourceVersion"] == "3"
+    assert informer.resource_version == "3"
