@@ -195,20 +195,33 @@ class _Stream:
         return None
 
 
-class _PodKube:
-    def list(self, resource: Any, namespace: Any = None, **kwargs: Any) -> Any:
-        return ObjectList((copy.deepcopy(PODS_SEEN[0]),), "1")
+class _FixedKube:
+    """Lists ``listed`` at resourceVersion 1, then watches ``watched``."""
+
+    def __init__(self, listed: list[dict[str, Any]], watched: list[WatchEvent]) -> None:
+        self.listed, self.watched = listed, watched
+
+    def list(self, resource: Any, namespace: Any = None, **kwargs: Any) -> ObjectList:
+        return ObjectList(tuple(copy.deepcopy(self.listed)), "1")
 
     def watch(self, resource: Any, namespace: Any = None, **kwargs: Any) -> _Stream:
-        return _Stream([WatchEvent("MODIFIED", copy.deepcopy(PODS_SEEN[0]) | {"metadata": {**PODS_SEEN[0]["metadata"], "resourceVersion": "8"}})])
+        return _Stream(copy.deepcopy(self.watched))
 
 
-def test_the_informer_caches_and_hands_out_the_projection_from_list_and_watch():
+def _informed(kube: _FixedKube) -> tuple[Informer, list[dict[str, Any]]]:
+    """A Pod informer after one list and one watch, and every object its handler was given."""
     seen: list[dict[str, Any]] = []
-    informer = Informer(_PodKube(), PODS, "ns")  # type: ignore[arg-type]
+    informer = Informer(kube, PODS, "ns")  # type: ignore[arg-type]
     informer.add_handler(lambda event_type, obj, old: seen.append(obj))
     informer._list()
     informer._watch_once()
+    return informer, seen
+
+
+def test_the_informer_caches_and_hands_out_the_projection_from_list_and_watch():
+    newer = copy.deepcopy(PODS_SEEN[0])
+    newer["metadata"]["resourceVersion"] = "8"
+    informer, seen = _informed(_FixedKube([PODS_SEEN[0]], [WatchEvent("MODIFIED", newer)]))
     cached = informer.store.get(PODS_SEEN[0]["metadata"]["name"], "ns")
     assert cached is not None and cached["metadata"]["resourceVersion"] == "8"
     assert cached["spec"] == {"nodeName": "gpu-3", "containers": [{"name": "node"}], "initContainers": [{"name": "fix-ssh-permissions"}]}
@@ -219,24 +232,9 @@ def _managed_pod(name: str, rv: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "managedFields": list(MANAGED)}, "status": {}}
 
 
-class _ManagedKube:
-    def __init__(self) -> None:
-        self.watched = 0
-
-    def list(self, resource: Any, namespace: Any = None, **kwargs: Any) -> ObjectList:
-        return ObjectList((_managed_pod("listed", "1"),), "1")
-
-    def watch(self, resource: Any, namespace: Any = None, **kwargs: Any) -> _Stream:
-        self.watched += 1
-        return _Stream([WatchEvent("ADDED", _managed_pod("watched", "2")), WatchEvent("MODIFIED", _managed_pod("listed", "3"))])
-
-
 def test_managed_fields_never_reach_the_cache_or_the_handlers():
-    seen: list[dict[str, Any]] = []
-    informer = Informer(_ManagedKube(), PODS, "ns")  # type: ignore[arg-type]
-    informer.add_handler(lambda event_type, obj, old: seen.append(obj))
-    informer._list()
-    informer._watch_once()
+    events = [WatchEvent("ADDED", _managed_pod("watched", "2")), WatchEvent("MODIFIED", _managed_pod("listed", "3"))]
+    informer, seen = _informed(_FixedKube([_managed_pod("listed", "1")], events))
     stored = informer.store.list()
     assert sorted(o["metadata"]["name"] for o in stored) == ["listed", "watched"]
     assert all("managedFields" not in o["metadata"] for o in [*stored, *seen])
