@@ -124,6 +124,18 @@ def _pod_view(pod: Mapping[str, Any]) -> Any:
     return (meta.get("labels"), (pod.get("spec") or {}).get("nodeName"), meta.get("deletionTimestamp"), pod.get("status"))
 
 
+def _jobs_of_pod(pod: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The pod's namespace and the Jobs it belongs to: the one named by ``nvcre.nvidia.com/job``
+    and the one whose JobSet (``<job>-workload``) made it (the MPI launcher lacks the label)."""
+    meta = _meta(pod)
+    labels = meta.get("labels") or {}
+    jobs = {str(labels[JOB_LABEL])} if labels.get(JOB_LABEL) else set()
+    jobset = str(labels.get(JOBSET_NAME_LABEL) or "")
+    if jobset.endswith("-workload"):
+        jobs.add(jobset[: -len("-workload")])
+    return str(meta.get("namespace") or ""), sorted(jobs)
+
+
 _VOLATILE_META = ("resourceVersion", "managedFields")
 
 
@@ -215,18 +227,21 @@ class Controller:
             if tier != "job" or _owner_may_care(event_type, obj, old):
                 self._owner(obj)
             if tier == "job":
-                # A measurement that is not in the cache yet is queued by its own ADDED event;
-                # queueing it here as well would only make its reconciler confirm the miss
-                # with a live GET.
-                for measurement_tier, plural in (("bandwidth", BANDWIDTH_MEASUREMENTS.plural), ("goodput", GOODPUT_MEASUREMENTS.plural)):
-                    store = self.stores.get(plural)
-                    if store is not None and store.get(f"{name}-{measurement_tier}", namespace) is not None:
-                        self.enqueue(measurement_tier, namespace, f"{name}-{measurement_tier}")
+                self._wake_measurements(namespace, name)
             if tier in ("bandwidth", "goodput"):
                 job = str(((obj.get("spec") or {}).get("jobRef") or {}).get("name") or "")
                 self.enqueue("job", namespace, job)
 
         return handler
+
+    def _wake_measurements(self, namespace: str, job: str) -> None:
+        """Queue the Job's measurements. One not in the cache yet is queued by its own ADDED
+        event; queueing it here as well would only make its reconciler confirm the miss with a
+        live GET."""
+        for measurement_tier, plural in (("bandwidth", BANDWIDTH_MEASUREMENTS.plural), ("goodput", GOODPUT_MEASUREMENTS.plural)):
+            store = self.stores.get(plural)
+            if store is not None and store.get(f"{job}-{measurement_tier}", namespace) is not None:
+                self.enqueue(measurement_tier, namespace, f"{job}-{measurement_tier}")
 
     def _on_trainjob(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         self._owner(obj)
@@ -234,14 +249,13 @@ class Controller:
     def _on_pod(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event_type == "MODIFIED" and old is not None and _pod_view(old) == _pod_view(obj):
             return
-        meta = _meta(obj)
-        labels = meta.get("labels") or {}
-        namespace = str(meta.get("namespace") or "")
-        if labels.get(JOB_LABEL):
-            self.enqueue("job", namespace, str(labels[JOB_LABEL]))
-        jobset = str(labels.get(JOBSET_NAME_LABEL) or "")
-        if jobset.endswith("-workload"):
-            self.enqueue("job", namespace, jobset[: -len("-workload")])
+        namespace, jobs = _jobs_of_pod(obj)
+        # A pod that starts (or ends) is what a waiting measurement waits for: its log.
+        phase_changed = old is None or (old.get("status") or {}).get("phase") != (obj.get("status") or {}).get("phase")
+        for job in jobs:
+            self.enqueue("job", namespace, job)
+            if phase_changed:
+                self._wake_measurements(namespace, job)
 
     def _on_node(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event_type == "DELETED" or (event_type == "MODIFIED" and _node_view(old) == _node_view(obj)):
@@ -254,7 +268,9 @@ class Controller:
             pod for pod in pods.list() if (pod.get("spec") or {}).get("nodeName") == node
         ]
         for pod in on_node:
-            self._on_pod("MODIFIED", pod, None)
+            namespace, jobs = _jobs_of_pod(pod)
+            for job in jobs:
+                self.enqueue("job", namespace, job)
         for tier, plural in (("certification", "certifications"), ("workloadrun", "workloadruns")):
             for item in self.stores[plural].list():
                 if not (item.get("status") or {}).get("categoryStatuses") and not (item.get("status") or {}).get("workflowRef"):

@@ -3,7 +3,11 @@
 A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs, sampling the log
 every ``sampleInterval`` for provisional numbers once the profile's pod has started (a
 BandwidthMeasurement waits twice as long after a sample that added nothing, at most eight
-intervals; its rows only feed the gauges). When the Job is terminal, the profile's pod log is
+intervals; its rows only feed the gauges). Until that pod has started there is nothing to read:
+the measurement waits for the events of its Job and of the Job's pods, with a slow timer as a
+safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
+with more bandwidth measurements running than the budget allows per interval, each one's gap
+stretches so the reads stay within it. The final read is never held back. When the Job is terminal, the profile's pod log is
 read in full once and handed to the pure parsers in ``runtime.measure``; the result is one
 terminal write (``Complete=True``), never overwritten. Status is written only when it changes.
 Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
@@ -48,6 +52,10 @@ MEASURING = "Measuring"
 COMPLETE = "Complete"
 _TRANSPORTS = ("IB", "Socket")
 DEFAULT_SAMPLE_INTERVAL = 60.0
+#: provisional BandwidthMeasurement log reads per second, across every running measurement
+PROVISIONAL_READS_PER_SECOND = 5.0
+#: with nothing to read yet, a measurement comes back on its own only this many poll intervals apart
+IDLE_RESYNC_POLLS = 8
 
 
 def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
@@ -88,6 +96,18 @@ class MeasurementReconciler:
         self._sampled: dict[tuple[str, str], tuple[float, float]] = {}
         # final reads that found no readable log yet, per measurement (spaces the retries)
         self._final_tries: dict[tuple[str, str], int] = {}
+        # BandwidthMeasurements whose pod has started and that are sampled (the read budget's share)
+        self._reading: set[tuple[str, str]] = set()
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        self._sampled.pop(key, None)
+        self._final_tries.pop(key, None)
+        self._reading.discard(key)
+
+    def _budget_gap(self) -> float:
+        """The shortest gap between two provisional reads of one BandwidthMeasurement that keeps
+        all of them within :data:`PROVISIONAL_READS_PER_SECOND`."""
+        return len(self._reading) / PROVISIONAL_READS_PER_SECOND
 
     def reconcile_bandwidth(self, namespace: str, name: str) -> Result:
         return self._reconcile(BANDWIDTH_MEASUREMENTS, namespace, name)
@@ -100,9 +120,8 @@ class MeasurementReconciler:
     def _reconcile(self, resource: Resource, namespace: str, name: str) -> Result:
         ctx = self.ctx
         measurement = ctx.read(resource, name, namespace)
-        if measurement is None or meta(measurement).get("deletionTimestamp"):
-            return Result()
-        if cond.is_true(measurement.get("status"), COMPLETE):
+        if measurement is None or meta(measurement).get("deletionTimestamp") or cond.is_true(measurement.get("status"), COMPLETE):
+            self._forget((namespace, name))
             return Result()
         job_name = str(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") or "")
         job = ctx.read(JOBS, job_name, namespace) if job_name else None
@@ -190,6 +209,8 @@ class MeasurementReconciler:
             # A pod that has not started has no log: reading it would only be refused.
             started = pod is not None and str((pod.get("status") or {}).get("phase") or "Pending") != "Pending"
             self._sampled[key] = (now, gap) if started else (float("-inf"), interval)
+            if started and resource is BANDWIDTH_MEASUREMENTS:
+                self._reading.add(key)
             text = self._read_pod_log(pod) if started and pod is not None else None
             if profile is not None and text:
                 try:
@@ -201,7 +222,7 @@ class MeasurementReconciler:
                 # to what status holds, wait twice as long for the next one (at most 8x).
                 status = measurement.get("status") or {}
                 unchanged = not fields or _merged(status, fields) == status
-                self._sampled[key] = (now, min(gap * 2, interval * 8) if unchanged else interval)
+                self._sampled[key] = (now, max(min(gap * 2, interval * 8) if unchanged else interval, self._budget_gap()))
             if fields.get("results"):
                 message = f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
             elif fields.get("currentStep"):
@@ -220,7 +241,12 @@ class MeasurementReconciler:
             return cond.set_condition(new, MEASURING, "True", "JobRunning", message, stamp)
 
         self.ctx.write_status(resource, measurement, mutate)
-        return Result(min(self._sampled.get(key, (now, interval))[1], self.ctx.settings.poll_interval * 4))
+        last, gap = self._sampled.get(key, (float("-inf"), interval))
+        if last == float("-inf"):
+            # Nothing to read yet (no workload, or its pod has not started): the Job's and the
+            # pods' events bring the measurement back; the timer is only a safety net.
+            return Result(self.ctx.settings.poll_interval * IDLE_RESYNC_POLLS)
+        return Result(max(1.0, last + gap - now))
 
     # ------------------------------------------------------------------ reading
 
@@ -362,6 +388,4 @@ class MeasurementReconciler:
             return cond.set_condition(new, COMPLETE, "True", reason, message, now)
 
         ctx.write_status(resource, measurement, mutate)
-        key = (namespace_of(measurement), name_of(measurement))
-        self._sampled.pop(key, None)
-        self._final_tries.pop(key, None)
+        self._forget((namespace_of(measurement), name_of(measurement)))

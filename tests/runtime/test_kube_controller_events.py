@@ -169,3 +169,29 @@ def test_a_pod_update_that_only_touches_annotations_does_not_wake_its_job():
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
     ctl._on_pod("DELETED", finished, None)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
+
+
+def test_a_pod_that_starts_wakes_its_jobs_measurements_and_a_node_event_wakes_only_its_jobs():
+    ctl = _controller()
+    ctl.stores["pods"] = Store(indexers={"node": lambda p: (p.get("spec") or {}).get("nodeName")})
+    ctl.stores["bandwidthmeasurements"].put({"metadata": {"name": "wf-job-bandwidth", "namespace": "ns"}})
+    launcher = {
+        "metadata": {"name": "wf-job-workload-launcher-0", "namespace": "ns", "resourceVersion": "1",
+                     "labels": {"jobset.sigs.k8s.io/jobset-name": "wf-job-workload"}},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Pending"},
+    }  # fmt: skip
+    ctl.stores["pods"].put(launcher)
+    started = copy.deepcopy(launcher)
+    started["status"] = {"phase": "Running"}
+    ctl._on_pod("MODIFIED", started, launcher)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}, "bandwidth": {("ns", "wf-job-bandwidth")}}
+    ready = copy.deepcopy(started)
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    ctl._on_pod("MODIFIED", ready, started)  # same phase: the Job looks, the measurement has nothing new
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}}
+    node = {"metadata": {"name": "n1"}, "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    cordoned = copy.deepcopy(node)
+    cordoned["spec"]["unschedulable"] = True
+    ctl._on_node("MODIFIED", cordoned, node)
+    assert _queued(ctl) == {"job": {("ns", "wf-job")}}

@@ -191,7 +191,8 @@ def _sampling_setup(phase: str) -> tuple[Recording, Context, MeasurementReconcil
 def test_a_launcher_that_has_not_started_is_not_read(monkeypatch: pytest.MonkeyPatch):
     kube, _, reconciler = _sampling_setup("Pending")
     monkeypatch.setattr(measurement_module.time, "monotonic", lambda: 1000.0)
-    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    # nothing to read yet: the pod's start (an event) brings it back, the timer is a safety net
+    assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 15.0 * measurement_module.IDLE_RESYNC_POLLS
     assert "get pods/log" not in kube.calls
     status = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]
     assert (cond.condition(status, "Measuring") or {}).get("reason") == "JobRunning"
@@ -213,6 +214,31 @@ def test_samples_that_add_nothing_space_out_and_the_status_is_written_once(monke
     # an empty log: every read doubles the gap (60, 120, then 240 = 8 x 30 at most)
     assert reads_at == [0, 60, 180]
     assert kube.calls.count("update bandwidthmeasurements/status") == 1
+
+
+def test_a_sampled_measurement_comes_back_when_its_next_read_is_due(monkeypatch: pytest.MonkeyPatch):
+    kube, _, reconciler = _sampling_setup("Running")
+    clock = [1000.0]
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
+    assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 60.0  # read at once, then 2 x 30 s
+    clock[0] = 1025.0
+    assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 35.0  # woken early: the rest of the gap
+    assert kube.calls.count("get pods/log") == 1
+
+
+def test_many_running_measurements_share_the_provisional_read_budget(monkeypatch: pytest.MonkeyPatch):
+    kube, _, reconciler = _sampling_setup("Running")
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: 1000.0)
+    others = {("ns", f"other-{i}-bandwidth") for i in range(999)}
+    reconciler._reading.update(others)
+    # 1,000 measurements reading within 5 reads a second: each waits 200 s, not 60
+    assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 1000 / measurement_module.PROVISIONAL_READS_PER_SECOND
+    # a measurement that completes leaves the budget to the others
+    status = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]
+    status["status"] = cond.set_condition(status.get("status") or {}, "Complete", "True", "JobSucceeded", "done", Clock().stamp())
+    reconciler.ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(status))
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    assert reconciler._reading == others
 
 
 # ------------------------------------------------------------------ the Job waits for its launch
