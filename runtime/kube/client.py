@@ -430,12 +430,13 @@ class ApiServerClient:
         name, namespace = str(meta.get("name")), meta.get("namespace")
         current: Mapping[str, Any] = obj
         for _ in range(_STATUS_RETRIES):
-            old = copy.deepcopy(dict(current.get("status") or {}))
-            new = mutate(copy.deepcopy(old), current)
+            # ``current`` may be a cached object: it is read, never changed; the mutation works
+            # on a copy of its status and the body shares everything else with it.
+            old = current.get("status") or {}
+            new = mutate(copy.deepcopy(dict(old)), current)
             if new is None or new == old:
                 return None
-            body = copy.deepcopy(dict(current))
-            body["status"] = new
+            body = {**current, "status": new}
             try:
                 return self._json("PUT", resource.path(namespace, name, "status"), body=body)
             except Conflict:

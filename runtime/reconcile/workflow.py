@@ -188,7 +188,8 @@ class WorkflowReconciler:
         return Result(min(ctx.settings.poll_interval, 15.0))
 
     def _write(self, wf: Mapping[str, Any], status: dict[str, Any]) -> None:
-        self.ctx.write_status(WORKFLOWS, wf, lambda _old: copy.deepcopy(status), based_on=wf)
+        # ``status`` is this reconcile's own copy (taken when it read the Workflow): no second one
+        self.ctx.write_status(WORKFLOWS, wf, lambda _old: status, based_on=wf)
 
     # ------------------------------------------------------------------ planning
 
