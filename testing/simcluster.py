@@ -54,14 +54,16 @@ class Capacity:
     """How much the simulated control plane may do per second, and how often kwok's nodes
     heartbeat. The defaults are the upstream ones. On a small machine thousands of simulated
     nodes need :data:`LARGE`: kube-controller-manager's client is otherwise held to 20 requests
-    a second (it creates every workload pod), and kwok renews each node's Lease every 10 s, which
-    at 2,000 nodes is 200 writes a second for the API server before any workload runs."""
+    a second (it creates every workload pod), the Trainer turns one TrainJob at a time into its
+    JobSet, and kwok renews each node's Lease every 10 s, which at 2,000 nodes is 200 writes a
+    second for the API server before any workload runs."""
 
     node_lease_seconds: int = 40
     node_monitor_grace_seconds: int | None = None
     controller_manager_qps: int | None = None
     concurrent_job_syncs: int | None = None
     trainer_qps: int | None = None
+    trainer_workers: int | None = None
 
     def controller_manager_flags(self) -> tuple[str, ...]:
         flags: list[str] = []
@@ -75,10 +77,12 @@ class Capacity:
 
 
 #: for thousands of nodes on a few cores: Leases renewed every 30 s (a node is NotReady after
-#: 5 minutes without one), and the controller manager and the Trainer allowed 200 requests a second
+#: 5 minutes without one), the controller manager and the Trainer allowed 200 requests a second,
+#: and the Trainer reconciling 8 TrainJobs at once
 LARGE = Capacity(
-    node_lease_seconds=120, node_monitor_grace_seconds=300, controller_manager_qps=200, concurrent_job_syncs=20, trainer_qps=200
-)
+    node_lease_seconds=120, node_monitor_grace_seconds=300, controller_manager_qps=200, concurrent_job_syncs=20,
+    trainer_qps=200, trainer_workers=8,
+)  # fmt: skip
 SYSTEM_NODE_PREFIX = "system"
 DCGM_NAMESPACE = "gpu-operator"
 DCGM_SERVICE = "nvidia-dcgm"
@@ -221,7 +225,7 @@ class SimCluster:
             self.timings["crds"] = time.monotonic() - t1
             t2 = time.monotonic()
             start_jobset(self.plane, found.jobset)
-            start_trainer(self.plane, found.trainer, qps=self.capacity.trainer_qps)
+            start_trainer(self.plane, found.trainer, qps=self.capacity.trainer_qps, workers=self.capacity.trainer_workers)
             self.kwok_port = start_kwok(self.plane, found.kwok, lease_seconds=self.capacity.node_lease_seconds)
             with self.plane.api_client() as api_client:
                 apply_objects(api_client, [*all_stages(found.stage_dir), *gpu_operator_objects()])

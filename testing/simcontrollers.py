@@ -181,9 +181,10 @@ def start_jobset(plane: ControlPlane, binary: Path) -> int:
     return port
 
 
-def trainer_config(port: int, health: int, *, qps: int | None = None) -> dict[str, Any]:
+def trainer_config(port: int, health: int, *, qps: int | None = None, workers: int | None = None) -> dict[str, Any]:
     """The Trainer's Configuration: webhook and health on loopback, no leader election or cert
-    management; ``qps`` sets its client's requests per second (burst twice that)."""
+    management; ``qps`` sets its client's requests per second (burst twice that), ``workers``
+    how many TrainJobs it reconciles at once (controller-runtime's default is one)."""
     config: dict[str, Any] = {
         "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
         "kind": "Configuration",
@@ -195,12 +196,14 @@ def trainer_config(port: int, health: int, *, qps: int | None = None) -> dict[st
     }
     if qps:
         config["clientConnection"] = {"qps": qps, "burst": 2 * qps}
+    if workers:
+        config["controller"] = {"groupKindConcurrency": {"TrainJob.trainer.kubeflow.org": workers}}
     return config
 
 
-def start_trainer(plane: ControlPlane, binary: Path, *, qps: int | None = None) -> int:
+def start_trainer(plane: ControlPlane, binary: Path, *, qps: int | None = None, workers: int | None = None) -> int:
     """Start the Trainer controller manager and register its webhooks; returns the port.
-    ``qps``: its client's requests per second (burst twice that); None keeps its default."""
+    ``qps`` and ``workers`` as in :func:`trainer_config`; None keeps the Trainer's default."""
     assert plane.workdir is not None
     home = plane.workdir / "trainer"
     # The Trainer has no cert directory option: controller-runtime's default is under TMPDIR.
@@ -211,7 +214,7 @@ def start_trainer(plane: ControlPlane, binary: Path, *, qps: int | None = None) 
     (certs / "tls.key").write_bytes(serving.key.read_bytes())
     (certs / "tls.key").chmod(0o600)
     port, health = free_port(), free_port()
-    config = trainer_config(port, health, qps=qps)
+    config = trainer_config(port, health, qps=qps, workers=workers)
     (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, "TMPDIR": str(home / "tmp")}
     plane.start_process(

@@ -27,5 +27,8 @@ def test_the_large_capacity_lifts_client_limits_and_slows_heartbeats_with_a_matc
 def test_the_trainer_config_carries_its_client_limits_only_when_asked(qps: int | None, expected: dict[str, Any] | None):
     config = simcontrollers.trainer_config(9443, 8081, qps=qps)
     assert config.get("clientConnection") == expected
+    assert "controller" not in config
+    workers = simcontrollers.trainer_config(9443, 8081, workers=LARGE.trainer_workers)["controller"]
+    assert workers == {"groupKindConcurrency": {"TrainJob.trainer.kubeflow.org": 8}}
     assert config["webhook"] == {"port": 9443, "host": "127.0.0.1"}
     assert config["health"] == {"healthProbeBindAddress": "127.0.0.1:8081"}
