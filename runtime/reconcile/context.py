@@ -21,7 +21,7 @@ from . import conditions as cond
 from .access import NamespaceAccess
 from .recent import RecentWrites
 
-__all__ = ["Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
+__all__ = ["SAFETY_NET_POLLS", "Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
 
 log = logging.getLogger("nvcre.runtime.reconcile")
 
@@ -34,6 +34,11 @@ class Result:
     """What a reconcile asks for next: ``requeue_after`` seconds (None = wait for an event)."""
 
     requeue_after: float | None = None
+
+
+#: An object that waits for events (a running Job, a measurement with nothing to read yet) comes
+#: back on a timer only this many poll intervals apart, as a safety net for a missed event.
+SAFETY_NET_POLLS = 8
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,11 @@ class Settings:
     max_sample_interval: float | None = None
     #: how long a Workflow waits for write access in its namespace before it fails
     namespace_access_timeout: float = 600.0
+
+    @property
+    def safety_net(self) -> float:
+        """The timer of an object that otherwise waits for events (:data:`SAFETY_NET_POLLS` polls)."""
+        return self.poll_interval * SAFETY_NET_POLLS
 
 
 @dataclass

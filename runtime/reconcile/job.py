@@ -54,7 +54,7 @@ from .common import (
     reference,
     remove_finalizer,
 )
-from .context import Context, Result, owned_by
+from .context import SAFETY_NET_POLLS, Context, Result, owned_by
 from .stall import stall_message
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, blocked_pods, bound_nodes, job_pods, live_pods, scheduler_message
 
@@ -69,9 +69,9 @@ LAUNCH_WAIT_SECONDS = 30.0
 #: meanwhile it looks again this often (the Workflow tier queues it as soon as it recorded it)
 LAUNCH_POLL_SECONDS = 5.0
 #: A running Job is woken by the events of its TrainJob, pods, nodes and measurements; without
-#: a clock of its own to watch (a scheduling stall, stall detection) it comes back on a timer
-#: only this many poll intervals apart, as a safety net. The Workflow keeps the timeout clock.
-RUNNING_RESYNC_POLLS = 8
+#: a clock of its own to watch (a scheduling stall, stall detection) it comes back only on the
+#: safety-net timer. The Workflow keeps the timeout clock.
+RUNNING_RESYNC_POLLS = SAFETY_NET_POLLS
 
 
 def workload_name(job: Mapping[str, Any]) -> str:
@@ -306,7 +306,7 @@ class JobReconciler:
             return Result(min(ctx.settings.poll_interval, max(1.0, grace / 4)))
         if spec.get("stallMultiplier") and spec.get("goodputMeasurement"):
             return Result(ctx.settings.poll_interval)  # the step clock is checked on every visit
-        return Result(ctx.settings.poll_interval * RUNNING_RESYNC_POLLS)
+        return Result(ctx.settings.safety_net)
 
     def _stalled(self, job: dict[str, Any], trainjob: Mapping[str, Any]) -> Result | None:
         """Restart, or fail with WorkloadStalled, when the training steps stopped coming."""

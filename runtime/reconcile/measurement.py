@@ -7,8 +7,9 @@ intervals; its rows only feed the gauges). Until that pod has started there is n
 the measurement waits for the events of its Job and of the Job's pods, with a slow timer as a
 safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
 with more bandwidth measurements running than the budget allows per interval, each one's gap
-stretches so the reads stay within it. The final read is never held back. When the Job is terminal, the profile's pod log is
-read in full once and handed to the pure parsers in ``runtime.measure``; the result is one
+stretches so the reads stay within it. The final read is never held back.
+
+When the Job is terminal, the profile's pod log is read in full once and handed to the pure parsers in ``runtime.measure``; the result is one
 terminal write (``Complete=True``), never overwritten. Status is written only when it changes.
 Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
 (Job gone or replaced, or the log stayed unreadable past the grace), with
@@ -40,7 +41,7 @@ from ..measure import attempts, nccl, training
 from ..measure.profile import PatternError
 from . import conditions as cond
 from .common import annotations_of, meta, name_of, namespace_of
-from .context import Context, Result
+from .context import SAFETY_NET_POLLS, Context, Result
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 __all__ = ["MeasurementReconciler"]
@@ -54,8 +55,8 @@ _TRANSPORTS = ("IB", "Socket")
 DEFAULT_SAMPLE_INTERVAL = 60.0
 #: provisional BandwidthMeasurement log reads per second, across every running measurement
 PROVISIONAL_READS_PER_SECOND = 5.0
-#: with nothing to read yet, a measurement comes back on its own only this many poll intervals apart
-IDLE_RESYNC_POLLS = 8
+#: with nothing to read yet, a measurement comes back on its own only on the safety-net timer
+IDLE_RESYNC_POLLS = SAFETY_NET_POLLS
 
 
 def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
@@ -245,7 +246,7 @@ class MeasurementReconciler:
         if last == float("-inf"):
             # Nothing to read yet (no workload, or its pod has not started): the Job's and the
             # pods' events bring the measurement back; the timer is only a safety net.
-            return Result(self.ctx.settings.poll_interval * IDLE_RESYNC_POLLS)
+            return Result(self.ctx.settings.safety_net)
         return Result(max(1.0, last + gap - now))
 
     # ------------------------------------------------------------------ reading
