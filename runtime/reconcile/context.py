@@ -56,6 +56,15 @@ class Settings:
     max_sample_interval: float | None = None
     #: how long a Workflow waits for write access in its namespace before it fails
     namespace_access_timeout: float = 600.0
+    #: a Workflow pass rewrites the whole status, every group in it: passes of a Workflow with
+    #: many groups are spaced this long per group, at most ``max_workflow_pass_gap`` seconds,
+    #: so the events of many Jobs fold into one pass (2,000 groups: a 1 MB write every 10 s)
+    workflow_pass_gap_per_group: float = 0.005
+    max_workflow_pass_gap: float = 10.0
+
+    def workflow_pass_gap(self, groups: int) -> float:
+        """The least time between two passes of a Workflow with ``groups`` groups."""
+        return min(self.max_workflow_pass_gap, groups * self.workflow_pass_gap_per_group)
 
     @property
     def safety_net(self) -> float:

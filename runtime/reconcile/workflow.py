@@ -11,6 +11,10 @@ Under ``testScale: diagnose`` an iteration is one planner round: when its groups
 :mod:`.diagnose` replays the planner over the recorded rounds and starts the next round or
 writes the diagnosis; a failed group's nodes are evidence there, not blame.
 
+A pass rewrites the whole status, so the passes of a Workflow with many groups are spaced
+(``Settings.workflow_pass_gap``): an event that comes sooner is answered with a requeue for when
+the gap ends, and the events of many Jobs fold into one pass. Deletion is never held back.
+
 State lives in ``status`` only: the Job names are deterministic and creation adopts what
 already exists, so a restarted controller continues where the API server says it was.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -99,6 +104,7 @@ class WorkflowReconciler:
         self.ctx = ctx
         self.jobs = jobs
         self.diagnose = DiagnoseRounds(self)
+        self._passes: dict[tuple[str, str], float] = {}
 
     # ------------------------------------------------------------------ entry
 
@@ -111,9 +117,13 @@ class WorkflowReconciler:
         gate = lifecycle_gate(ctx, WORKFLOWS, wf, FINALIZER, self._finalize)
         if gate is not None or wf is None:
             return gate or Result()
-        status = copy.deepcopy(dict(wf.get("status") or {}))
-        if cond.is_terminal(status):
+        if cond.is_terminal(wf.get("status") or {}):
+            self._passes.pop((namespace, name), None)
             return Result()
+        early = self._too_soon(wf, (namespace, name))
+        if early:
+            return Result(early)
+        status = copy.deepcopy(dict(wf.get("status") or {}))
         waiting = self._namespace_access(wf, status)
         if waiting is not None:
             return waiting
@@ -134,6 +144,17 @@ class WorkflowReconciler:
         self._write(wf, status)
         self._wake_launched(wf, status)
         return result
+
+    def _too_soon(self, wf: Mapping[str, Any], key: tuple[str, str]) -> float:
+        """Seconds until this Workflow's next pass may run (0: now, and it is recorded)."""
+        groups = len(((wf.get("status") or {}).get("orchestration") or {}).get("groups") or ())
+        gap = self.ctx.settings.workflow_pass_gap(groups)
+        now = time.monotonic()
+        last = self._passes.get(key)
+        if last is not None and now - last < gap:
+            return last + gap - now
+        self._passes[key] = now
+        return 0.0
 
     def _wake_launched(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         """Queue the Jobs this status records as launched that have no workload yet: the Job

@@ -21,7 +21,7 @@ from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile import measurement as measurement_module
 from nvcre.runtime.reconcile.access import NamespaceAccess
 from nvcre.runtime.reconcile.common import create_or_adopt
-from nvcre.runtime.reconcile.context import Context, Settings
+from nvcre.runtime.reconcile.context import Context, Result, Settings
 from nvcre.runtime.reconcile.job import FINALIZER as JOB_FINALIZER
 from nvcre.runtime.reconcile.job import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS, JobReconciler
 from nvcre.runtime.reconcile.measurement import MeasurementReconciler
@@ -373,3 +373,59 @@ def test_a_running_job_keeps_the_poll_while_stall_detection_or_a_scheduling_stal
     assert stalling.reconcile("ns", "j").requeue_after == 15.0
     blocked = _running_job({"schedulingStallGraceSeconds": 20}, [_workload_pod(scheduled=False)])
     assert blocked.reconcile("ns", "j").requeue_after == 5.0  # a quarter of the grace, under the poll
+
+
+# ------------------------------------------------------------------ workflow pass spacing
+
+
+def _spaced_workflow(groups: int) -> tuple[WorkflowReconciler, list[str]]:
+    from nvcre.runtime.reconcile.workflow import FINALIZER as WORKFLOW_FINALIZER
+
+    workflow = {
+        "metadata": {"name": "wf", "namespace": "ns", "uid": "uw", "resourceVersion": "2", "finalizers": [WORKFLOW_FINALIZER]},
+        "status": {
+            "conditions": [{"type": "NamespaceAccess", "status": "True", "reason": "Granted", "message": ""}],
+            "orchestration": {"groups": [{"name": f"g{i}", "phase": "Running", "jobRef": {"name": f"j{i}"}} for i in range(groups)]},
+        },
+    }
+    stores = {JOBS.plural: Store(), WORKFLOWS.plural: Store(), PODS.plural: Store()}
+    stores[WORKFLOWS.plural].put(workflow)
+    ctx = Context(kube=Recording(), stores=stores, settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
+    passes: list[str] = []
+    workflows._namespace_access = lambda wf, status: None  # type: ignore[method-assign]
+    workflows._ensure_workflow_dependencies = lambda wf, status: None  # type: ignore[method-assign]
+    workflows._poll_running = lambda wf, status: passes.append("pass") or Result(0.05)  # type: ignore[method-assign]
+    return workflows, passes
+
+
+def test_the_passes_of_a_workflow_with_many_groups_are_spaced_and_events_fold_into_one(monkeypatch: pytest.MonkeyPatch):
+    from nvcre.runtime.reconcile import workflow as workflow_module
+
+    now = [1000.0]
+    monkeypatch.setattr(workflow_module.time, "monotonic", lambda: now[0])
+    workflows, passes = _spaced_workflow(2000)
+    assert workflows.reconcile("ns", "wf").requeue_after == 0.05
+    now[0] += 3.0
+    # Events of more Jobs in the gap: each is answered with a requeue for when the gap ends.
+    assert workflows.reconcile("ns", "wf").requeue_after == pytest.approx(7.0)
+    now[0] += 6.0
+    assert workflows.reconcile("ns", "wf").requeue_after == pytest.approx(1.0)
+    assert passes == ["pass"]
+    now[0] += 1.0
+    workflows.reconcile("ns", "wf")
+    assert passes == ["pass", "pass"]
+
+
+def test_a_workflow_with_a_few_groups_is_not_held_back(monkeypatch: pytest.MonkeyPatch):
+    from nvcre.runtime.reconcile import workflow as workflow_module
+
+    now = [1000.0]
+    monkeypatch.setattr(workflow_module.time, "monotonic", lambda: now[0])
+    workflows, passes = _spaced_workflow(4)
+    assert Settings().workflow_pass_gap(4) == pytest.approx(0.02)
+    workflows.reconcile("ns", "wf")
+    now[0] += 0.05  # one step interval later
+    workflows.reconcile("ns", "wf")
+    assert passes == ["pass", "pass"]
+    assert Settings().workflow_pass_gap(100_000) == 10.0
