@@ -58,7 +58,8 @@ from .simworkloads import (
 KWOK_GROUP = "kwok.x-k8s.io"
 KWOK_VERSION = "v1alpha1"
 XID_DELAY_SECONDS = 1.0
-# Each watch ends after this long and the player relists: it bounds how long stop() waits.
+# Each watch window ends after this long (it bounds how long stop() waits); the next one goes
+# on from the last version seen.
 WATCH_SECONDS = 5
 CRASH_EXIT_CODE = 1
 
@@ -433,30 +434,55 @@ class Player:
         with self._factory() as api_client:
             core = client.CoreV1Api(api_client)
             custom = client.CustomObjectsApi(api_client)
+            version: str | None = None
             while not self._stop.is_set():
                 try:
-                    listed: Any = core.list_pod_for_all_namespaces(_preload_content=False)
-                    body = json.loads(listed.data)
-                    for pod in body.get("items") or []:
-                        self._consider(core, custom, pod)
-                    version = body["metadata"]["resourceVersion"]
-                    stream = watch.Watch()
-                    for event in stream.stream(
-                        core.list_pod_for_all_namespaces,
-                        resource_version=version,
-                        timeout_seconds=WATCH_SECONDS,
-                        allow_watch_bookmarks=True,
-                    ):
-                        if self._stop.is_set():
-                            stream.stop()
-                            break
-                        if event.get("type") in ("ADDED", "MODIFIED"):
-                            self._consider(core, custom, event.get("raw_object") or {})
+                    if version is None:
+                        version = self._relist(core, custom)
+                    version = self._watch(watch.Watch(), core, custom, version)
+                except client.ApiException as exc:
+                    if self._stop.is_set():
+                        return
+                    if exc.status != 410:  # 410: the version left the watch window; relist
+                        self.errors.append(f"{type(exc).__name__}: {exc}")
+                        self._stop.wait(0.5)
+                    version = None
                 except Exception as exc:  # keep playing: record and relist
                     if self._stop.is_set():
                         return
                     self.errors.append(f"{type(exc).__name__}: {exc}")
+                    version = None
                     self._stop.wait(0.5)
+
+    def _relist(self, core: Any, custom: Any) -> str:
+        """Consider every pod there is; the version to watch from."""
+        listed: Any = core.list_pod_for_all_namespaces(_preload_content=False)
+        body = json.loads(listed.data)
+        for pod in body.get("items") or []:
+            self._consider(core, custom, pod)
+        return str(body["metadata"]["resourceVersion"])
+
+    def _watch(self, stream: Any, core: Any, custom: Any, version: str) -> str:
+        """One watch window from ``version``; the version the next window goes on from.
+
+        Windows are short (they bound how long :meth:`stop` waits) but chained: only an expired
+        version (410) costs a relist of every pod.
+        """
+        for event in stream.stream(
+            core.list_pod_for_all_namespaces,
+            resource_version=version,
+            timeout_seconds=WATCH_SECONDS,
+            allow_watch_bookmarks=True,
+            deserialize=False,
+        ):
+            if self._stop.is_set():
+                stream.stop()
+                break
+            obj = event.get("object") or {}
+            version = str(_meta(obj).get("resourceVersion") or version)
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                self._consider(core, custom, obj)
+        return version
 
     def _consider(self, core: Any, custom: Any, pod: Mapping[str, Any]) -> None:
         meta = _meta(pod)
