@@ -337,7 +337,8 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
             if time.monotonic() - last_note > 30:
                 last_note = time.monotonic()
                 rss = proc_status_kib(process.pid, "VmRSS")
-                # The controller's own count: listing thousands of Jobs here would load the server.
+                # A scrape every 30 s, as Prometheus would; it also gives the count of Jobs
+                # created (listing thousands of Jobs here would load the API server).
                 created = int(parse_metrics(_get(metrics_url)).requests.get(("create", "jobs"), 0.0))
                 print(
                     f"  [{scenario}] {time.monotonic() - began:6.0f}s  jobs created={created}"

@@ -1,7 +1,8 @@
 """The controller's two HTTP endpoints: ``/metrics`` (Prometheus text) and ``/healthz``/``/readyz``.
 
 Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
-informer has listed at least once.
+informer has listed at least once. Scrapes of ``/metrics`` run one at a time, and each gives the
+memory it used back to the OS (:func:`nvcre.runtime.memory.trim`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from .memory import trim
 
 __all__ = ["Endpoint", "parse_address"]
 
@@ -44,12 +47,17 @@ class Endpoint:
     ) -> None:
         registry_ref = registry
         ready_ref = ready
+        scraping = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics" and registry_ref is not None:
-                    self._send(200, generate_latest(registry_ref), CONTENT_TYPE_LATEST)
+                    with scraping:
+                        body = generate_latest(registry_ref)
+                        self._send(200, body, CONTENT_TYPE_LATEST)
+                        del body
+                        trim()
                 elif path == "/healthz":
                     self._send(200, b"ok\n", "text/plain")
                 elif path == "/readyz":
