@@ -134,6 +134,7 @@ class Kube(Protocol):
         timestamps: bool = False,
         tail_lines: int | None = None,
         limit_bytes: int | None = None,
+        since_time: str | None = None,
     ) -> str: ...
 
     def emit_event(
@@ -369,12 +370,15 @@ class ApiServerClient:
         timestamps: bool = False,
         tail_lines: int | None = None,
         limit_bytes: int | None = None,
+        since_time: str | None = None,
     ) -> str:
         query: list[tuple[str, Any]] = []
         if container:
             query.append(("container", container))
         if timestamps:
             query.append(("timestamps", "true"))
+        if since_time is not None:
+            query.append(("sinceTime", since_time))
         if tail_lines is not None:
             query.append(("tailLines", int(tail_lines)))
         if limit_bytes is not None:

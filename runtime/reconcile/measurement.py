@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from nvcre.compiler.compose import parse_duration
@@ -38,9 +39,10 @@ from ..kube.resources import (
     Resource,
 )
 from ..measure import attempts, nccl, training
+from ..measure.cursor import LogCursor, advance
 from ..measure.profile import PatternError
 from . import conditions as cond
-from .common import annotations_of, meta, name_of, namespace_of
+from .common import annotations_of, meta, name_of, namespace_of, uid_of
 from .context import SAFETY_NET_POLLS, Context, Result
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
@@ -57,6 +59,19 @@ DEFAULT_SAMPLE_INTERVAL = 60.0
 PROVISIONAL_READS_PER_SECOND = 5.0
 #: with nothing to read yet, a measurement comes back on its own only on the safety-net timer
 IDLE_RESYNC_POLLS = SAFETY_NET_POLLS
+#: a provisional read goes back at most this far, however old its cursor (NVCRE's maxLogLookback)
+MAX_LOG_LOOKBACK_SECONDS = 1800.0
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """A running BandwidthMeasurement's provisional reads of one pod: where they stopped, and
+    the running averages and transports of every row read so far."""
+
+    pod_uid: str  # with the container restarts (:func:`_log_identity`)
+    cursor: LogCursor = LogCursor()
+    rows: tuple[nccl.BandwidthRow, ...] = ()
+    transports: frozenset[str] = frozenset()
 
 
 def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
@@ -86,6 +101,12 @@ def _merged(status: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, A
     return new
 
 
+def _log_identity(pod: Mapping[str, Any]) -> str:
+    """The pod and how often its containers restarted: a restart begins another log."""
+    restarts = sum(int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or ())
+    return f"{uid_of(pod)}/{restarts}"
+
+
 class MeasurementReconciler:
     """Reconciles BandwidthMeasurements and GoodputMeasurements."""
 
@@ -99,11 +120,14 @@ class MeasurementReconciler:
         self._final_tries: dict[tuple[str, str], int] = {}
         # BandwidthMeasurements whose pod has started and that are sampled (the read budget's share)
         self._reading: set[tuple[str, str]] = set()
+        # where each running BandwidthMeasurement's provisional reads stopped
+        self._tails: dict[tuple[str, str], _Tail] = {}
 
     def _forget(self, key: tuple[str, str]) -> None:
         self._sampled.pop(key, None)
         self._final_tries.pop(key, None)
         self._reading.discard(key)
+        self._tails.pop(key, None)
 
     def _budget_gap(self) -> float:
         """The shortest gap between two provisional reads of one BandwidthMeasurement that keeps
@@ -212,10 +236,13 @@ class MeasurementReconciler:
             self._sampled[key] = (now, gap) if started else (float("-inf"), interval)
             if started and resource is BANDWIDTH_MEASUREMENTS:
                 self._reading.add(key)
-            text = self._read_pod_log(pod) if started and pod is not None else None
-            if profile is not None and text:
+            if started and pod is not None and profile is not None:
                 try:
-                    fields = self._fields(resource, profile, text, None, measurement)
+                    if resource is BANDWIDTH_MEASUREMENTS:
+                        fields = self._sample_bandwidth(key, profile, pod)
+                    else:
+                        text = self._read_pod_log(pod)
+                        fields = self._fields(resource, profile, text, None, measurement) if text else {}
                 except PatternError:
                     fields = {}
             if started and resource is BANDWIDTH_MEASUREMENTS:
@@ -250,6 +277,39 @@ class MeasurementReconciler:
         return Result(max(1.0, last + gap - now))
 
     # ------------------------------------------------------------------ reading
+
+    def _sample_bandwidth(self, key: tuple[str, str], profile: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any]:
+        """A provisional read of only what the pod logged since the last one (``sinceTime``),
+        folded into running averages. A new pod, or a restarted container, starts over from its
+        whole log; so does a log without timestamps, whose rows then replace the earlier ones."""
+        tail = self._tails.get(key)
+        identity = _log_identity(pod)
+        if tail is None or tail.pod_uid != identity:
+            tail = _Tail(identity)
+        since = tail.cursor.since_time()
+        if since is not None:
+            floor = self.ctx.clock.now() - timedelta(seconds=MAX_LOG_LOOKBACK_SECONDS)
+            since = max(since, format_time(floor))
+        text = self._read_pod_log(pod, since)
+        if text is None:
+            return {}
+        chunk, cursor = advance(tail.cursor, text)
+        spec = profile.get("spec") or {}
+        if cursor.stamp is None:
+            parsed = nccl.parse_bandwidth(text, spec)
+            tail = _Tail(tail.pod_uid, LogCursor(), parsed.results, frozenset(parsed.transport))
+        elif chunk:
+            parsed = nccl.parse_bandwidth(chunk, spec)
+            rows = nccl.merge_results(tail.rows, parsed.results)
+            tail = _Tail(tail.pod_uid, cursor, rows, tail.transports | frozenset(parsed.transport))
+        self._tails[key] = tail
+        if not tail.rows:
+            return {}
+        fields: dict[str, Any] = {"results": [row.to_status() for row in tail.rows]}
+        transport = sorted(t for t in tail.transports if t in _TRANSPORTS)
+        if transport:
+            fields["transport"] = transport
+        return fields
 
     def _profile(self, measurement: Mapping[str, Any]) -> dict[str, Any] | None:
         ref = str((measurement.get("spec") or {}).get("logProfileRef") or "")
@@ -292,11 +352,14 @@ class MeasurementReconciler:
         pick = str(strategy.get("trainingStepPod") or "first")
         return pods[-1] if pick == "last" else pods[0]
 
-    def _read_pod_log(self, pod: Mapping[str, Any]) -> str | None:
-        """The pod's complete log (its ``node`` container when it has one), None when refused."""
+    def _read_pod_log(self, pod: Mapping[str, Any], since_time: str | None = None) -> str | None:
+        """The pod's log (its ``node`` container when it has one), complete or from ``since_time``;
+        None when refused."""
         containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
         container = "node" if "node" in containers else (containers[0] if containers else None)
         try:
+            if since_time is not None:
+                return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True, since_time=since_time)
             return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True)
         except ApiError as exc:
             log.info("log not readable yet", extra={"pod": name_of(pod), "error": exc.message})

@@ -7,7 +7,7 @@ it leaves, so a saving that changed a result would fail here as well.
 from __future__ import annotations
 
 import copy
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -75,9 +75,12 @@ class Recording:
         self.objects[key] = written
         return copy.deepcopy(written)
 
-    def pod_log(self, name, namespace, *, container=None, timestamps=False, tail_lines=None, limit_bytes=None):
-        self.calls.append("get pods/log")
-        return self.log_text
+    def pod_log(self, name, namespace, *, container=None, timestamps=False, tail_lines=None, limit_bytes=None, since_time=None):
+        self.calls.append("get pods/log" if since_time is None else f"get pods/log since {since_time}")
+        if since_time is None:
+            return self.log_text
+        # as the API does: whole seconds, lines from that second on
+        return "".join(line for line in self.log_text.splitlines(keepends=True) if line[:19] + "Z" >= since_time)
 
     def emit_event(self, involved, *, type, reason, message, component):
         self.calls.append("create events")
@@ -239,6 +242,42 @@ def test_many_running_measurements_share_the_provisional_read_budget(monkeypatch
     reconciler.ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(status))
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
     assert reconciler._reading == others
+
+
+def _nccl_row(second: int, size: int, bus: float) -> str:
+    stamp = f"2026-12-03T10:00:{second:02d}.5Z"
+    return f"{stamp} {size:>12} {size // 4:>13}     float     sum      -1   123.45 {bus / 2:>7.2f} {bus:>7.2f}       0\n"
+
+
+def test_provisional_bandwidth_reads_take_only_the_new_lines_and_keep_running_averages(monkeypatch: pytest.MonkeyPatch):
+    kube, ctx, reconciler = _sampling_setup("Running")
+    clock = [1000.0]
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 10, 5, tzinfo=UTC))
+    rows = [_nccl_row(1, 1024, 10.0), _nccl_row(2, 2048, 20.0), _nccl_row(2, 1024, 30.0), _nccl_row(4, 2048, 40.0)]
+    for written, at in ((2, 0.0), (3, 60.0), (4, 120.0)):
+        kube.log_text = "".join(rows[:written])
+        clock[0] = 1000.0 + at
+        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+        reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    reads = [call for call in kube.calls if call.startswith("get pods/log")]
+    assert reads == ["get pods/log", "get pods/log since 2026-12-03T10:00:02Z", "get pods/log since 2026-12-03T10:00:02Z"]
+    results = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]["results"]
+    # the same numbers a read of the whole log gives: every row once
+    assert [(r["sizeBytes"], r["busBW"], r["samples"]) for r in results] == [(1024, "20.00", 2), (2048, "30.00", 2)]
+
+
+def test_a_provisional_read_goes_back_at_most_the_lookback(monkeypatch: pytest.MonkeyPatch):
+    kube, ctx, reconciler = _sampling_setup("Running")
+    clock = [1000.0]
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 11, 0, 30, tzinfo=UTC))
+    kube.log_text = _nccl_row(1, 1024, 10.0)
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    clock[0] += 60.0
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    reads = [call for call in kube.calls if call.startswith("get pods/log")]
+    assert reads == ["get pods/log", "get pods/log since 2026-12-03T10:30:30Z"]
 
 
 # ------------------------------------------------------------------ the Job waits for its launch
@@ -429,3 +468,22 @@ def test_a_workflow_with_a_few_groups_is_not_held_back(monkeypatch: pytest.Monke
     workflows.reconcile("ns", "wf")
     assert passes == ["pass", "pass"]
     assert Settings().workflow_pass_gap(100_000) == 10.0
+
+
+def test_a_restarted_container_is_read_from_its_start_again(monkeypatch: pytest.MonkeyPatch):
+    kube, ctx, reconciler = _sampling_setup("Running")
+    clock = [1000.0]
+    monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 10, 5, tzinfo=UTC))
+    kube.log_text = _nccl_row(1, 1024, 10.0)
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    launcher = ctx.stores[PODS.plural].list()[0]
+    launcher["status"]["containerStatuses"] = [{"name": "node", "restartCount": 1}]
+    ctx.stores[PODS.plural].put(launcher)
+    kube.log_text = _nccl_row(3, 1024, 30.0)
+    clock[0] += 60.0
+    ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+    reconciler.reconcile_bandwidth("ns", "j-bandwidth")
+    assert [call for call in kube.calls if call.startswith("get pods/log")] == ["get pods/log", "get pods/log"]
+    results = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]["results"]
+    assert [(r["sizeBytes"], r["busBW"], r["samples"]) for r in results] == [(1024, "30.00", 1)]
