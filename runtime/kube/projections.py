@@ -5,8 +5,9 @@ the controller never looks at (a pod's containers, volumes, affinity; a TrainJob
 patches). Each cached object passes through its resource's projection once, when it is listed
 or arrives on the watch:
 
-* every object loses ``metadata.managedFields``, and its mapping keys are interned, so the
-  thousand copies of ``"lastTransitionTime"`` across a cache are one string;
+* every object loses ``metadata.managedFields``, and its strings, keys and values, are
+  interned, so the thousand copies of ``"lastTransitionTime"`` or of one image name across a
+  cache are one string;
 * a Pod keeps its metadata without annotations (nothing reads a pod's annotations), of its spec
   only ``nodeName`` and the names of its containers and init containers, and its status with
   the image fields of each container status dropped;
@@ -32,11 +33,16 @@ _CONTAINER_STATUS_DROPPED = ("image", "imageID", "containerID", "volumeMounts", 
 
 
 def compact(value: Any) -> Any:
-    """``value`` with every mapping key interned (lists and mappings rebuilt, scalars as they are)."""
+    """``value`` with every string interned, keys and values (lists and mappings rebuilt, other
+    scalars as they are). Thousands of Jobs, measurements and pods repeat the same label values,
+    image names, commands, reasons and timestamps; interned, each is kept once (a fifth to a
+    third of a Job or a measurement). Interned strings are freed when nothing uses them."""
     if isinstance(value, dict):
         return {sys.intern(key) if isinstance(key, str) else key: compact(item) for key, item in value.items()}
     if isinstance(value, list):
         return [compact(item) for item in value]
+    if isinstance(value, str):
+        return sys.intern(value)
     return value
 
 

@@ -184,6 +184,14 @@ def test_keys_of_separately_decoded_objects_are_one_string():
     assert next(iter(first[key_a][0])) is next(iter(second[key_b][0]))
 
 
+def test_values_of_separately_decoded_objects_are_one_string_and_other_scalars_stay():
+    text = '{"spec": {"image": "nvcr.io/nvidia/pytorch:25.01-py3%s", "replicas": 2, "on": true, "x": null, "f": 1.5}}' % ""
+    first, second = (compact(json.loads(text)) for _ in range(2))
+    assert first == second == json.loads(text)
+    assert first["spec"]["image"] is second["spec"]["image"]
+    assert [type(first["spec"][k]) for k in ("replicas", "on", "f")] == [int, bool, float]
+
+
 class _Stream:
     def __init__(self, events: list[Any]) -> None:
         self.events = events
