@@ -76,11 +76,11 @@ class Capacity:
         return tuple(flags)
 
 
-#: for thousands of nodes on a few cores: Leases renewed every 30 s (a node is NotReady after
-#: 5 minutes without one), the controller manager and the Trainer allowed 200 requests a second,
+#: for thousands of nodes on a few cores: Leases renewed every 150 s (a node is NotReady after
+#: 15 minutes without one), the controller manager and the Trainer allowed 200 requests a second,
 #: and the Trainer reconciling 8 TrainJobs at once
 LARGE = Capacity(
-    node_lease_seconds=120, node_monitor_grace_seconds=300, controller_manager_qps=200, concurrent_job_syncs=20,
+    node_lease_seconds=600, node_monitor_grace_seconds=900, controller_manager_qps=200, concurrent_job_syncs=20,
     trainer_qps=200, trainer_workers=8,
 )  # fmt: skip
 SYSTEM_NODE_PREFIX = "system"

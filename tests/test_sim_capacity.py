@@ -17,7 +17,7 @@ def test_the_default_capacity_changes_nothing_upstream_sets():
 
 def test_the_large_capacity_lifts_client_limits_and_slows_heartbeats_with_a_matching_grace():
     flags = LARGE.controller_manager_flags()
-    assert flags == ("--kube-api-qps=200", "--kube-api-burst=400", "--concurrent-job-syncs=20", "--node-monitor-grace-period=300s")
+    assert flags == ("--kube-api-qps=200", "--kube-api-burst=400", "--concurrent-job-syncs=20", "--node-monitor-grace-period=900s")
     # a Lease renewed every quarter of its duration must fit the grace several times over
     assert LARGE.node_lease_seconds / 4 * 3 <= LARGE.node_monitor_grace_seconds  # type: ignore[operator]
     assert SimCluster(capacity=LARGE).plane.controller_manager_flags == flags
