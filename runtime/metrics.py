@@ -18,15 +18,17 @@ matter to a run, and those ignored as heartbeats).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample as PromSample
 from prometheus_client.registry import Collector
 
 from .judge.model import CertificationVerdict
@@ -34,7 +36,7 @@ from .judge.verdict import certification_verdict, workloadrun_verdict
 from .kube.accounting import RequestCounter
 from .kube.informers import Store
 from .kube.queue import QueueStats
-from .report.metrics import samples
+from .report.metrics import FAMILIES, Sample, family_samples
 
 __all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "verdicts"]
 
@@ -114,24 +116,42 @@ def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
     return out
 
 
+class _StreamedGauge(Metric):
+    """A gauge family whose samples are made while the exposition writes them, not before."""
+
+    def __init__(self, name: str, verdicts: Sequence[CertificationVerdict], first: Sample) -> None:
+        super().__init__(name, _HELP.get(name, name), "gauge")
+        self._verdicts = verdicts
+        self._first = first
+
+    @property  # type: ignore[override]
+    def samples(self) -> Iterator[PromSample]:
+        rest = family_samples(self._verdicts, self.name)
+        next(rest, None)  # the first one, already taken to know the family is not empty
+        for sample in itertools.chain((self._first,), rest):
+            yield PromSample(sample.name, dict(sample.labels), sample.value)
+
+    @samples.setter
+    def samples(self, value: Any) -> None:  # Metric.__init__ assigns an empty list
+        return None
+
+
 class StatusCollector(Collector):
-    """Projects the verdicts at scrape time; silent unless ``is_leader()``."""
+    """Projects the verdicts at scrape time; silent unless ``is_leader()``. Each family's samples
+    are produced while they are written, so a scrape never holds them all at once."""
 
     def __init__(self, stores: Mapping[str, Store], is_leader: Callable[[], bool]) -> None:
         self.stores = stores
         self.is_leader = is_leader
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         if not self.is_leader():
             return
-        families: dict[str, GaugeMetricFamily] = {}
-        for sample in samples(verdicts(self.stores)):
-            family = families.get(sample.name)
-            if family is None:
-                keys = [key for key, _ in sample.labels]
-                family = families[sample.name] = GaugeMetricFamily(sample.name, _HELP.get(sample.name, sample.name), labels=keys)
-            family.add_metric([value for _, value in sample.labels], sample.value)
-        yield from families.values()
+        model = verdicts(self.stores)
+        for name in FAMILIES:
+            first = next(family_samples(model, name), None)
+            if first is not None:
+                yield _StreamedGauge(name, model, first)
 
 
 class CostCollector(Collector):

@@ -1,8 +1,9 @@
 """The controller's two HTTP endpoints: ``/metrics`` (Prometheus text) and ``/healthz``/``/readyz``.
 
 Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
-informer has listed at least once. Scrapes of ``/metrics`` run one at a time, and each gives the
-memory it used back to the OS (:func:`nvcre.runtime.memory.trim`).
+informer has listed at least once. Scrapes of ``/metrics`` run one at a time, are written as
+they are made (:mod:`nvcre.runtime.exposition`), and each gives the memory it used back to the
+OS (:func:`nvcre.runtime.memory.trim`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
+from .exposition import write_exposition
 from .memory import trim
 
 __all__ = ["Endpoint", "parse_address"]
@@ -54,9 +56,11 @@ class Endpoint:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics" and registry_ref is not None:
                     with scraping:
-                        body = generate_latest(registry_ref)
-                        self._send(200, body, CONTENT_TYPE_LATEST)
-                        del body
+                        # Streamed without a length: the answer ends when the connection closes.
+                        self.send_response(200)
+                        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+                        self.end_headers()
+                        write_exposition(registry_ref, self.wfile.write)
                         trim()
                 elif path == "/healthz":
                     self._send(200, b"ok\n", "text/plain")

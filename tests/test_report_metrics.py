@@ -47,3 +47,36 @@ def test_nccl_gauges_only_while_the_measurement_runs() -> None:
 def test_objects_without_a_true_lifecycle_condition_are_left_out() -> None:
     verdict = certification_verdict({"metadata": {"name": "c", "namespace": "ns"}, "spec": {"categories": []}})
     assert samples([verdict]) == []
+
+
+def _served(case: str):
+    """The ``/metrics`` text for a golden case's objects, and the status collector that made it."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from nvcre.runtime.kube.informers import Store
+    from nvcre.runtime.metrics import StatusCollector
+
+    plurals = {"Certification": "certifications", "Workflow": "workflows", "Job": "jobs", "BandwidthMeasurement": "bandwidthmeasurements"}
+    stores: dict[str, Store] = {}
+    for doc in yaml.safe_load_all(Path(GOLDEN / "report" / case / "objects.yaml").read_text(encoding="utf-8")):
+        if doc["kind"] in plurals:
+            stores.setdefault(plurals[doc["kind"]], Store()).put(doc)
+    registry = CollectorRegistry()
+    collector = StatusCollector(stores, lambda: True)
+    registry.register(collector)
+    return generate_latest(registry).decode(), collector
+
+
+def test_the_served_gauges_are_the_samples_and_are_made_while_written() -> None:
+    from nvcre.runtime.metrics import verdicts
+
+    body, collector = _served("in-progress-iterations")
+    served = {line for line in body.splitlines() if not line.startswith("#")}
+    expected = {
+        "{}{{{}}} {}".format(s.name, ",".join(f'{k}="{v}"' for k, v in s.labels), s.value) for s in samples(verdicts(collector.stores))
+    }
+    assert served == expected and any(line.startswith("nvcre_nccl_busbw_gbs{") for line in served)
+    assert body.count("# TYPE nvcre_nccl_busbw_gbs gauge") == 1
+    family = next(f for f in collector.collect() if f.name == "nvcre_nccl_busbw_gbs")
+    assert not isinstance(family.samples, list), "the samples are a stream, not a list held in memory"
+    assert "nvcre_nccl_" not in _served("passed")[0]

@@ -10,12 +10,12 @@ has not completed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..judge.model import CertificationVerdict
 
-__all__ = ["Sample", "samples", "status_samples"]
+__all__ = ["FAMILIES", "Sample", "family_samples", "samples", "status_samples"]
 
 _STATUS_WORDS = {"InProgress": "in_progress", "Succeeded": "succeeded", "Failed": "failed"}
 _ORDER = ("in_progress", "succeeded", "failed")
@@ -46,37 +46,50 @@ def status_samples(name: str, current: str, **labels: str) -> list[Sample]:
     return [_sample(name, 1.0 if status == word else 0.0, status=status, **labels) for status in _ORDER]
 
 
-def samples(verdicts: Iterable[CertificationVerdict]) -> list[Sample]:
-    """Every gauge sample for the given verdicts."""
-    out: list[Sample] = []
+#: every gauge family, in the order they are served
+FAMILIES = (
+    "nvcre_certification_status",
+    "nvcre_workflow_status",
+    "nvcre_job_status",
+    "nvcre_nccl_algbw_gbs",
+    "nvcre_nccl_busbw_gbs",
+)
+
+
+def family_samples(verdicts: Sequence[CertificationVerdict], name: str) -> Iterator[Sample]:
+    """The samples of one family, one at a time (a scrape at 2,000 running measurements has
+    tens of thousands of NCCL samples; none of them needs to exist before it is written)."""
     for verdict in verdicts:
-        if verdict.kind == "Certification":
-            out += status_samples(
-                "nvcre_certification_status", verdict.status, namespace=verdict.namespace, certification=verdict.name
-            )
-        for workflow in verdict.workflows:
-            out += status_samples(
-                "nvcre_workflow_status",
-                workflow.status,
-                namespace=workflow.namespace,
-                workflow=workflow.name,
-                certification=workflow.certification,
-            )
-        for job in verdict.jobs:
-            current = "Failed" if job.timed_out else job.status
-            out += status_samples("nvcre_job_status", current, namespace=job.namespace, job=job.name, workflow=job.workflow)
-        for measurement in verdict.measurements:
-            if measurement.complete:
-                continue
-            for row in measurement.rows:
-                labels = {
-                    "namespace": measurement.namespace,
-                    "measurement": measurement.name,
-                    "job": measurement.job,
-                    "workflow": measurement.workflow,
-                    "nccl_test": measurement.test_type,
-                    "message_size_bytes": str(row.size_bytes),
-                }
-                out.append(_sample("nvcre_nccl_algbw_gbs", row.alg_bw, **labels))
-                out.append(_sample("nvcre_nccl_busbw_gbs", row.bus_bw, **labels))
-    return out
+        if name == "nvcre_certification_status" and verdict.kind == "Certification":
+            yield from status_samples(name, verdict.status, namespace=verdict.namespace, certification=verdict.name)
+        elif name == "nvcre_workflow_status":
+            for workflow in verdict.workflows:
+                yield from status_samples(
+                    name, workflow.status, namespace=workflow.namespace, workflow=workflow.name, certification=workflow.certification
+                )
+        elif name == "nvcre_job_status":
+            for job in verdict.jobs:
+                current = "Failed" if job.timed_out else job.status
+                yield from status_samples(name, current, namespace=job.namespace, job=job.name, workflow=job.workflow)
+        elif name in ("nvcre_nccl_algbw_gbs", "nvcre_nccl_busbw_gbs"):
+            bus = name == "nvcre_nccl_busbw_gbs"
+            for measurement in verdict.measurements:
+                if measurement.complete:
+                    continue
+                for row in measurement.rows:
+                    yield _sample(
+                        name,
+                        row.bus_bw if bus else row.alg_bw,
+                        namespace=measurement.namespace,
+                        measurement=measurement.name,
+                        job=measurement.job,
+                        workflow=measurement.workflow,
+                        nccl_test=measurement.test_type,
+                        message_size_bytes=str(row.size_bytes),
+                    )
+
+
+def samples(verdicts: Iterable[CertificationVerdict]) -> list[Sample]:
+    """Every gauge sample for the given verdicts, family by family."""
+    listed = list(verdicts)
+    return [sample for name in FAMILIES for sample in family_samples(listed, name)]
