@@ -1,9 +1,10 @@
 """The measurement tier: BandwidthMeasurement and GoodputMeasurement, read once when the Job ends.
 
 A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs, sampling the log
-every ``sampleInterval`` for provisional numbers once the profile's pod has started (a
-BandwidthMeasurement waits twice as long after a sample that added nothing, at most eight
-intervals; its rows only feed the gauges). Until that pod has started there is nothing to read:
+every ``sampleInterval`` for provisional numbers once the profile's pod has started. A
+BandwidthMeasurement reads only what its pod logged since its last read (``sinceTime``,
+:mod:`..measure.cursor`), waits twice as long after a sample that added nothing (at most eight
+intervals), and its rows only feed the gauges. Until that pod has started there is nothing to read:
 the measurement waits for the events of its Job and of the Job's pods, with a slow timer as a
 safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
 with more bandwidth measurements running than the budget allows per interval, each one's gap
@@ -68,7 +69,7 @@ class _Tail:
     """A running BandwidthMeasurement's provisional reads of one pod: where they stopped, and
     the running averages and transports of every row read so far."""
 
-    pod_uid: str  # with the container restarts (:func:`_log_identity`)
+    identity: str  # the pod and its container restarts (:func:`_log_identity`)
     cursor: LogCursor = LogCursor()
     rows: tuple[nccl.BandwidthRow, ...] = ()
     transports: frozenset[str] = frozenset()
@@ -284,7 +285,7 @@ class MeasurementReconciler:
         whole log; so does a log without timestamps, whose rows then replace the earlier ones."""
         tail = self._tails.get(key)
         identity = _log_identity(pod)
-        if tail is None or tail.pod_uid != identity:
+        if tail is None or tail.identity != identity:
             tail = _Tail(identity)
         since = tail.cursor.since_time()
         if since is not None:
@@ -297,11 +298,11 @@ class MeasurementReconciler:
         spec = profile.get("spec") or {}
         if cursor.stamp is None:
             parsed = nccl.parse_bandwidth(text, spec)
-            tail = _Tail(tail.pod_uid, LogCursor(), parsed.results, frozenset(parsed.transport))
+            tail = _Tail(identity, LogCursor(), parsed.results, frozenset(parsed.transport))
         elif chunk:
             parsed = nccl.parse_bandwidth(chunk, spec)
             rows = nccl.merge_results(tail.rows, parsed.results)
-            tail = _Tail(tail.pod_uid, cursor, rows, tail.transports | frozenset(parsed.transport))
+            tail = _Tail(identity, cursor, rows, tail.transports | frozenset(parsed.transport))
         self._tails[key] = tail
         if not tail.rows:
             return {}
@@ -358,9 +359,7 @@ class MeasurementReconciler:
         containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
         container = "node" if "node" in containers else (containers[0] if containers else None)
         try:
-            if since_time is not None:
-                return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True, since_time=since_time)
-            return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True)
+            return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True, since_time=since_time)
         except ApiError as exc:
             log.info("log not readable yet", extra={"pod": name_of(pod), "error": exc.message})
             return None
