@@ -18,7 +18,6 @@ matter to a run, and those ignored as heartbeats).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections import defaultdict
@@ -36,7 +35,7 @@ from .judge.verdict import certification_verdict, workloadrun_verdict
 from .kube.accounting import RequestCounter
 from .kube.informers import Store
 from .kube.queue import QueueStats
-from .report.metrics import FAMILIES, Sample, family_samples
+from .report.metrics import FAMILIES, family_samples
 
 __all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "verdicts"]
 
@@ -119,16 +118,13 @@ def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
 class _StreamedGauge(Metric):
     """A gauge family whose samples are made while the exposition writes them, not before."""
 
-    def __init__(self, name: str, verdicts: Sequence[CertificationVerdict], first: Sample) -> None:
+    def __init__(self, name: str, verdicts: Sequence[CertificationVerdict]) -> None:
         super().__init__(name, _HELP.get(name, name), "gauge")
         self._verdicts = verdicts
-        self._first = first
 
     @property  # type: ignore[override]
     def samples(self) -> Iterator[PromSample]:
-        rest = family_samples(self._verdicts, self.name)
-        next(rest, None)  # the first one, already taken to know the family is not empty
-        for sample in itertools.chain((self._first,), rest):
+        for sample in family_samples(self._verdicts, self.name):
             yield PromSample(sample.name, dict(sample.labels), sample.value)
 
     @samples.setter
@@ -149,9 +145,8 @@ class StatusCollector(Collector):
             return
         model = verdicts(self.stores)
         for name in FAMILIES:
-            first = next(family_samples(model, name), None)
-            if first is not None:
-                yield _StreamedGauge(name, model, first)
+            if next(family_samples(model, name), None) is not None:  # an empty family is left out
+                yield _StreamedGauge(name, model)
 
 
 class CostCollector(Collector):
