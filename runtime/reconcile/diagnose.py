@@ -230,4 +230,4 @@ class DiagnoseRounds:
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))
         else:
             status.update(cond.set_lifecycle(status, cond.SUCCEEDED, "JobCompleted", message, now))
-        log.info("diagnosis complete", extra={"workflow": name_of(wf), "message": message})
+        log.info("diagnosis complete", extra={"workflow": name_of(wf), "diagnosis": message})
