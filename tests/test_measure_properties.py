@@ -107,15 +107,16 @@ def test_truncated_training_lines_keep_complete_steps_only(iterations, cut, junk
         max_size=25,
     )
 )
-def test_whole_text_scan_equals_the_per_line_rule(lines) -> None:
-    from nvcre.runtime.measure.nccl import _Rows, _row_scanner, _scan_rows
+def test_rows_read_by_re2_equal_those_of_a_backtracking_engine(lines) -> None:
+    """RE2 runs the profile pattern; on ordinary lines it must find what Python's engine finds."""
+    import re
+
+    from nvcre.runtime.measure.nccl import _Rows, _scan_rows
+    from nvcre.runtime.measure.profile import compile_pattern
 
     text = "\n".join(lines)
     regex = NCCL["spec"]["patterns"]["bandwidthResult"]["regex"]
-    from nvcre.runtime.measure.profile import compile_pattern
-
-    compiled = compile_pattern(regex, "bandwidthResult")
-    fast, slow = _Rows(), _Rows()
-    _scan_rows(text, compiled, _row_scanner(regex), fast)
-    _scan_rows(text, compiled, None, slow)
-    assert fast.results() == slow.results() and fast.count == slow.count
+    on_re2, on_re = _Rows(), _Rows()
+    _scan_rows(text, compile_pattern(regex, "bandwidthResult"), on_re2)
+    _scan_rows(text, re.compile(regex, re.ASCII), on_re)
+    assert on_re2.results() == on_re.results() and on_re2.count == on_re.count

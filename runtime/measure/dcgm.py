@@ -5,26 +5,29 @@ Both forms give one ``DcgmTest`` per test with its status (``Pass``, ``Fail``, `
 ``Skip``), the GPUs a failure names and the messages DCGM printed, and an overall status: any
 ``Fail`` fails the run, else any ``Warn`` warns, else ``Pass`` when something passed, ``Skip``
 when everything was skipped, ``Unknown`` when no test result was found. Lines that are neither
-are ignored, and kubelet timestamp prefixes are cut first.
+are ignored, and kubelet timestamp prefixes are cut first. The table patterns run on the RE2
+engine (a row pattern with lazy groups is cubic on one long line under a backtracking engine,
+and the pod's output is the input) and see at most ``MAX_MATCHED_LINE`` characters of a line.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .profile import split_kubelet_timestamp
+import re2  # type: ignore[import-untyped]
+
+from .profile import matched_part, split_kubelet_timestamp
 
 __all__ = ["DcgmResult", "DcgmTest", "parse_dcgm"]
 
 _STATUSES = ("Fail", "Warn", "Pass", "Skip")
 _RANK = {"Fail": 0, "Warn": 1, "Pass": 2, "Skip": 3}
-_ROW = re.compile(r"^\|\s*([^|]*?)\s*\|\s*(.*?)\s*\|\s*$")
-_CATEGORY = re.compile(r"^[|+]-+\s+([A-Za-z][A-Za-z ]*?)\s+-+\+")
-_GPU_IDS = re.compile(r"GPU(?:s)?\s*:?\s*([0-9][0-9, ]*)")
+_ROW = re2.compile(r"^\|\s*([^|]*?)\s*\|\s*(.*?)\s*\|\s*$")
+_CATEGORY = re2.compile(r"^[|+]-+\s+([A-Za-z][A-Za-z ]*?)\s+-+\+")
+_GPU_IDS = re2.compile(r"GPU(?:s)?\s*:?\s*([0-9][0-9, ]*)")
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,7 @@ def _from_table(lines: list[str]) -> tuple[DcgmTest, ...]:
 
 def parse_dcgm(text: str) -> DcgmResult:
     """The tests and overall status in a ``dcgmi diag`` log; never raises on odd input."""
-    lines = [split_kubelet_timestamp(raw)[1] for raw in text.splitlines()]
+    lines = [matched_part(split_kubelet_timestamp(raw)[1]) for raw in text.splitlines()]
     body = "\n".join(lines)
     tests: tuple[DcgmTest, ...] = ()
     for document in _json_documents(body):

@@ -12,13 +12,13 @@ the log names (``IB``, ``Socket``, ``Libfabric``...) as a sorted set: recorded, 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from .profile import profile_pattern, required_literals, split_kubelet_timestamp
+import re2  # type: ignore[import-untyped]
+
+from .profile import matched_part, profile_pattern, required_literals, split_kubelet_timestamp
 
 __all__ = [
     "BandwidthParse",
@@ -33,7 +33,7 @@ __all__ = [
 
 _INT64_MAX = 2**63 - 1
 _AVG_LITERAL = "Avg bus bandwidth"
-_AVG_BUS = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*$", re.ASCII)
+_AVG_BUS = re2.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,9 @@ class _Rows:
             acc[1] += bus
             acc[2] += 1.0
 
-    def line(self, regex: re.Pattern[str], raw: str) -> None:
+    def line(self, regex: Any, raw: str) -> None:
         """The exact per-line rule: cut the kubelet prefix, match, require the row to go on."""
-        body = split_kubelet_timestamp(raw)[1]
+        body = matched_part(split_kubelet_timestamp(raw)[1])
         match = regex.search(body)
         if match is not None and _row_continues(body, match.end()):
             self.add(match.group("size"), match.group("algBW"), match.group("busBW"))
@@ -133,46 +133,10 @@ class _Rows:
         )
 
 
-_PREFIX = r"(?:[^ \n]{4}-[^ \n]{5}T[^ \n]*+ |(?![^ \n]{4}-[^ \n]{5}T))"
-_OTHER_ANCHORS = re.compile(r"(?<!\\)(?:\^|\\A|\\Z|\\z)")
-
-
-@lru_cache(maxsize=64)
-def _row_scanner(regex: str) -> re.Pattern[str] | None:
-    """A whole-text program equivalent to the per-line rule, for patterns anchored at the body start.
-
-    It matches after a newline, skips the kubelet prefix exactly as ``split_kubelet_timestamp``
-    cuts it, then runs the profile pattern; None when the pattern has other anchors.
-    """
-    if not regex.startswith("^") or _OTHER_ANCHORS.search(regex[1:]):
-        return None
-    try:
-        return re.compile("\n" + _PREFIX + "(?:" + regex[1:] + ")", re.ASCII | re.MULTILINE)
-    except re.error:
-        return None
-
-
-def _scan_rows(text: str, regex: re.Pattern[str], scanner: re.Pattern[str] | None, rows: _Rows) -> None:
-    if scanner is None:
-        for raw in text.split("\n"):
-            rows.line(regex, raw)
-        return
-    first_end = text.find("\n")
-    rows.line(regex, text if first_end == -1 else text[:first_end])
-    if first_end == -1:
-        return
-    search = scanner.search
-    pos = first_end
-    while (match := search(text, pos)) is not None:
-        line_end = text.find("\n", match.start() + 1)
-        if line_end == -1:
-            line_end = len(text)
-        if match.end() > line_end:
-            # the whole-text match ran past the line: judge that line by the per-line rule
-            rows.line(regex, text[match.start() + 1 : line_end])
-        elif _rest_continues(text[match.end() : line_end]):
-            rows.add(match.group("size"), match.group("algBW"), match.group("busBW"))
-        pos = line_end
+def _scan_rows(text: str, regex: Any, rows: _Rows) -> None:
+    """Every line through the per-line rule."""
+    for raw in text.split("\n"):
+        rows.line(regex, raw)
 
 
 def _lines_containing(text: str, literals: tuple[str, ...]) -> list[str]:
@@ -194,12 +158,12 @@ def _lines_containing(text: str, literals: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def _transports(text: str, regex: re.Pattern[str], pattern_text: str) -> set[str]:
+def _transports(text: str, regex: Any, pattern_text: str) -> set[str]:
     literals = required_literals(pattern_text)
     lines = _lines_containing(text, literals) if literals else text.split("\n")
     found: set[str] = set()
     for raw in lines:
-        match = regex.search(split_kubelet_timestamp(raw)[1])
+        match = regex.search(matched_part(split_kubelet_timestamp(raw)[1]))
         if match is not None and match.group("transport"):
             found.add(match.group("transport"))
     return found
@@ -211,7 +175,7 @@ def _avg_bus(text: str) -> float | None:
     while pos != -1:
         start = text.rfind("\n", 0, pos) + 1
         end = text.find("\n", pos)
-        body = split_kubelet_timestamp(text[start : end if end != -1 else len(text)])[1]
+        body = matched_part(split_kubelet_timestamp(text[start : end if end != -1 else len(text)])[1])
         if body.lstrip()[:1] == "#":
             match = _AVG_BUS.search(body)
             if match is not None:
@@ -233,7 +197,7 @@ def parse_bandwidth(text: str, profile_spec: Mapping[str, Any]) -> BandwidthPars
     assert rows_pattern is not None
     transport = profile_pattern(profile_spec, "networkTransport", ("transport",), optional=True)
     rows = _Rows()
-    _scan_rows(text, rows_pattern.regex, _row_scanner(rows_pattern.regex.pattern), rows)
+    _scan_rows(text, rows_pattern.regex, rows)
     transports = _transports(text, transport.regex, transport.regex.pattern) if transport is not None else set()
     return BandwidthParse(
         results=rows.results(),

@@ -1,9 +1,11 @@
 """Compiles the patterns of a LogProfile spec, and cuts the kubelet timestamp off log lines.
 
-Profile patterns are written in Go RE2 syntax. Each one is checked with the RE2 engine (so a
-pattern that Go would refuse, such as a look-ahead, is refused here too) and then run with
-Python's engine in ASCII mode, which gives ``\\d``, ``\\s`` and ``\\w`` Go's meaning and is faster
-per line. Compiled patterns are cached by their text.
+Profile patterns are written in Go RE2 syntax and are compiled and run with the RE2 engine,
+as Go runs them: a pattern Go would refuse (a look-ahead, a back-reference) is refused, ``\\d``,
+``\\s`` and ``\\w`` keep Go's ASCII meaning, and a match takes time linear in the line whatever the
+pattern and the line hold. A backtracking engine could spend minutes on one long line that
+repeats a pattern's prefix, and a workload controls what its pods log. Patterns only ever see
+the first ``MAX_MATCHED_LINE`` characters of a line. Compiled patterns are cached by their text.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ __all__ = [
     "PatternError",
     "ProfilePattern",
     "compile_pattern",
+    "matched_part",
+    "MAX_MATCHED_LINE",
     "parse_layout_time",
     "parse_rfc3339",
     "profile_pattern",
@@ -45,22 +49,28 @@ class ProfilePattern:
     """One compiled pattern with its named groups and time units."""
 
     key: str
-    regex: re.Pattern[str]
+    regex: Any  # an RE2 program (re2._Regexp): search(), groupindex and pattern as in ``re``
     groups: frozenset[str]
     units: Mapping[str, str]
 
 
+#: The longest part of a log line a pattern is run on. A measurement line (a bandwidth row, a
+#: training step) is a few hundred characters; the cap keeps the cost of one hostile line small.
+MAX_MATCHED_LINE = 16 * 1024
+
+
 @lru_cache(maxsize=256)
-def compile_pattern(regex: str, key: str = "pattern") -> re.Pattern[str]:
-    """The Python program for a Go-syntax pattern; PatternError when RE2 refuses it."""
+def compile_pattern(regex: str, key: str = "pattern") -> Any:
+    """The RE2 program for a Go-syntax pattern; PatternError when RE2 refuses it."""
     try:
-        re2.compile(regex)
+        return re2.compile(regex)
     except re2.error as exc:
         raise PatternError(f"spec.patterns.{key}.regex", f"not a valid RE2 expression: {exc}") from None
-    try:
-        return re.compile(regex, re.ASCII)
-    except re.error as exc:
-        raise PatternError(f"spec.patterns.{key}.regex", f"cannot be compiled: {exc}") from None
+
+
+def matched_part(body: str) -> str:
+    """The part of a line body that patterns are run on (at most ``MAX_MATCHED_LINE`` characters)."""
+    return body if len(body) <= MAX_MATCHED_LINE else body[:MAX_MATCHED_LINE]
 
 
 def profile_spec_of(profile: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from .profile import (
     ProfilePattern,
+    matched_part,
     parse_layout_time,
     parse_rfc3339,
     profile_pattern,
@@ -240,6 +241,7 @@ def parse_training(text: str, profile_spec: Mapping[str, Any]) -> TrainingParse:
             last_log = kubelet
         if not body.strip():
             continue
+        body = matched_part(body)
         match = step_p.regex.search(body)
         if match is not None:
             step = _step(step_p, match.groupdict(), kubelet)
