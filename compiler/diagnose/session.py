@@ -147,6 +147,9 @@ def replay(
     ValueError when more rounds are given than the run has (the diagnosis came earlier).
     """
     chosen = planner_named(planner)
+    if not nodes:
+        # A planner's first round would hold no group and the run could never move on.
+        return Replay((), Diagnosis(True, "Diagnose has no node to run on: no node matched the run's target"))
     state, current = chosen.start(tuple(nodes), topology, options)
     rounds: list[Round] = []
     step: Round | Diagnosis = current
