@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .passes.stamp_provenance import FACTS_ANNOTATION, OVERLAYS_ANNOTATION
+from .redact import redact_value
 
 __all__ = [
     "UNCHANGED_PROVENANCE",
@@ -382,13 +383,15 @@ def diff_objects(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[tuple[
         changes.append(FieldChange(format_path(parts), label, _plain_value(t1), _plain_value(t2),
                                    _field_causes(parts, overlays, facts)))
     for parts, before, after in _reorders(old, new, []):
-        changes.append(FieldChange(format_path(parts), "reordered", before, after, _field_causes(parts, overlays, facts)))
+        changes.append(FieldChange(format_path(parts), "reordered", redact_value(before), redact_value(after),
+                                   _field_causes(parts, overlays, facts)))
     changes.sort(key=lambda c: c.path)
     return tuple(changes), tuple(overlays + facts) or (UNCHANGED_PROVENANCE,)
 
 
 def _plain_value(value: Any) -> Any:
-    return value if value is ABSENT else _plain(value)
+    """A value as the review shows it: plain data, with URL credentials hidden."""
+    return value if value is ABSENT else redact_value(_plain(value))
 
 
 def _occurrences(documents: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str, int]]:

@@ -17,6 +17,7 @@ from itertools import pairwise
 from typing import Any
 
 from .diff import category_of, format_path
+from .redact import redact_text
 
 __all__ = [
     "SOURCE_REPOSITORY_ENV",
@@ -158,7 +159,7 @@ def _sources(parts: list[Any], container: Mapping[str, Any]) -> Iterator[SourceR
     for item in container.get("env") or []:
         if isinstance(item, Mapping) and item.get("name") in SOURCE_REPOSITORY_ENV and isinstance(item.get("value"), str):
             yield SourceRepository(
-                url=item["value"],
+                url=redact_text(item["value"]),
                 project=SOURCE_REPOSITORY_ENV[item["name"]],
                 env=item["name"],
                 container=str(container.get("name") or ""),
