@@ -3,11 +3,16 @@
 Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
 informer has listed at least once. Scrapes of ``/metrics`` run one at a time, are written as
 they are made (:mod:`nvcre.runtime.exposition`), and each gives the memory it used back to the
-OS (:func:`nvcre.runtime.memory.trim`).
+OS (:func:`nvcre.runtime.memory.trim`). Every connection has a socket timeout
+(``CLIENT_TIMEOUT``), so a reader that stops reading cannot hold the scrape lock for longer, and a
+client that goes away early (a probe that timed out, a scrape cancelled) ends its request quietly,
+with a debug line, instead of a traceback in the log stream.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +22,24 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from .exposition import write_exposition
 from .memory import trim
 
-__all__ = ["Endpoint", "parse_address"]
+__all__ = ["CLIENT_TIMEOUT", "Endpoint", "parse_address"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a connection may stall (reading the request, or taking the answer) before it is dropped.
+CLIENT_TIMEOUT = 30.0
+_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, _GONE):
+            log.debug("http client went away", extra={"client": str(client_address), "error": type(error).__name__})
+            return
+        log.error("http request failed", exc_info=True)
 
 
 def parse_address(text: str) -> tuple[str, int] | None:
@@ -52,6 +74,8 @@ class Endpoint:
         scraping = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = CLIENT_TIMEOUT
+
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics" and registry_ref is not None:
@@ -80,8 +104,7 @@ class Endpoint:
             def log_message(self, format: str, *args: object) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(address, Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(address, Handler)
         self._thread = threading.Thread(target=self.server.serve_forever, name=f"http-{address[1]}", daemon=True)
 
     @property
