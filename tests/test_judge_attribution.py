@@ -94,3 +94,10 @@ def test_tail_is_cut_to_lines_then_bytes() -> None:
     assert failure_log(choice, "a\nb") == {"podName": "b", "nodeName": "n2", "exitCode": 1, "reason": "Error", "tail": "a\nb"}
     assert missing_failure_log(True)["reason"] == "NoTerminatedContainer"
     assert missing_failure_log(False)["reason"] == "PodNotFound"
+
+
+def test_a_threshold_that_cannot_be_judged_blames_no_node() -> None:
+    for reason in ("InvalidThresholdExpression", "UnknownThresholdKey"):
+        message = 'Threshold "busBandwidthGBps": threshold expression "1/0 == 0" failed: evaluate: modulus or divide by zero'
+        job = _job([_cond("Succeeded", "WorkloadCompleted", ""), _cond("ValidationFailed", reason, message)])
+        assert seed_failed_nodes(job, group_nodes(job)) == []

@@ -71,7 +71,7 @@ def test_merge_is_additive_deduplicated_and_sorted() -> None:
 
 def test_reading_only_the_named_parts_gives_the_same_answers() -> None:
     from nvcre.compiler.cel import to_cel
-    from nvcre.runtime.judge.cel_program import run_bool
+    from nvcre.compiler.cel_program import run_bool
 
     node = {
         "metadata": {"name": "n", "labels": {"nvidia.com/gpu.present": "true", "rack": "r1"}},

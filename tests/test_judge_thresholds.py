@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nvcre.runtime.judge.cel_program import compile_expression
+from nvcre.compiler.cel_program import compile_expression
 from nvcre.runtime.judge.thresholds import bandwidth_is_final, evaluate, measured_values
 
 

@@ -9,7 +9,8 @@
    an old object is given;
 3. the metadata checks the API server makes (name, namespace, label and annotation keys), and
    the checks that a Certification's categories get distinct Workflow names and its name fits
-   the label it becomes (``workflow_names``);
+   the label it becomes (``workflow_names``), and that every threshold expression gives a
+   boolean for a measured value (``threshold_check``);
 4. the pydantic models, as a backstop: a pydantic error is kept only where no other check
    already reported a problem at that path.
 
@@ -44,6 +45,7 @@ from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
+from .threshold_check import threshold_problems
 from .workflow_names import certification_name_problems
 
 if TYPE_CHECKING:
@@ -119,7 +121,7 @@ def certainly_valid(data: Any, kind: str) -> bool:
     if check_schema(schema, current):
         return False
     namespaced = _installed_crd(crd_file_of_kind(kind) or "")["spec"].get("scope") == "Namespaced"
-    if _check_metadata(kind, namespaced, meta) or certification_name_problems(current):
+    if _check_metadata(kind, namespaced, meta) or certification_name_problems(current) or threshold_problems(current):
         return False
     return not _check_rules(schema, current, _MISSING, (), _Blocked([]), decide_model_rules=True)
 
@@ -173,6 +175,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     found = check_schema(schema, current)
     found += _check_metadata(cls.kind_name(), cls.namespaced, data.get("metadata"))
     found += certification_name_problems(current)
+    found += threshold_problems(current)
     previous = _MISSING
     if old is not None:
         old_cls, old_problems = kind_of(old)

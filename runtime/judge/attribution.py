@@ -3,7 +3,9 @@
 ``seed_failed_nodes`` applies NVCRE's rules to a Job dict: entries already recorded (for
 example by the health monitor, with the detector's own message) are kept; when there are none,
 a ``Failed`` Job blames every group node with ``WorkloadFailed`` and its condition message, a
-``ValidationFailed`` Job with ``ThresholdViolation`` and the violation message. A Job that timed
+``ValidationFailed`` Job with ``ThresholdViolation`` and the violation message, unless the
+threshold itself could not be judged (an unknown key, an expression that gives no boolean):
+that is the configuration's fault, and no node is blamed. A Job that timed
 out after its workload ran blames its nodes too; one that timed out while its pods were
 unschedulable blames nobody, because nothing ran there. Group nodes come from the
 ``nvcre.nvidia.com/group-nodes`` annotation, else from the pods bound for the Job.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .health import merge_failed_nodes
+from .thresholds import CONFIGURATION_ERRORS
 
 __all__ = [
     "GROUP_NODES_ANNOTATION",
@@ -85,7 +88,7 @@ def seed_failed_nodes(job: Mapping[str, Any], nodes: Sequence[str]) -> list[dict
             return []
         message = str(failed.get("message") or failed.get("reason") or "Workload failed")
         return merge_failed_nodes((), ({"name": n, "reason": "WorkloadFailed", "message": message} for n in nodes))
-    if _true(validation) and validation is not None:
+    if _true(validation) and validation is not None and validation.get("reason") not in CONFIGURATION_ERRORS:
         message = str(validation.get("message") or validation.get("reason") or "Threshold violated")
         return merge_failed_nodes((), ({"name": n, "reason": "ThresholdViolation", "message": message} for n in nodes))
     return []

@@ -18,7 +18,7 @@ from typing import Any
 
 from nvcre.compiler.cel import to_cel
 
-from .cel_program import compile_expression, run_bool
+from nvcre.compiler.cel_program import compile_expression, run_bool
 
 __all__ = [
     "DEFAULT_EXPRESSION",

@@ -21,12 +21,13 @@ from typing import Any
 from celpy import celtypes
 
 from ..measure.nccl import max_alg_bandwidth, max_bus_bandwidth, results_from_status
-from .cel_program import run_bool
+from nvcre.compiler.cel_program import run_bool
 
 __all__ = [
     "THRESHOLD_KEYS",
     "ThresholdOutcome",
     "bandwidth_is_final",
+    "CONFIGURATION_ERRORS",
     "evaluate",
     "evaluate_one",
     "measured_values",
@@ -41,6 +42,9 @@ INVALID = "InvalidThresholdExpression"
 TIMEOUT = "MeasurementTimeout"
 PENDING = "MeasurementPending"
 NONE = "NoThresholds"
+#: Outcomes that say the threshold itself is wrong (a hand-written Workflow that skipped
+#: validation): the Job fails with the reason, and no node is blamed for it.
+CONFIGURATION_ERRORS = frozenset({UNKNOWN, INVALID})
 
 
 @dataclass(frozen=True)

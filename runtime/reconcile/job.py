@@ -28,6 +28,7 @@ from nvcre.compiler.compose import parse_duration
 from .. import compile as compiler
 from ..clock import format_time, parse_time
 from ..judge.attribution import choose_failure_pod, group_nodes
+from ..judge.thresholds import CONFIGURATION_ERRORS
 from ..measure import attempts
 from ..judge.health import (
     hardware_failed_message,
@@ -490,7 +491,7 @@ class JobReconciler:
         def mutate(s: dict[str, Any]) -> dict[str, Any] | None:
             if cond.condition(s, cond.VALIDATION_FAILED):
                 return None
-            if failed and not s.get("failedNodes") and nodes:
+            if failed and not s.get("failedNodes") and nodes and reason not in CONFIGURATION_ERRORS:
                 s["failedNodes"] = verdicts.seed_failed_nodes(nodes, "ThresholdViolation", message)
             return cond.set_condition(s, cond.VALIDATION_FAILED, "True" if failed else "False", reason, message, ctx.clock.stamp())
 

@@ -1,7 +1,8 @@
 """Compiles CEL expressions once per text and runs them without ever raising.
 
-Thresholds and the node health monitor share this: a program is cached by its expression, and
-evaluation returns either a boolean or the reason it could not give one.
+The runtime's thresholds and node health monitor share this, and validation probes threshold
+expressions with it: a program is cached by its expression, and evaluation returns either a
+boolean or the reason it could not give one.
 """
 
 from __future__ import annotations

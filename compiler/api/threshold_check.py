@@ -1,0 +1,62 @@
+"""Refuses threshold expressions that could never give a verdict.
+
+A threshold is a CEL expression over the measured ``value`` (a double) that must answer true or
+false. One that does not parse, that fails when evaluated (``1/0 == 0``) or that answers
+something other than a boolean (``value``, ``value + 1.0``) used to validate and then, at run
+time, fail the Job as if its nodes had missed the threshold: every healthy node of the group
+was blamed. Each expression is run here at a few probe values, as the Job tier would run it,
+and refused at its field path when any probe cannot give a boolean.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from celpy import celtypes
+
+from ..cel_program import run_bool
+from ..diagnostics import Diagnostic, PathPart, error
+from .cel_rules import THRESHOLD_KEYS
+
+__all__ = ["PROBE_VALUES", "threshold_problems"]
+
+#: Measured values every threshold expression must judge: none, small, typical, huge.
+PROBE_VALUES = (0.0, 1.0, 100.0, 1.0e6)
+#: How deep a document is searched for ``thresholds`` maps (they sit at most six levels down).
+_MAX_DEPTH = 12
+
+
+def threshold_problems(data: Any) -> list[Diagnostic]:
+    """One error per threshold expression that cannot judge a measured value."""
+    found = []
+    for path, key, expression in _expressions(data, (), 0):
+        problem = _problem(expression)
+        if problem is not None:
+            found.append(error("InvalidThresholdExpression", (*path, key), f"threshold expression {json.dumps(expression)} {problem}"))
+    return found
+
+
+def _problem(expression: str) -> str | None:
+    for probe in PROBE_VALUES:
+        outcome = run_bool(expression, {"value": celtypes.DoubleType(probe)})
+        if outcome.value is None:
+            return f"cannot judge a measured value of {probe:g}: {outcome.error}"
+    return None
+
+
+def _expressions(node: Any, path: tuple[PathPart, ...], depth: int) -> Iterator[tuple[tuple[PathPart, ...], str, str]]:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "thresholds" and isinstance(value, dict):
+                for metric, expression in value.items():
+                    if metric in THRESHOLD_KEYS and isinstance(expression, str) and expression:
+                        yield (*path, key), metric, expression
+            elif isinstance(key, str):
+                yield from _expressions(value, (*path, key), depth + 1)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _expressions(item, (*path, index), depth + 1)
