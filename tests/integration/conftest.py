@@ -1,7 +1,16 @@
-"""Fixtures for the integration tests on top of the session control plane."""
+"""Fixtures for the integration tests on top of the session control plane.
+
+Every integration test runs with the controller's logging exactly as ``python -m nvcre.runtime``
+sets it up (``nvcre.runtime.logs.configure("info")``): a log call that only breaks once a handler
+formats its record (an ``extra=`` key a LogRecord owns raised KeyError in the shipped controller
+and in no test) breaks here too. A test also fails when the controller logged an unexpected
+exception (a record carrying a traceback) or an error while it ran, unless it is marked
+``reconcile_errors_expected`` because it injects such a fault on purpose.
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -10,6 +19,35 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from integration_helpers import unique  # noqa: E402
+
+
+class _Unexpected(logging.Handler):
+    """Keeps the records that mean a reconcile went wrong in a way nobody planned for."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info:
+            self.records.append(record)
+
+
+@pytest.fixture(autouse=True)
+def controller_logging_as_shipped(request):
+    from nvcre.runtime.logs import configure
+
+    configure("info")
+    catcher = _Unexpected()
+    tree = logging.getLogger("nvcre")
+    tree.addHandler(catcher)
+    try:
+        yield catcher
+    finally:
+        tree.removeHandler(catcher)
+    if catcher.records and request.node.get_closest_marker("reconcile_errors_expected") is None:
+        lines = [f"{r.name}: {r.getMessage()} {getattr(r, 'error', '')}".strip() for r in catcher.records[:10]]
+        pytest.fail("the controller logged unexpected errors:\n" + "\n".join(lines), pytrace=False)
 
 
 @pytest.fixture
