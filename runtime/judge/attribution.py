@@ -5,7 +5,8 @@ example by the health monitor, with the detector's own message) are kept; when t
 a ``Failed`` Job blames every group node with ``WorkloadFailed`` and its condition message, a
 ``ValidationFailed`` Job with ``ThresholdViolation`` and the violation message, unless the
 threshold itself could not be judged (an unknown key, an expression that gives no boolean):
-that is the configuration's fault, and no node is blamed. A Job that timed
+that is the configuration's fault, and no node is blamed. Nor is one whose workload was deleted
+by someone else (``WorkloadDeleted``) or never created (``WorkloadCreationError``). A Job that timed
 out after its workload ran blames its nodes too; one that timed out while its pods were
 unschedulable blames nobody, because nothing ran there. Group nodes come from the
 ``nvcre.nvidia.com/group-nodes`` annotation, else from the pods bound for the Job.
@@ -23,6 +24,11 @@ from typing import Any
 
 from .health import merge_failed_nodes
 from .thresholds import CONFIGURATION_ERRORS
+
+#: A Job that failed for one of these reasons failed because of something done to it, not on
+#: its nodes: its workload was deleted by someone other than the controller, or could not be
+#: built or created (a name taken by another object, a template the compiler refuses).
+NO_BLAME_FAILURES = frozenset({"WorkloadDeleted", "WorkloadCreationError"})
 
 __all__ = [
     "GROUP_NODES_ANNOTATION",
@@ -84,7 +90,7 @@ def seed_failed_nodes(job: Mapping[str, Any], nodes: Sequence[str]) -> list[dict
     conds = _conditions(job)
     failed, validation = conds.get("Failed"), conds.get("ValidationFailed")
     if _true(failed) and failed is not None:
-        if timed_out_while_unschedulable(job):
+        if timed_out_while_unschedulable(job) or failed.get("reason") in NO_BLAME_FAILURES:
             return []
         message = str(failed.get("message") or failed.get("reason") or "Workload failed")
         return merge_failed_nodes((), ({"name": n, "reason": "WorkloadFailed", "message": message} for n in nodes))

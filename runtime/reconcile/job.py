@@ -154,16 +154,16 @@ class JobReconciler:
         try:
             objects = self._workload_objects(job, workflow)
         except compiler.CompileError as exc:
-            self._fail(job, "WorkloadCreationError", f"Failed to build the workload: {exc}")
+            self._fail(job, "WorkloadCreationError", f"Failed to build the workload: {exc}", blame=False)
             return Result()
         trainjob = next((o for o in objects if o.get("kind") == "TrainJob"), None)
         if trainjob is None:
-            self._fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob")
+            self._fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob", blame=False)
             return Result()
         outcome = create_or_adopt(ctx, trainjob, job)
         tj_name = name_of(trainjob)
         if outcome.collision:
-            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} already exists and is not owned by this Job")
+            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} already exists and is not owned by this Job", blame=False)
             return Result()
         if outcome.obj is None:
             if outcome.error:
@@ -237,9 +237,12 @@ class JobReconciler:
         tj_name = workload_name(job)
         trainjob = ctx.read(TRAINJOBS, tj_name, namespace_of(job))
         if trainjob is None:
-            return self._restart_or_fail(job, "WorkloadFailed", f"Workload TrainJob/{tj_name} was deleted")
+            # Deleted by someone else (the controller deletes a workload only with its Job): nothing
+            # failed on the nodes, so the Job ends without blaming them.
+            message = f"Workload TrainJob/{tj_name} was deleted by someone other than the controller; no node is blamed"
+            return self._restart_or_fail(job, "WorkloadDeleted", message, blame=False)
         if not owned_by(trainjob, job):
-            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} is not owned by this Job")
+            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} is not owned by this Job", blame=False)
             return Result()
         phase, detail = trainjob_phase(trainjob)
         if phase == "Failed":
@@ -336,11 +339,13 @@ class JobReconciler:
     def _goodput(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
         return self.ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
 
-    def _restart_or_fail(self, job: dict[str, Any], reason: str, message: str) -> Result:
+    def _restart_or_fail(self, job: dict[str, Any], reason: str, message: str, *, blame: bool = True) -> Result:
         """Count a checkpoint restart when ``restarts.should_restart`` allows, else fail."""
         goodput = self._goodput(job) if restarts.max_restarts(job.get("spec") or {}) is not None else None
         if not restarts.should_restart(job, (goodput or {}).get("status")):
-            self._fail(job, reason, message)
+            written = self._fail(job, reason, message, blame=blame)
+            if written is not None and not blame:
+                self.ctx.event(written, "Warning", reason, message)
             return Result()
         ctx = self.ctx
         count = int((job.get("status") or {}).get("restartCount") or 0)
@@ -438,7 +443,14 @@ class JobReconciler:
     # ------------------------------------------------------------------ verdicts
 
     def _fail(
-        self, job: dict[str, Any], reason: str, message: str, *, log_reason: str | None = None, timed_out: bool = False
+        self,
+        job: dict[str, Any],
+        reason: str,
+        message: str,
+        *,
+        log_reason: str | None = None,
+        timed_out: bool = False,
+        blame: bool = True,
     ) -> dict[str, Any] | None:
         """Failed with ``reason``; seed failed nodes and capture a failure log when none yet.
         Returns the Job as written, None when nothing was written (it was terminal already).
@@ -449,7 +461,7 @@ class JobReconciler:
         ctx = self.ctx
         pods = self._pods(job)
         ran = any((p.get("spec") or {}).get("nodeName") for p in pods)
-        nodes = group_nodes(job, pods) if ran or not timed_out else []
+        nodes = group_nodes(job, pods) if blame and (ran or not timed_out) else []
         failure_log = None
         if not (job.get("status") or {}).get("failureLog"):
             failure_log = verdicts.failure_log(ctx.kube, pods, reason_override=log_reason)

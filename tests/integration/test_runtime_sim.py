@@ -559,16 +559,38 @@ def test_a_job_that_never_scheduled_times_out_blaming_no_node(simcluster, sim_na
             timeoutPerJob="15s",
         )
     )
-    life, reason, _ = wait_terminal(kube, CERTIFICATIONS, "never", sim_namespace, timeout=120)
+    message = failed_without_blame(kube, sim_namespace, "never", "JobTimedOut", timeout=120)
+    assert "unschedulable" in message
+
+
+def failed_without_blame(kube, namespace: str, certification_name: str, job_reason: str, *, timeout: float) -> str:
+    """Wait for the Certification to fail on its one Job with ``job_reason`` and no node blamed; the Job's message."""
+    life, reason, _ = wait_terminal(kube, CERTIFICATIONS, certification_name, namespace, timeout=timeout)
     assert (life, reason) == ("Failed", "WorkflowFailed")
-    (job,) = kube.list(JOBS, sim_namespace).items
+    (job,) = kube.list(JOBS, namespace).items
     failed = cond.condition(job["status"], cond.FAILED)
-    assert failed["reason"] == "JobTimedOut"
-    assert "unschedulable" in failed["message"]
+    assert failed["reason"] == job_reason
     assert not job["status"].get("failedNodes")
-    workflow = kube.list(WORKFLOWS, sim_namespace).items[0]
+    workflow = kube.list(WORKFLOWS, namespace).items[0]
     _, blamed = node_results(kube, workflow)
     assert blamed == []
+    return str(failed["message"])
+
+
+def test_a_workload_deleted_by_hand_fails_its_job_blaming_no_node(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-del")
+    for node in nodes:
+        simcluster.set_fault(node, "hang")  # keep the workload running until it is deleted
+    kube.create(certification(sim_namespace, "deleted", nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}]))
+    eventually(
+        lambda: [p for p in kube.list(PODS, sim_namespace).items if (p.get("status") or {}).get("phase") == "Running"],
+        timeout=60,
+        what="the workload pods to run",
+    )
+    (trainjob,) = kube.list(TRAINJOBS, sim_namespace).items
+    kube.delete(TRAINJOBS, trainjob["metadata"]["name"], sim_namespace)
+    assert "no node is blamed" in failed_without_blame(kube, sim_namespace, "deleted", "WorkloadDeleted", timeout=90)
+    assert "WorkloadDeleted" in event_reasons(kube, sim_namespace, "Job")
 
 
 @pytest.mark.slow
