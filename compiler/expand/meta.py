@@ -98,11 +98,13 @@ def namespace_of(obj: Mapping[str, Any], what: str) -> str:
 
 
 def workflow_namespace(workflow: Mapping[str, Any]) -> str:
-    """Where a Workflow's Jobs and dependencies live: ``spec.namespace``, else the Workflow's own."""
-    spec = sub(workflow, "spec")
-    chosen = spec.get("namespace")
-    if isinstance(chosen, str) and chosen:
-        return chosen
+    """Where a Workflow's Jobs and dependencies live: always the Workflow's own namespace.
+
+    ``spec.namespace`` is part of NVCRE's API, and NVCRE too creates Jobs in the Workflow's
+    namespace. Honouring it would let anyone who may create a Workflow in one namespace have
+    the controller create Jobs, dependencies (TrainingRuntimes, and so pods under any
+    ServiceAccount) and ConfigMaps in another, with the controller's rights rather than theirs.
+    """
     return namespace_of(workflow, "Workflow")
 
 
