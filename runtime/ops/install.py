@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..kube.client import Kube
 from ..kube.errors import ApiError, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
 if TYPE_CHECKING:
     from nvcre.compiler.install import Installed
@@ -28,11 +29,13 @@ __all__ = [
     "Component",
     "apply_install",
     "DependenciesMissing",
+    "ForeignObjects",
     "check_phases",
     "controller_values",
     "dependencies",
     "image_values",
     "install_status",
+    "install_namespaces",
     "installed_objects",
     "missing_dependencies",
     "namespace_of",
@@ -188,8 +191,18 @@ def _wait_terminated(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say,
 
 def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = lambda line: None) -> int:
     """Server-side apply every object in order; CRDs are waited for before anything that uses them,
-    and a namespace of the install that is still terminating before anything at all."""
+    and a namespace of the install that is still terminating before anything at all.
+
+    An existing Namespace nvcrectl did not create is used as it is (not labelled, so a reset keeps
+    it); any other existing object it did not create raises :class:`ForeignObjects` first."""
     _wait_terminated(kube, objects, say)
+    found_namespaces, conflicts = foreign_objects(kube, objects)
+    if conflicts:
+        raise ForeignObjects(conflicts)
+    for namespace in found_namespaces:
+        say(f"{describe(namespace)} already exists and was not created by nvcrectl: it is used as it is, "
+            "and setup reset will leave it and everything in it that is not ours.")
+    objects = [o for o in objects if not any(o is n for n in found_namespaces)]
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
     rest = [o for o in objects if o.get("kind") != "CustomResourceDefinition"]
     for obj in crds:
@@ -359,6 +372,9 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
             meta = obj.get("metadata") or {}
             if obj.get("kind") == "CustomResourceDefinition" and str(meta.get("name")) == JOBSET_CRD:
                 continue
+            if marked(obj) and is_ours(kube, obj) is False:
+                say(f"Kept {describe(obj)}: it was not created by nvcrectl.")
+                continue
             resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
             try:
                 kube.delete(resource, str(meta["name"]), meta.get("namespace"))
@@ -462,11 +478,20 @@ def setup_init(
     return apply_install(kube, with_kept_values(installed), say=say)
 
 
-def installed_objects(kube: Kube) -> list[dict[str, Any]]:
-    """The install as the last ``setup init`` left it (its kept values over the defaults)."""
-    return with_kept_values(render_over_kept(kube))
+def installed_objects(kube: Kube, namespace: str | None = None) -> list[dict[str, Any]]:
+    """The install as the last ``setup init`` left it (its kept values over the defaults), for the
+    install whose controller lives in ``namespace`` (the default namespace when None)."""
+    layers = [{"namespace": {"name": namespace}}] if namespace else []
+    return with_kept_values(render_over_kept(kube, layers))
 
 
 def setup_reset(kube: Kube, *, skip: Sequence[str] = (), say: Say = lambda line: None) -> None:
-    """What ``setup reset --auto-approve`` does: every run (``cr``), then our install (``helm``)."""
-    reset_install(kube, installed_objects(kube), skip, say=say)
+    """What ``setup reset --auto-approve`` does: every run (``cr``), then our install (``helm``),
+    wherever ``setup init`` put it (every namespace holding its kept values; the default one when
+    none does)."""
+    namespaces: list[str | None] = [*install_namespaces(kube)] or [None]
+    for index, namespace in enumerate(namespaces):
+        if namespace is not None:
+            say(f"Removing the install in namespace {namespace}.")
+        # runs are cluster-wide: delete them once
+        reset_install(kube, installed_objects(kube, namespace), [*skip, *(["cr"] if index else [])], say=say)

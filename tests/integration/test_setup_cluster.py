@@ -119,6 +119,45 @@ def test_setup_lifecycle(bare_cluster: object) -> None:
     assert "nvcre-manager-role" not in roles
 
 
+def test_init_uses_a_namespace_it_finds_and_reset_keeps_it_with_the_users_objects(bare_cluster: object) -> None:
+    from kubernetes import client
+
+    namespace = "shared-tools"
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        core = client.CoreV1Api(api)
+        core.create_namespace({"metadata": {"name": namespace}})
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "user-config"}, "data": {"important": "keep-me"}})
+
+    init = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "deps", "--set", f"namespace.name={namespace}")
+    assert init.returncode == 0, init.stderr
+    assert f"Namespace {namespace} already exists and was not created by nvcrectl" in init.stderr
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        core = client.CoreV1Api(api)
+        assert "app.kubernetes.io/managed-by" not in (core.read_namespace(namespace).metadata.labels or {})
+        assert client.AppsV1Api(api).read_namespaced_deployment("nvcre-manager", namespace)
+
+    # reset finds the install in its own namespace, removes what it made and nothing else
+    reset = nvcrectl(bare_cluster, "setup", "reset", "--auto-approve", "--skip-phases", "cr")
+    assert reset.returncode == 0, reset.stderr
+    assert f"Kept Namespace {namespace}: it was not created by nvcrectl." in reset.stderr
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        core = client.CoreV1Api(api)
+        assert core.read_namespace(namespace).status.phase == "Active"
+        assert core.read_namespaced_config_map("user-config", namespace).data == {"important": "keep-me"}
+        deployments = client.AppsV1Api(api).list_namespaced_deployment(namespace).items
+        assert [d.metadata.name for d in deployments] == []
+        assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items if c.metadata.name.startswith("nvcre")] == []
+
+    # an object of the install's name that is not ours stops init before anything is written
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        client.CoreV1Api(api).create_namespaced_service_account(namespace, {"metadata": {"name": "nvcre-manager"}})
+    refused = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "deps", "--set", f"namespace.name={namespace}")
+    assert refused.returncode == 1
+    assert f"ServiceAccount {namespace}/nvcre-manager" in refused.stderr and "not created by nvcrectl" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not any(name.endswith("nvcre.nvidia.com") for name in _crd_names(bare_cluster))
+
+
 @pytest.fixture(scope="module")
 def fresh_simcluster(request: pytest.FixtureRequest) -> Iterator[object]:
     """A simulated cluster where nvcre was never installed: no nvcre CRDs, one CPU node, two GPU nodes."""
