@@ -19,7 +19,7 @@ from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from ..kube.resources import CERTIFICATIONS, WORKFLOWS, WORKLOADRUNS, Resource
 
 __all__ = [
-    "AccessMissing", "Registry", "SubmitResult", "delete_object", "delete_run", "rbac_scope", "resource_for_kind",
+    "AccessMissing", "Registry", "SecretTaken", "SubmitResult", "delete_object", "delete_run", "rbac_scope", "resource_for_kind",
     "submit_run",
 ]
 
@@ -30,6 +30,25 @@ _ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "Rol
 _CLUSTERROLEBINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
 )
+
+
+class SecretTaken(Exception):
+    """A Secret with the pull Secret's name exists and nvcrectl did not create it: it is left alone."""
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__(
+            f"Secret {namespace}/{name} already exists and was not created by nvcrectl; it was left untouched and "
+            "nothing was submitted. Choose another run name (--name), or delete that Secret if it is not needed"
+        )
+
+
+def _ours(kube: Kube, name: str, namespace: str) -> bool:
+    """The existing Secret carries nvcrectl's label (an earlier run of the same name made it)."""
+    try:
+        live = kube.get(_SECRETS, name, namespace)
+    except ApiError:
+        return False
+    return ((live.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/managed-by") == "nvcrectl"
 
 
 class AccessMissing(Exception):
@@ -127,11 +146,13 @@ def submit_run(
     submitted = dict(document)
     if registry is not None:
         secret = compose.registry_pull_secret(name, namespace, registry.server, registry.username, registry.password)
+        secret_name = compose.pull_secret_name(name)
         try:
             kube.create(secret)
         except AlreadyExists:
+            if not _ours(kube, secret_name, namespace):
+                raise SecretTaken(namespace, secret_name) from None
             kube.replace(_SECRETS, secret)
-        secret_name = compose.pull_secret_name(name)
         say(f'Created image pull secret "{secret_name}" in namespace {namespace}.')
         spec = dict(submitted.get("spec") or {})
         secrets = [s for s in spec.get("imagePullSecrets") or [] if s.get("name") != secret_name]
