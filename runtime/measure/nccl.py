@@ -186,9 +186,11 @@ def _avg_bus(text: str) -> float | None:
     return None
 
 
-def parse_bandwidth(text: str, profile_spec: Mapping[str, Any]) -> BandwidthParse:
+def parse_bandwidth(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -> BandwidthParse:
     """Every bandwidth row, the ``# Avg bus bandwidth`` value and the transports in ``text``.
 
+    ``text`` is the log, or its consecutive pieces (each ending at a line end, as
+    :class:`~nvcre.runtime.measure.windows.LogWindows` gives them): one piece is held at a time.
     Each pattern is applied to every line (lines end at newlines) on its own. Raises
     ``PatternError`` when the profile lacks a usable ``bandwidthResult`` pattern (or has a
     ``networkTransport`` pattern without a ``transport`` group); the log itself never raises.
@@ -197,11 +199,17 @@ def parse_bandwidth(text: str, profile_spec: Mapping[str, Any]) -> BandwidthPars
     assert rows_pattern is not None
     transport = profile_pattern(profile_spec, "networkTransport", ("transport",), optional=True)
     rows = _Rows()
-    _scan_rows(text, rows_pattern.regex, rows)
-    transports = _transports(text, transport.regex, transport.regex.pattern) if transport is not None else set()
+    transports: set[str] = set()
+    average: float | None = None
+    for piece in [text] if isinstance(text, str) else text:
+        _scan_rows(piece, rows_pattern.regex, rows)
+        if transport is not None:
+            transports |= _transports(piece, transport.regex, transport.regex.pattern)
+        found = _avg_bus(piece)
+        average = found if found is not None else average
     return BandwidthParse(
         results=rows.results(),
-        avg_bus_bandwidth=_avg_bus(text),
+        avg_bus_bandwidth=average,
         transport=tuple(sorted(transports)),
         row_count=rows.count,
     )

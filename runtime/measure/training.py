@@ -16,7 +16,7 @@ averages.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -213,8 +213,16 @@ def _setting(spec: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def parse_training(text: str, profile_spec: Mapping[str, Any]) -> TrainingParse:
+def _lines(text: str | Iterable[str]) -> Iterator[str]:
+    for piece in [text] if isinstance(text, str) else text:
+        yield from piece.splitlines()
+
+
+def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -> TrainingParse:
     """Steps, checkpoints, restores and the application start in ``text``.
+
+    ``text`` is the log, or its consecutive pieces (each ending at a line end, as
+    :class:`~nvcre.runtime.measure.windows.LogWindows` gives them): one piece is held at a time.
 
     Raises ``PatternError`` when the profile has no usable ``trainingStep`` pattern; the log
     itself never raises.
@@ -234,7 +242,7 @@ def parse_training(text: str, profile_spec: Mapping[str, Any]) -> TrainingParse:
     last_log: datetime | None = None
     pending: tuple[int, str, datetime | None] | None = None
 
-    for raw in text.splitlines():
+    for raw in _lines(text):
         stamp_text, body = split_kubelet_timestamp(raw)
         kubelet = parse_rfc3339(stamp_text) if stamp_text else None
         if kubelet is not None:

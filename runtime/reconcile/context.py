@@ -17,6 +17,7 @@ from ..kube.client import Kube
 from ..kube.errors import Conflict, NotFound
 from ..kube.informers import Store
 from ..kube.resources import Resource
+from ..measure.windows import DEFAULT_MAX_WINDOWS, DEFAULT_WINDOW_BYTES
 from . import conditions as cond
 from .access import NamespaceAccess
 from .recent import RecentWrites
@@ -61,6 +62,10 @@ class Settings:
     #: so the events of many Jobs fold into one pass (2,000 groups: a 1 MB write every 10 s)
     workflow_pass_gap_per_group: float = 0.005
     max_workflow_pass_gap: float = 10.0
+    #: bytes one pod-log read may return (``limitBytes``); a whole log is read in windows this size
+    max_log_read_bytes: int = DEFAULT_WINDOW_BYTES
+    #: windows one whole-log read may take before it stops as incomplete
+    max_log_windows: int = DEFAULT_MAX_WINDOWS
 
     def workflow_pass_gap(self, groups: int) -> float:
         """The least time between two passes of a Workflow with ``groups`` groups."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +41,7 @@ from ..kube.resources import (
 )
 from ..measure import attempts, nccl, training
 from ..measure.cursor import LogCursor, advance
+from ..measure.windows import LogWindows
 from ..measure.profile import PatternError
 from . import conditions as cond
 from .common import annotations_of, meta, name_of, namespace_of, uid_of
@@ -199,7 +200,7 @@ class MeasurementReconciler:
             )
             self._complete(resource, measurement, "NoDataCollected", message, completed_at, {})
             return Result()
-        self._complete(resource, measurement, "JobSucceeded", "Final read of the complete log", completed_at, fields)
+        self._complete(resource, measurement, "JobSucceeded", _final_read_message(text), completed_at, fields)
         return Result()
 
     def _sample_interval(self, measurement: Mapping[str, Any]) -> float:
@@ -242,8 +243,8 @@ class MeasurementReconciler:
                     if resource is BANDWIDTH_MEASUREMENTS:
                         fields = self._sample_bandwidth(key, profile, pod)
                     else:
-                        text = self._read_pod_log(pod)
-                        fields = self._fields(resource, profile, text, None, measurement) if text else {}
+                        windows = self._log_windows(pod)
+                        fields = self._fields(resource, profile, windows, None, measurement) if windows else {}
                 except PatternError:
                     fields = {}
             if started and resource is BANDWIDTH_MEASUREMENTS:
@@ -318,13 +319,21 @@ class MeasurementReconciler:
 
     def _read_log(
         self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool, since: datetime | None = None
-    ) -> str | None:
-        """The complete log of the profile's pod, or None when it cannot be read (yet).
+    ) -> LogWindows | None:
+        """The complete log of the profile's pod, in bounded windows, or None when it cannot be read (yet).
 
         ``since``: after a checkpoint restart, only pods created from then on (the new attempt's).
         """
         pod = self._log_pod(job, profile, training_log, since)
-        return self._read_pod_log(pod) if pod is not None else None
+        return self._log_windows(pod) if pod is not None else None
+
+    def _log_windows(self, pod: Mapping[str, Any]) -> LogWindows | None:
+        """The pod's whole log as windows of at most ``Settings.max_log_read_bytes``; None when refused."""
+        first = self._read_pod_log(pod)
+        if first is None:
+            return None
+        settings = self.ctx.settings
+        return LogWindows(first, lambda since: self._read_pod_log(pod, since), settings.max_log_read_bytes, settings.max_log_windows)
 
     def _log_pod(
         self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool, since: datetime | None = None
@@ -354,12 +363,19 @@ class MeasurementReconciler:
         return pods[-1] if pick == "last" else pods[0]
 
     def _read_pod_log(self, pod: Mapping[str, Any], since_time: str | None = None) -> str | None:
-        """The pod's log (its ``node`` container when it has one), complete or from ``since_time``;
-        None when refused."""
+        """The pod's log (its ``node`` container when it has one) from its start or from
+        ``since_time``, at most ``Settings.max_log_read_bytes`` of it; None when refused."""
         containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name")]
         container = "node" if "node" in containers else (containers[0] if containers else None)
         try:
-            return self.ctx.kube.pod_log(name_of(pod), namespace_of(pod), container=container, timestamps=True, since_time=since_time)
+            return self.ctx.kube.pod_log(
+                name_of(pod),
+                namespace_of(pod),
+                container=container,
+                timestamps=True,
+                since_time=since_time,
+                limit_bytes=self.ctx.settings.max_log_read_bytes,
+            )
         except ApiError as exc:
             log.info("log not readable yet", extra={"pod": name_of(pod), "error": exc.message})
             return None
@@ -368,7 +384,7 @@ class MeasurementReconciler:
         self,
         resource: Resource,
         profile: Mapping[str, Any],
-        text: str,
+        text: str | Iterable[str],
         completed_at: str | None,
         measurement: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -452,3 +468,14 @@ class MeasurementReconciler:
 
         ctx.write_status(resource, measurement, mutate)
         self._forget((namespace_of(measurement), name_of(measurement)))
+
+
+def _final_read_message(windows: LogWindows) -> str:
+    """What the final read covered: the complete log, or as much of it as its windows reached."""
+    if windows.complete:
+        return "Final read of the complete log"
+    read = windows.reads * windows.cap // (1024 * 1024)
+    return (
+        f"Final read of the first {read} MiB of the log only: it is longer than the controller reads, "
+        "or could not be read past that point"
+    )
