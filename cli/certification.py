@@ -197,7 +197,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     document's position when a file holds several). Other documents, empty files and documents
     that are not mappings are ignored; a file that is not valid YAML is an error.
     """
-    from nvcre.compiler.yamlio import load_documents, read_text
+    from nvcre.compiler.yamlio import FILE_LIMITS, load_documents, read_text
 
     found: list[tuple[str, dict]] = []
     paths = sorted(
@@ -207,7 +207,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     )
     for path in paths:
         relative = path.relative_to(directory).as_posix()
-        docs = load_documents(read_text(path), relative)
+        docs = load_documents(read_text(path, FILE_LIMITS.max_bytes or 0), relative, limits=FILE_LIMITS)
         for index, doc in enumerate(docs):
             if isinstance(doc, dict) and doc.get("kind") in kinds and str(doc.get("apiVersion", "")).startswith("nvcre.nvidia.com/"):
                 found.append((relative if len(docs) == 1 else f"{relative}[{index}]", doc))

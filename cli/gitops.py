@@ -140,9 +140,9 @@ _RENDER_SUFFIXES = (".yaml", ".yml", ".json")
 def objects_from_text(text: str, source: str) -> list[dict[str, Any]]:
     """Objects in a YAML stream or a JSON array (as ``render -o json`` prints)."""
     from nvcre.compiler.diagnostics import CompileError, error
-    from nvcre.compiler.yamlio import load_documents
+    from nvcre.compiler.yamlio import FILE_LIMITS, load_documents
 
-    docs = load_documents(text, source)
+    docs = load_documents(text, source, limits=FILE_LIMITS)
     if len(docs) == 1 and isinstance(docs[0], list):
         docs = docs[0]
     bad = [error("DocumentNotMapping", f"{source}[{i}]", "expected a Kubernetes object (a mapping)")

@@ -31,11 +31,11 @@ def main() -> None:
 
 def _values_file(path: str) -> dict[str, Any]:
     from nvcre.compiler.diagnostics import CompileError, error
-    from nvcre.compiler.yamlio import load_documents, read_text
+    from nvcre.compiler.yamlio import FILE_LIMITS, load_documents, read_text
 
     if "://" in path:
         raise CompileError([error("ValuesURL", "--values", f"{path}: values must be a local file (URLs are not fetched)")])
-    docs = load_documents(read_text(path), path)
+    docs = load_documents(read_text(path, FILE_LIMITS.max_bytes or 0), path, limits=FILE_LIMITS)
     if not docs:
         return {}
     if len(docs) != 1 or not isinstance(docs[0], dict):

@@ -14,7 +14,6 @@ sorted by name, so the order of the file never changes a result.
 from __future__ import annotations
 
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .diagnostics import CompileError, Diagnostic, error, format_path, info
-from .yamlio import Limits, check_size, make_loader, plain_data_problems
+from .yamlio import Limits, check_size, make_loader, plain_data_problems, read_text
 
 __all__ = [
     "ClusterFacts",
@@ -216,13 +215,14 @@ def load_facts(path: str | Path) -> ClusterFacts:
     """Read a facts file (``-`` reads standard input); raise :class:`CompileError` when it is
     unreadable, too large or malformed."""
     source = str(path)
+    limit = FACTS_JSON_LIMITS.max_bytes or 0
     if source == "-":
-        return facts_from_text(sys.stdin.read(), source="<stdin>")
+        return facts_from_text(read_text("-", limit), source="<stdin>")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise CompileError([error("FactsUnreadable", source, f"cannot read cluster facts: {reason}")]) from None
+        text = read_text(path, limit)
+    except CompileError as exc:
+        # the shared reader's refusals, under this input's own code
+        raise CompileError([error("FactsUnreadable", source, f"cannot read cluster facts: {d.message}") for d in exc.errors]) from None
     return facts_from_text(text, source=source)
 
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
+import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +41,9 @@ __all__ = [
     "load_file",
     "read_text",
     "check_size",
+    "check_nesting",
+    "FILE_LIMITS",
+    "MAX_INPUT_BYTES",
     "make_loader",
     "plain_data_problems",
 ]
@@ -62,6 +68,10 @@ class Limits:
 DOCUMENT_LIMITS = Limits(max_bytes=1_572_864, max_values=100_000, max_depth=64)
 #: The project's own files and rendered templates, which embed user values a few levels down.
 INTERNAL_LIMITS = Limits(max_bytes=None, max_values=2_000_000, max_depth=128)
+
+#: Files a repository holds that the review and GitOps commands read in bulk: directories of
+#: Certifications, rendered output (``certification diff``), values files. Far above any real one.
+FILE_LIMITS = Limits(max_bytes=4 * 1024 * 1024, max_values=2_000_000, max_depth=128)
 
 #: Kept for callers that name the old single bound.
 MAX_EXPANDED_NODES = INTERNAL_LIMITS.max_values
@@ -231,6 +241,7 @@ def load_documents(
     documents and the checks on them are the same either way.
     """
     check_size(text, source, limits)
+    check_nesting(text, source)
     docs = _parse(text, source, version, snapshot)
     problems: list[Diagnostic] = []
     for index, doc in enumerate(docs):
@@ -245,16 +256,72 @@ def load_documents(
     return docs
 
 
-def read_text(path: str | Path) -> str:
-    """Read a UTF-8 file; ``-`` reads standard input. Missing or unreadable files raise CompileError."""
-    if str(path) == "-":
-        return sys.stdin.read()
+#: The most any input file (or standard input) may hold; each kind's own limit is usually far lower.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """Read a UTF-8 file; ``-`` reads standard input. At most ``max_bytes`` are read: a larger
+    input is refused without being read whole, and anything but a regular file (a directory, a
+    FIFO, a device such as ``/dev/zero``) is refused without being opened, so nothing can block
+    or fill memory. Missing, unreadable or refused inputs raise CompileError."""
+    where = str(path)
+    if where == "-":
+        return _decode(sys.stdin.buffer.read(max_bytes + 1), where, max_bytes)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        info = os.stat(path)
     except FileNotFoundError:
-        raise CompileError([error("FileNotFound", str(path), "no such file")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CompileError([error("FileUnreadable", str(path), f"cannot read file: {exc}")]) from None
+        raise CompileError([error("FileNotFound", where, "no such file")]) from None
+    except OSError as exc:
+        raise CompileError([error("FileUnreadable", where, f"cannot read file: {exc.strerror or exc}")]) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise CompileError([error("NotARegularFile", where, f"cannot read input: it is {kind}")])
+    if info.st_size > max_bytes:
+        raise CompileError([_too_large(where, info.st_size, max_bytes)])
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise CompileError([error("FileUnreadable", where, f"cannot read file: {exc.strerror or exc}")]) from None
+    return _decode(data, where, max_bytes)
+
+
+def _too_large(where: str, size: int, max_bytes: int) -> Diagnostic:
+    return error("InputTooLarge", where, f"the input is {size} bytes; at most {max_bytes} are accepted")
+
+
+def _decode(data: bytes, where: str, max_bytes: int) -> str:
+    if len(data) > max_bytes:
+        raise CompileError([error("InputTooLarge", where, f"the input is larger than the {max_bytes} bytes accepted")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CompileError([error("FileUnreadable", where, f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+
+
+#: Flow collections (``[`` ``{``) nested deeper than this are refused before parsing: the YAML
+#: composer recurses once per level and a 30,000-deep ``[[[...]]]`` overflowed its C stack (20,000
+#: did not); a nesting depth of 64 or 128 is refused later anyway, at its field path.
+MAX_FLOW_NESTING = 10_000
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def check_nesting(text: str, source: str) -> None:
+    """Refuse text whose brackets nest deeper than ``MAX_FLOW_NESTING`` (counted over the whole
+    text, quoted scalars included: an overestimate that only a pathological input reaches)."""
+    if text.count("[") + text.count("{") <= MAX_FLOW_NESTING:
+        return
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_FLOW_NESTING:
+                    raise CompileError([error("NestingTooDeep", source, f"flow collections nest more than {MAX_FLOW_NESTING} levels deep")])
+        elif depth:
+            depth -= 1
 
 
 def load_file(path: str | Path, *, limits: Limits = DOCUMENT_LIMITS) -> list[Any]:
