@@ -379,6 +379,14 @@ class Controller:
             log.error("built-in LogProfiles not loaded", extra={"error": str(exc)[:500]})
             return
         for profile in profiles:
+            # The install applies the same profiles, and its role only lets the controller read
+            # them: write only when one is missing or differs from ours.
+            try:
+                live = self.kube.get(LOGPROFILES, str(_meta(profile).get("name")))
+            except ApiError:
+                live = None
+            if live is not None and _covers(live.get("spec"), profile.get("spec")):
+                continue
             try:
                 self.kube.apply(profile)
             except ApiError as exc:
@@ -439,3 +447,12 @@ class Controller:
                 break
         self.stop()
         return 1 if self.lost_leadership.is_set() else 0
+
+
+def _covers(live: Any, ours: Any) -> bool:
+    """``live`` holds everything ``ours`` sets, with the same values (it may hold defaults besides)."""
+    if isinstance(ours, Mapping):
+        return isinstance(live, Mapping) and all(key in live and _covers(live[key], value) for key, value in ours.items())
+    if isinstance(ours, list):
+        return isinstance(live, list) and len(live) == len(ours) and all(_covers(a, b) for a, b in zip(live, ours))
+    return bool(live == ours)

@@ -112,3 +112,35 @@ def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_name
         assert cond.is_true(wf["status"], "NamespaceAccess")
     finally:
         ctl.stop()
+
+
+def test_the_controller_starts_under_the_install_role_without_logprofile_warnings(simcluster, sim_namespace, restricted):
+    """The install applied the built-in LogProfiles and lets the controller only read them: a start
+    finds them current and writes nothing (it used to log four forbidden applies at every start)."""
+    import logging
+
+    from nvcre.runtime.controller import Controller, ControllerConfig
+
+    class Keep(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    _, own, _ = restricted
+    keep = Keep()
+    tree = logging.getLogger("nvcre")
+    tree.addHandler(keep)
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                              leader_elect=False)
+    try:
+        ctl = Controller(own, config).start()
+        try:
+            eventually(lambda: "reconcilers started" in keep.messages, timeout=30, what="the controller to start its reconcilers")
+        finally:
+            ctl.stop()
+    finally:
+        tree.removeHandler(keep)
+    assert [m for m in keep.messages if "LogProfile" in m] == []
