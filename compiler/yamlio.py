@@ -207,10 +207,30 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+#: A JSON escape of a character outside the Basic Multilingual Plane: a high and a low surrogate,
+#: each as ``\uXXXX`` (and not itself escaped by a backslash before it).
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def _join_surrogate_escapes(text: str) -> str:
+    """JSON writes such a character as two ``\\u`` escapes; YAML wants the one ``\\U`` escape of
+    its code point and refuses a lone surrogate. Rewrite each pair so valid JSON reads as it does
+    in ``kubectl``; a lone surrogate stays, and is refused as before."""
+    if "\\u" not in text and "\\U" not in text:
+        return text
+
+    def joined(match: re.Match[str]) -> str:
+        high, low = int(match.group(2), 16), int(match.group(3), 16)
+        return f"{match.group(1)}\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}"
+
+    return _SURROGATE_PAIR.sub(joined, text)
+
+
 def _parse(text: str, source: str, version: tuple[int, int] | None, snapshot: bool = True) -> list[Any]:
     known = lookup_snapshot(text, version) if snapshot else None
     if known is not None:
         return known  # one of the package's own files, parsed when the package was built
+    text = _join_surrogate_escapes(text)
     try:
         return [doc for doc in make_loader(version).load_all(text) if doc is not None]
     except MarkedYAMLError as exc:
