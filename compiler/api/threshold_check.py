@@ -14,9 +14,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from celpy import celtypes
-
-from ..cel_program import run_bool
 from ..diagnostics import Diagnostic, PathPart, error
 from .cel_rules import THRESHOLD_KEYS
 
@@ -39,6 +36,11 @@ def threshold_problems(data: Any) -> list[Diagnostic]:
 
 
 def _problem(expression: str) -> str | None:
+    # cel-python is loaded only for a document that has a threshold (a render without one never loads it)
+    from celpy import celtypes
+
+    from ..cel_program import run_bool
+
     for probe in PROBE_VALUES:
         outcome = run_bool(expression, {"value": celtypes.DoubleType(probe)})
         if outcome.value is None:
