@@ -14,7 +14,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-__all__ = ["CelOutcome", "compile_expression", "run_bool"]
+__all__ = ["CelOutcome", "compile_expression", "run_bool", "run_threshold"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,11 @@ def run_bool(expression: str, activation: dict[str, Any]) -> CelOutcome:
     if not isinstance(result, celtypes.BoolType):
         return CelOutcome(None, f"expression must return bool, got {type(result).__name__.removesuffix('Type').lower()}")
     return CelOutcome(bool(result))
+
+
+def run_threshold(expression: str, value: float) -> CelOutcome:
+    """A threshold expression judged at one measured value (``value``, a double)."""
+    return run_bool(expression, {"value": celtypes.DoubleType(float(value))})
 
 
 def _first_line(value: Any) -> str:

@@ -215,15 +215,12 @@ def load_facts(path: str | Path) -> ClusterFacts:
     """Read a facts file (``-`` reads standard input); raise :class:`CompileError` when it is
     unreadable, too large or malformed."""
     source = str(path)
-    limit = FACTS_JSON_LIMITS.max_bytes or 0
-    if source == "-":
-        return facts_from_text(read_text("-", limit), source="<stdin>")
     try:
-        text = read_text(path, limit)
+        text = read_text(path, FACTS_JSON_LIMITS.max_bytes or 0)
     except CompileError as exc:
         # the shared reader's refusals, under this input's own code
         raise CompileError([error("FactsUnreadable", source, f"cannot read cluster facts: {d.message}") for d in exc.errors]) from None
-    return facts_from_text(text, source=source)
+    return facts_from_text(text, source="<stdin>" if source == "-" else source)
 
 
 def facts_from_text(text: str, *, source: str = "<facts>") -> ClusterFacts:

@@ -207,8 +207,8 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-#: A JSON escape of a character outside the Basic Multilingual Plane: a high and a low surrogate,
-#: each as ``\uXXXX`` (and not itself escaped by a backslash before it).
+#: A JSON escape of a character outside the Basic Multilingual Plane, such as ``\ud83d\ude42``: a
+#: high and a low surrogate, each a four-digit ``\u`` escape not itself escaped by a backslash.
 _SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
 
 
@@ -216,7 +216,7 @@ def _join_surrogate_escapes(text: str) -> str:
     """JSON writes such a character as two ``\\u`` escapes; YAML wants the one ``\\U`` escape of
     its code point and refuses a lone surrogate. Rewrite each pair so valid JSON reads as it does
     in ``kubectl``; a lone surrogate stays, and is refused as before."""
-    if "\\u" not in text and "\\U" not in text:
+    if "\\u" not in text:
         return text
 
     def joined(match: re.Match[str]) -> str:
@@ -298,7 +298,7 @@ def read_text(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> str:
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, FIFO or socket)"
         raise CompileError([error("NotARegularFile", where, f"cannot read input: it is {kind}")])
     if info.st_size > max_bytes:
-        raise CompileError([_too_large(where, info.st_size, max_bytes)])
+        raise CompileError([_too_large(where, max_bytes)])
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -307,13 +307,13 @@ def read_text(path: str | Path, max_bytes: int = MAX_INPUT_BYTES) -> str:
     return _decode(data, where, max_bytes)
 
 
-def _too_large(where: str, size: int, max_bytes: int) -> Diagnostic:
-    return error("InputTooLarge", where, f"the input is {size} bytes; at most {max_bytes} are accepted")
+def _too_large(where: str, max_bytes: int) -> Diagnostic:
+    return error("InputTooLarge", where, f"the input is larger than the {max_bytes} bytes accepted")
 
 
 def _decode(data: bytes, where: str, max_bytes: int) -> str:
     if len(data) > max_bytes:
-        raise CompileError([error("InputTooLarge", where, f"the input is larger than the {max_bytes} bytes accepted")])
+        raise CompileError([_too_large(where, max_bytes)])
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -332,14 +332,12 @@ def check_nesting(text: str, source: str) -> None:
     text, quoted scalars included: an overestimate that only a pathological input reaches)."""
     if text.count("[") + text.count("{") <= MAX_FLOW_NESTING:
         return
-    depth = deepest = 0
+    depth = 0
     for match in _BRACKETS.finditer(text):
         if match.group() in "[{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_FLOW_NESTING:
-                    raise CompileError([error("NestingTooDeep", source, f"flow collections nest more than {MAX_FLOW_NESTING} levels deep")])
+            if depth > MAX_FLOW_NESTING:
+                raise CompileError([error("NestingTooDeep", source, f"flow collections nest more than {MAX_FLOW_NESTING} levels deep")])
         elif depth:
             depth -= 1
 

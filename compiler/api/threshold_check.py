@@ -37,12 +37,10 @@ def threshold_problems(data: Any) -> list[Diagnostic]:
 
 def _problem(expression: str) -> str | None:
     # cel-python is loaded only for a document that has a threshold (a render without one never loads it)
-    from celpy import celtypes
-
-    from ..cel_program import run_bool
+    from ..cel_program import run_threshold
 
     for probe in PROBE_VALUES:
-        outcome = run_bool(expression, {"value": celtypes.DoubleType(probe)})
+        outcome = run_threshold(expression, probe)
         if outcome.value is None:
             return f"cannot judge a measured value of {probe:g}: {outcome.error}"
     return None

@@ -51,18 +51,18 @@ def certification_name_problems(data: Any) -> list[Diagnostic]:
 
 
 def _collisions(name: str, categories: list[Any]) -> list[Diagnostic]:
-    first_of: dict[str, int] = {}
-    seen: dict[str, str] = {}
+    #: Workflow name -> (index, canonical text) of the first category that renders it
+    first: dict[str, tuple[int, str]] = {}
     found: list[Diagnostic] = []
     for index, category in enumerate(categories):
         named = _workflow_name_of(name, category)
         if named is None:
             continue
         canonical = json.dumps(category, sort_keys=True, default=str)
-        if named in first_of:
-            if seen[named] == canonical:
+        if named in first:
+            earlier, earlier_canonical = first[named]
+            if earlier_canonical == canonical:
                 continue  # an identical entry: the duplicate-category rule reports it
-            earlier = first_of[named]
             found.append(
                 error(
                     "WorkflowNameCollision",
@@ -75,8 +75,7 @@ def _collisions(name: str, categories: list[Any]) -> list[Diagnostic]:
                 )
             )
             continue
-        first_of[named] = index
-        seen[named] = canonical
+        first[named] = (index, canonical)
     return found
 
 

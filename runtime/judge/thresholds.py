@@ -18,10 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from celpy import celtypes
-
 from ..measure.nccl import max_alg_bandwidth, max_bus_bandwidth, results_from_status
-from nvcre.compiler.cel_program import run_bool
+from nvcre.compiler.cel_program import run_threshold
 
 __all__ = [
     "THRESHOLD_KEYS",
@@ -72,7 +70,7 @@ def _go_quote(text: str) -> str:
 
 def evaluate_one(expression: str, value: float) -> tuple[bool | None, str | None]:
     """(passed, None) or (None, error) for one expression at one value."""
-    outcome = run_bool(expression, {"value": celtypes.DoubleType(float(value))})
+    outcome = run_threshold(expression, value)
     if outcome.value is None:
         return None, f"threshold expression {_go_quote(expression)} failed: {outcome.error}"
     return outcome.value, None

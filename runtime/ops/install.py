@@ -202,7 +202,8 @@ def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = l
     for namespace in found_namespaces:
         say(f"{describe(namespace)} already exists and was not created by nvcrectl: it is used as it is, "
             "and setup reset will leave it and everything in it that is not ours.")
-    objects = [o for o in objects if not any(o is n for n in found_namespaces)]
+    used_as_found = {id(n) for n in found_namespaces}
+    objects = [o for o in objects if id(o) not in used_as_found]
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
     rest = [o for o in objects if o.get("kind") != "CustomResourceDefinition"]
     for obj in crds:

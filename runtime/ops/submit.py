@@ -17,6 +17,7 @@ from nvcre.compiler import compose
 from ..kube.client import Kube
 from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from ..kube.resources import CERTIFICATIONS, WORKFLOWS, WORKLOADRUNS, Resource
+from .ownership import is_ours
 
 __all__ = [
     "AccessMissing", "Registry", "SecretTaken", "SubmitResult", "delete_object", "delete_run", "rbac_scope", "resource_for_kind",
@@ -40,15 +41,6 @@ class SecretTaken(Exception):
             f"Secret {namespace}/{name} already exists and was not created by nvcrectl; it was left untouched and "
             "nothing was submitted. Choose another run name (--name), or delete that Secret if it is not needed"
         )
-
-
-def _ours(kube: Kube, name: str, namespace: str) -> bool:
-    """The existing Secret carries nvcrectl's label (an earlier run of the same name made it)."""
-    try:
-        live = kube.get(_SECRETS, name, namespace)
-    except ApiError:
-        return False
-    return ((live.get("metadata") or {}).get("labels") or {}).get("app.kubernetes.io/managed-by") == "nvcrectl"
 
 
 class AccessMissing(Exception):
@@ -150,7 +142,12 @@ def submit_run(
         try:
             kube.create(secret)
         except AlreadyExists:
-            if not _ours(kube, secret_name, namespace):
+            # an earlier run of the same name made it (it carries our label): renew it; else leave it
+            try:
+                ours = is_ours(kube, secret) is True
+            except ApiError:  # not readable by this user: not known to be ours
+                ours = False
+            if not ours:
                 raise SecretTaken(namespace, secret_name) from None
             kube.replace(_SECRETS, secret)
         say(f'Created image pull secret "{secret_name}" in namespace {namespace}.')

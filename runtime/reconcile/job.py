@@ -343,9 +343,7 @@ class JobReconciler:
         """Count a checkpoint restart when ``restarts.should_restart`` allows, else fail."""
         goodput = self._goodput(job) if restarts.max_restarts(job.get("spec") or {}) is not None else None
         if not restarts.should_restart(job, (goodput or {}).get("status")):
-            written = self._fail(job, reason, message, blame=blame)
-            if written is not None and not blame:
-                self.ctx.event(written, "Warning", reason, message)
+            self._fail(job, reason, message, blame=blame)
             return Result()
         ctx = self.ctx
         count = int((job.get("status") or {}).get("restartCount") or 0)

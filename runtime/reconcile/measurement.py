@@ -168,7 +168,7 @@ class MeasurementReconciler:
         text = self._read_log(job, profile, resource is GOODPUT_MEASUREMENTS, _attempt_start(measurement))
         completed_at = _job_terminal_time(job)
         if life == cond.FAILED:
-            fields = self._fields(resource, profile, text or "", completed_at, measurement) if text else {}
+            fields = self._fields(resource, profile, text, completed_at, measurement) if text else {}
             self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
             return Result()
         if text is None:
