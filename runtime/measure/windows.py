@@ -29,7 +29,12 @@ DEFAULT_MAX_WINDOWS = 256
 
 def _filled(text: str, cap: int) -> bool:
     """Whether a read may have been cut at the cap. Decoding only ever grows the text (an invalid
-    byte becomes a 3-byte replacement character), so a shorter answer certainly was not cut."""
+    byte becomes a 3-byte replacement character), so a shorter answer certainly was not cut. A
+    character is one to four bytes, so the length in characters settles most reads unencoded."""
+    if len(text) >= cap:
+        return True
+    if len(text) * 4 < cap:
+        return False
     return len(text.encode("utf-8", "surrogatepass")) >= cap
 
 
