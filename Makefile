@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-offline controlplane test test-fast lint typecheck golden-update snapshots clean
+.PHONY: setup demo demo-offline controlplane image image-tools test test-fast lint typecheck golden-update snapshots clean
 
 # What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
 LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
@@ -30,7 +30,16 @@ demo-offline: setup
 controlplane: setup
 	$(BIN)/python tests/controlplane/build.py --optional --sim --helm
 
-test: setup lint typecheck controlplane
+# The controller image, built without a registry: a Debian base (mmdebstrap), the Containerfile
+# (buildah), an OCI layout in build/image/oci (skopeo) and its SBOM. Needs root; prints the digest.
+image: setup image-tools
+	$(BIN)/python scripts/image.py
+
+# Debian's buildah, podman, skopeo, mmdebstrap and runc, installed when missing (root only).
+image-tools:
+	scripts/image-tools.sh
+
+test: setup lint typecheck controlplane image-tools
 	$(BIN)/python -m pytest
 
 # The quick lane for local work: lint, types, and every test not marked integration or slow.

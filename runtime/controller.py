@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
@@ -76,7 +77,11 @@ _OPTIONAL = (RESOURCE_SLICES,)
 
 
 def _identity() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+    """This process's name in the Lease: the host name, the pid and a random suffix.
+
+    Host name and pid alone are not unique: two containers on a host's network share its host name
+    and both run as pid 1, and each would take the other's Lease for its own."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 @dataclass

@@ -68,6 +68,32 @@ def _cmdline(pid: int) -> str | None:
         return None
 
 
+def _started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22), or None where unknown.
+
+    A pid with its start time names one process for good: unlike the command line it does not
+    depend on how the process was launched, and a reused pid has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
+def _is_recorded(state: dict, marker: str) -> bool:
+    """Whether the supervisor ``state`` records is still that process.
+
+    States that carry ``supervisor_started`` are checked by pid and start time; older ones by the
+    command line holding ``marker``."""
+    pid = int(state.get("supervisor_pid", 0))
+    started = state.get("supervisor_started")
+    if started is None:
+        return _is(pid, marker)
+    now = _started(pid)
+    return _alive(pid) and (now is None or now == started)
+
+
 def _is(pid: int, marker: str) -> bool:
     """Whether ``pid`` is alive and (where checkable) still runs ``marker``."""
     if not _alive(pid):

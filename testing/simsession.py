@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import ControlPlaneError
 from .processes import free_port
-from .session import _alive, _is, _tail, run_dir
+from .session import _alive, _is, _is_recorded, _started, _tail, run_dir
 from .simfaults import FaultError, parse_assignment
 
 STATE_NAME = "simcluster.json"
@@ -55,9 +55,8 @@ def read_state() -> dict[str, Any] | None:
         state = json.loads(state_path().read_text())
     except (OSError, ValueError):
         return None
-    if _is(int(state.get("supervisor_pid", 0)), SUPERVISOR_MARKER):
-        return state
-    return None
+    # The supervisor is this module when detached, or `nvcrectl dev up` itself in the foreground.
+    return state if _is_recorded(state, SUPERVISOR_MARKER) else None
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -128,6 +127,7 @@ def serve(
                 _start_controller(cluster)
             state = {
                 "supervisor_pid": os.getpid(),
+                "supervisor_started": _started(os.getpid()),
                 "pids": cluster.pids,
                 "kubeconfig": str(cluster.kubeconfig),
                 "workdir": str(cluster.workdir),
@@ -273,7 +273,7 @@ def stop(timeout: float = 40.0) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     supervisor = int(state.get("supervisor_pid", 0))
-    if _is(supervisor, SUPERVISOR_MARKER):
+    if _is_recorded(state, SUPERVISOR_MARKER):
         os.kill(supervisor, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while _alive(supervisor) and time.monotonic() < deadline:

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -139,3 +140,46 @@ def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pyte
     assert not [p for p in pids if _alive(p)]
     assert not Path(state["workdir"]).exists()
     assert not simsession.state_path().exists() and not simsession.requests_dir().exists()
+
+
+def test_a_recorded_supervisor_is_known_by_pid_and_start_time_whatever_its_command_line() -> None:
+    from nvcre.testing.session import _is_recorded, _started
+
+    me = os.getpid()
+    assert _is_recorded({"supervisor_pid": me, "supervisor_started": _started(me)}, "no-such-marker")
+    assert not _is_recorded({"supervisor_pid": me, "supervisor_started": (_started(me) or 0) + 1}, "no-such-marker")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert not _is_recorded({"supervisor_pid": gone.pid, "supervisor_started": 1}, "true")
+
+
+@pytest.mark.integration
+@pytest.mark.sim
+def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(request: pytest.FixtureRequest) -> None:
+    """The installed command in the foreground, as its banner tells a user to use the others beside it."""
+    from nvcre.testing import simsession
+    from nvcre.testing.pytest_plugin import _ensure_sim_built
+
+    if simsession.read_state() is not None:
+        pytest.skip("a development simulated cluster is already running on this machine")
+    _ensure_sim_built(request)
+    nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
+    up = subprocess.Popen([nvcrectl, "dev", "up", "--profile", "h100", "--nodes", "1"], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while simsession.read_state() is None and up.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert up.poll() is None, up.stdout.read().decode() if up.stdout else ""
+        status = subprocess.run([nvcrectl, "dev", "status", "-o", "json"], capture_output=True, text=True, timeout=60)
+        assert json.loads(status.stdout)["running"] is True, status.stdout + status.stderr
+        env = subprocess.run([nvcrectl, "dev", "env"], capture_output=True, text=True, timeout=60)
+        assert env.returncode == 0 and "export KUBECONFIG=" in env.stdout
+        down = subprocess.run([nvcrectl, "dev", "down"], capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0 and "stopped the simulated cluster" in down.stdout
+        assert up.wait(timeout=60) is not None
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, 9)
+            up.wait(timeout=30)
+    assert simsession.read_state() is None

@@ -84,3 +84,14 @@ def test_after_a_foreign_write_the_holder_reads_again_and_yields_to_a_live_holde
     assert first.try_acquire_or_renew() is False
     assert server.calls == ["get"], "a replica that lost the Lease polls it, it does not write blindly"
     assert second.try_acquire_or_renew() is True
+
+
+def test_two_processes_on_one_host_never_share_a_leader_identity(monkeypatch) -> None:
+    """Containers on a host's network share its host name and each runs as pid 1: the identity still differs."""
+    from nvcre.runtime import controller
+
+    monkeypatch.setattr(controller.socket, "gethostname", lambda: "vm-1")
+    monkeypatch.setattr(controller.os, "getpid", lambda: 1)
+    first, second = controller.ControllerConfig().identity, controller.ControllerConfig().identity
+    assert first != second
+    assert first.startswith("vm-1-1-") and second.startswith("vm-1-1-")
