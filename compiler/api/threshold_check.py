@@ -16,6 +16,7 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, PathPart, error
 from .cel_rules import THRESHOLD_KEYS
+from .walk import values_under
 
 __all__ = ["PROBE_VALUES", "threshold_problems"]
 
@@ -28,7 +29,7 @@ _MAX_DEPTH = 12
 def threshold_problems(data: Any) -> list[Diagnostic]:
     """One error per threshold expression that cannot judge a measured value."""
     found = []
-    for path, key, expression in _expressions(data, (), 0):
+    for path, key, expression in _expressions(data):
         problem = _problem(expression)
         if problem is not None:
             found.append(error("InvalidThresholdExpression", (*path, key), f"threshold expression {json.dumps(expression)} {problem}"))
@@ -46,17 +47,9 @@ def _problem(expression: str) -> str | None:
     return None
 
 
-def _expressions(node: Any, path: tuple[PathPart, ...], depth: int) -> Iterator[tuple[tuple[PathPart, ...], str, str]]:
-    if depth > _MAX_DEPTH:
-        return
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "thresholds" and isinstance(value, dict):
-                for metric, expression in value.items():
-                    if metric in THRESHOLD_KEYS and isinstance(expression, str) and expression:
-                        yield (*path, key), metric, expression
-            elif isinstance(key, str):
-                yield from _expressions(value, (*path, key), depth + 1)
-    elif isinstance(node, list):
-        for index, item in enumerate(node):
-            yield from _expressions(item, (*path, index), depth + 1)
+def _expressions(data: Any) -> Iterator[tuple[tuple[PathPart, ...], str, str]]:
+    for path, thresholds in values_under(data, "thresholds", _MAX_DEPTH):
+        if isinstance(thresholds, dict):
+            for metric, expression in thresholds.items():
+                if metric in THRESHOLD_KEYS and isinstance(expression, str) and expression:
+                    yield path, metric, expression

@@ -10,7 +10,8 @@
 3. the metadata checks the API server makes (name, namespace, label and annotation keys), and
    the checks that a Certification's categories get distinct Workflow names and its name fits
    the label it becomes (``workflow_names``), and that every threshold expression gives a
-   boolean for a measured value (``threshold_check``);
+   boolean for a measured value (``threshold_check``) and every node-health expression stays
+   under the cost limit (``health_check``);
 4. the pydantic models, as a backstop: a pydantic error is kept only where no other check
    already reported a problem at that path.
 
@@ -45,6 +46,7 @@ from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
+from .health_check import health_expression_problems
 from .threshold_check import threshold_problems
 from .workflow_names import certification_name_problems
 
@@ -176,6 +178,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     found += _check_metadata(cls.kind_name(), cls.namespaced, data.get("metadata"))
     found += certification_name_problems(current)
     found += threshold_problems(current)
+    found += health_expression_problems(current)
     previous = _MISSING
     if old is not None:
         old_cls, old_problems = kind_of(old)

@@ -5,6 +5,8 @@ evaluates it against NVCRE's defaulted Node view (missing ``metadata.labels``/``
 ``spec.taints``/``unschedulable``, ``status.conditions``/``addresses``/``capacity``/
 ``allocatable`` are filled with empty values, so ``node.spec.unschedulable == true`` works on
 any Node). Evaluation errors come back in the result and count as healthy; they never raise.
+An expression whose estimated cost at the node's own sizes is over ``cel_cost``'s limit is not
+run at all (cel-python has no cost limit): it comes back as such an error.
 An unhealthy node's failed-node entry keeps the detector's own message: the message of a node
 condition the expression names, when the Node carries one.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 from nvcre.compiler.cel import to_cel
 
+from nvcre.compiler.cel_cost import health_cost_problem
 from nvcre.compiler.cel_program import compile_expression, run_bool
 
 __all__ = [
@@ -128,6 +131,10 @@ class NodeHealthMonitor:
             activation = {"node": to_cel(_pruned(defaulted_node(node), self._wanted))}
         except ValueError as exc:
             return HealthCheck(name, False, error=f"node cannot be passed to CEL: {exc}")
+        # cel-python has no cost limit: judge the expression's cost at this node's sizes before running it
+        too_costly = health_cost_problem(self.expression, _largest_collection(activation))
+        if too_costly is not None:
+            return HealthCheck(name, False, error=f"not evaluated: {too_costly}")
         outcome = run_bool(self.expression, activation)
         if outcome.value is None:
             return HealthCheck(name, False, error=outcome.error)
@@ -146,6 +153,20 @@ class NodeHealthMonitor:
                 if isinstance(cond, Mapping) and cond.get("type") == wanted and str(cond.get("message") or "").strip():
                     return f"{HARDWARE_FAILURE_MESSAGE}: {wanted}: {str(cond['message']).strip()}"
         return HARDWARE_FAILURE_MESSAGE
+
+
+def _largest_collection(value: Any) -> int:
+    """The most elements of any list or map in ``value`` (a node's pruned CEL view)."""
+    largest, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            largest = max(largest, len(item))
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            largest = max(largest, len(item))
+            stack.extend(item)
+    return largest
 
 
 _MONITORS: dict[str, NodeHealthMonitor] = {}
