@@ -11,7 +11,8 @@
    the checks that a Certification's categories get distinct Workflow names and its name fits
    the label it becomes (``workflow_names``), and that every threshold expression gives a
    boolean for a measured value (``threshold_check``) and every node-health expression stays
-   under the cost limit (``health_check``);
+   under the cost limit (``health_check``), and that a training category's counts are decimal
+   digits where they are written (``env_counts``);
 4. the pydantic models, as a backstop: a pydantic error is kept only where no other check
    already reported a problem at that path.
 
@@ -46,6 +47,7 @@ from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
+from .env_counts import training_count_problems
 from .health_check import health_expression_problems
 from .threshold_check import threshold_problems
 from .workflow_names import certification_name_problems
@@ -125,6 +127,8 @@ def certainly_valid(data: Any, kind: str) -> bool:
     namespaced = _installed_crd(crd_file_of_kind(kind) or "")["spec"].get("scope") == "Namespaced"
     if _check_metadata(kind, namespaced, meta) or certification_name_problems(current) or threshold_problems(current):
         return False
+    if training_count_problems(current):
+        return False
     return not _check_rules(schema, current, _MISSING, (), _Blocked([]), decide_model_rules=True)
 
 
@@ -179,6 +183,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     found += certification_name_problems(current)
     found += threshold_problems(current)
     found += health_expression_problems(current)
+    found += training_count_problems(current)
     previous = _MISSING
     if old is not None:
         old_cls, old_problems = kind_of(old)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..api.env_counts import TRAIN_SCRIPT_COUNTS, count_error, is_count
 from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..mpi_args import NoForwardAnchor, set_forwarded
@@ -33,11 +34,6 @@ __all__ = ["MAX_ENV_ENTRIES", "MAX_TRAINER_ARGS", "TRAIN_SCRIPT_COUNTS", "merge_
 MAX_ENV_ENTRIES = 32
 #: Kubeflow Trainer's limit on ``trainer.args`` (and ``trainer.command``)
 MAX_TRAINER_ARGS = 128
-#: variables the training script (catalog/_lib/scripts/train.sh.j2) reads as whole numbers
-TRAIN_SCRIPT_COUNTS = frozenset({
-    "TENSOR_PARALLELISM", "PIPELINE_PARALLELISM", "MICRO_BATCH_SIZE", "GLOBAL_BATCH_SIZE", "SEQ_LENGTH",
-    "TRAIN_ITERS", "EXIT_DURATION_MINS", "SAVE_INTERVAL", "SAVE_RETAIN_INTERVAL",
-})
 
 
 def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
@@ -47,7 +43,7 @@ def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     where = option_path(ctx, "env")
     pairs, problems = _checked_pairs(env, where)
     if not problems and ctx.entry.domain == "training":
-        problems = _checked_counts(env, where)
+        problems = _checked_counts(env, ctx, unit)
     if problems:
         return unit, problems
     if unit.workflow is None:
@@ -108,18 +104,21 @@ def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Di
     return pairs, problems
 
 
-def _checked_counts(env: list, where: str) -> list[Diagnostic]:
-    """Counts the training script computes with must be decimal digits (never shell text)."""
-    return [
-        error(
-            "EnvValueInvalid",
-            f"{where}[{index}].value",
-            f"{entry['name']} is a count the training script computes with; give decimal digits only",
-        )
-        for index, entry in enumerate(env)
-        if entry["name"] in TRAIN_SCRIPT_COUNTS
-        and not (entry.get("value", "").isascii() and entry.get("value", "").isdigit())
-    ]
+def _checked_counts(env: list, ctx: Context, unit: Unit) -> list[Diagnostic]:
+    """Counts the training script computes with must be decimal digits (never shell text); each
+    error names the entry the user wrote (the category's own env, else the spec-wide env)."""
+    return [count_error(_written_at(entry["name"], ctx, unit), entry["name"])
+            for entry in env if entry["name"] in TRAIN_SCRIPT_COUNTS and not is_count(entry.get("value", ""))]
+
+
+def _written_at(name: str, ctx: Context, unit: Unit) -> str:
+    """The source path of the value ``name`` got in the merged env."""
+    own = (unit.category.get("options") or {}).get("env") if ctx.source_kind != "WorkloadRun" else None
+    for levels, base in ((own, option_path(ctx, "env")), (ctx.spec.get("env"), "spec.env")):
+        for index, entry in reversed(list(enumerate(levels or ()))):
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return f"{base}[{index}].value"
+    return f"{option_path(ctx, 'env')}.{name}"
 
 
 def _forward_with_mpi(spec: dict, pairs: list[tuple[str, str]], ctx: Context, where: str) -> list[Diagnostic]:
