@@ -6,6 +6,8 @@ mounted here, so their bodies load nothing until they run.
 
 from __future__ import annotations
 
+import os
+
 import sys
 from enum import Enum
 from pathlib import Path
@@ -190,6 +192,48 @@ def emit_workflows(workflows: list, *, output: Format, output_dir: Path | None) 
     sys.stdout.write(dump_json(workflows) if output is Format.json else dump_yaml_stream(workflows))
 
 
+#: YAML files one directory walk may read; a walk that finds more stops with an error.
+MAX_DIRECTORY_FILES = 10_000
+
+
+def yaml_files(directory: Path) -> list[Path]:
+    """The ``.yaml``/``.yml`` regular files under ``directory``, sorted; hidden entries skipped.
+
+    Symbolic links to directories are not followed (no loops, no walk out of the tree), nor are
+    mount points (a bind-mounted /proc is not a folder of YAML); a folder that cannot be read is an error, one that vanishes during the walk is skipped, and a tree of
+    more than ``MAX_DIRECTORY_FILES`` YAML files is refused rather than read.
+    """
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    problems: list = []
+
+    def unreadable(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            problems.append(error("DirectoryUnreadable", str(exc.filename or directory), f"cannot read: {exc.strerror or exc}"))
+
+    def same_device(folder: str) -> bool:
+        try:
+            return os.lstat(folder).st_dev == device
+        except OSError:
+            return False
+
+    device = os.stat(directory).st_dev
+    found: list[Path] = []
+    for root, folders, files in os.walk(directory, onerror=unreadable, followlinks=False):
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and same_device(os.path.join(root, f)))
+        for name in files:
+            path = Path(root) / name
+            if name.startswith(".") or path.suffix not in (".yaml", ".yml") or not path.is_file():
+                continue
+            found.append(path)
+            if len(found) > MAX_DIRECTORY_FILES:
+                raise CompileError([error("TooManyFiles", str(directory),
+                                          f"more than {MAX_DIRECTORY_FILES:,} YAML files under this directory; give a narrower one")])
+    if problems:
+        raise CompileError(problems)
+    return sorted(found)
+
+
 def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification",)) -> list[tuple[str, dict]]:
     """Every nvcre document of ``kinds`` under ``directory`` (recursively, hidden folders skipped), by path.
 
@@ -200,12 +244,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     from nvcre.compiler.yamlio import FILE_LIMITS, load_documents, read_text
 
     found: list[tuple[str, dict]] = []
-    paths = sorted(
-        p for p in directory.rglob("*")
-        if p.suffix in (".yaml", ".yml") and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
-    )
-    for path in paths:
+    for path in yaml_files(directory):
         relative = path.relative_to(directory).as_posix()
         docs = load_documents(read_text(path, FILE_LIMITS.max_bytes or 0), relative, limits=FILE_LIMITS)
         for index, doc in enumerate(docs):
