@@ -34,7 +34,12 @@ NamespaceOption = Annotated[str, typer.Option("--namespace", "-n")]
 RunResultsFileOption = Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")]
 WorkloadRegistryOption = Annotated[str | None, typer.Option("--workload-registry")]
 WorkloadRegistryUsernameOption = Annotated[str | None, typer.Option("--workload-registry-username")]
-WorkloadRegistryPasswordOption = Annotated[str | None, typer.Option("--workload-registry-password")]
+WorkloadRegistryPasswordOption = Annotated[str | None, typer.Option(
+    "--workload-registry-password", envvar="NVCRE_WORKLOAD_REGISTRY_PASSWORD", show_envvar=True,
+    help="Registry password: '-' reads it from the first line of stdin; the environment variable keeps it out of "
+         "the process list and shell history, where a value given here is visible.")]
+#: The most a password read from stdin may be (a token of a few KiB at most).
+MAX_PASSWORD_CHARS = 8192
 GrantRunAccessOption = Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")]
 
 
@@ -256,6 +261,11 @@ def _registry(registry: str | None, username: str | None, password: str | None) 
             "--workload-registry, --workload-registry-username, and --workload-registry-password must all be set "
             "together and non-empty"
         )
+    if password == "-":
+        password = sys.stdin.readline(MAX_PASSWORD_CHARS + 1).rstrip("\r\n")
+        if not password or len(password) > MAX_PASSWORD_CHARS:
+            raise fail_invalid(f"--workload-registry-password -: stdin gave no password on its first line "
+                               f"(or one over {MAX_PASSWORD_CHARS} characters)")
     from nvcre.runtime.ops.submit import Registry
 
     return Registry(str(registry), str(username), str(password))

@@ -171,3 +171,28 @@ def test_completion_scripts(shell: str) -> None:
 def test_completion_answers_from_the_command_tree() -> None:
     result = run(env={"_NVCRECTL_COMPLETE": "complete_bash", "COMP_WORDS": "nvcrectl certification re", "COMP_CWORD": "2"})
     assert result.stdout.split() == ["render", "report"]
+
+
+@pytest.mark.parametrize("how", ["env", "stdin"])
+def test_the_registry_password_can_stay_out_of_the_command_line(how: str) -> None:
+    """From NVCRE_WORKLOAD_REGISTRY_PASSWORD or, with '-', stdin: nothing in ps or shell history; never printed."""
+    args = ["certification", "run", "--category", "communication/nccl-all-reduce",
+            "--workload-registry", "r.example.com", "--workload-registry-username", "robot"]
+    full_env = {**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")}
+    if how == "env":
+        full_env["NVCRE_WORKLOAD_REGISTRY_PASSWORD"] = "s3cret-value"
+    else:
+        args += ["--workload-registry-password", "-"]
+    result = subprocess.run([*NVCRECTL, *args], check=False, cwd=REPO, capture_output=True, text=True, env=full_env,
+                            input="s3cret-value\n", timeout=120)
+    # the credentials are complete, so the run goes on to the cluster, which this test does not have
+    assert result.returncode == 1 and "cannot load cluster credentials" in result.stderr, result.stderr
+    assert "s3cret-value" not in result.stdout + result.stderr
+
+
+def test_an_empty_stdin_password_is_refused() -> None:
+    result = subprocess.run([*NVCRECTL, "certification", "run", "--category", "communication/nccl-all-reduce",
+                             "--workload-registry", "r.example.com", "--workload-registry-username", "robot",
+                             "--workload-registry-password", "-"], check=False, cwd=REPO, capture_output=True, text=True,
+                            input="", timeout=120, env={**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")})
+    assert result.returncode == 2 and "stdin gave no password" in result.stderr
