@@ -22,6 +22,10 @@ def controller(
     namespace_access_timeout: str = typer.Option(
         "10m", "--namespace-access-timeout", help="How long a Workflow waits for write access in its namespace."
     ),
+    never_schedulable_timeout: str = typer.Option(
+        "30m", "--never-schedulable-timeout",
+        help="How long a Job's pods may wait on nodes where no eviction makes room (taint, selector, cordon) before it fails.",
+    ),
 ) -> None:
     """Run until SIGTERM or Ctrl-C."""
     from nvcre.runtime.main import OptionError, Options, serve
@@ -36,6 +40,7 @@ def controller(
         workers=workers,
         log_level=log_level,
         namespace_access_timeout=namespace_access_timeout,
+        never_schedulable_timeout=never_schedulable_timeout,
     )
     try:
         code = serve(options)

@@ -37,6 +37,7 @@ class Options:
     workers: int = 2
     log_level: str = "info"
     namespace_access_timeout: str = "10m"
+    never_schedulable_timeout: str = "30m"
 
     def check(self) -> None:
         for flag, value in (
@@ -51,11 +52,13 @@ class Options:
             raise OptionError("--workers: must be at least 1")
         from nvcre.compiler.compose import parse_duration
 
-        try:
-            if parse_duration(self.namespace_access_timeout) <= 0:
-                raise ValueError("must be positive")
-        except ValueError as exc:
-            raise OptionError(f"--namespace-access-timeout: {exc}") from None
+        for flag, raw in (("--namespace-access-timeout", self.namespace_access_timeout),
+                          ("--never-schedulable-timeout", self.never_schedulable_timeout)):
+            try:
+                if parse_duration(raw) <= 0:
+                    raise ValueError("must be positive")
+            except ValueError as exc:
+                raise OptionError(f"{flag}: {exc}") from None
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise OptionError("--log-level: one of debug, info, warning, error")
 
@@ -83,7 +86,8 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
         workers=options.workers,
-        settings=Settings(namespace_access_timeout=parse_duration(options.namespace_access_timeout)),
+        settings=Settings(namespace_access_timeout=parse_duration(options.namespace_access_timeout),
+                          never_schedulable_timeout=parse_duration(options.never_schedulable_timeout)),
     )
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
     try:
@@ -105,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--namespace-access-timeout", default="10m",
                         help="how long a Workflow waits for write access in its namespace (Go duration)")
+    parser.add_argument("--never-schedulable-timeout", default="30m",
+                        help="how long a Job's pods may stay unschedulable on every node for a reason no eviction "
+                             "clears (taint, selector, cordon, too large a request) before it fails (Go duration)")
     return parser
 
 
@@ -120,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers=args.workers,
         log_level=args.log_level,
         namespace_access_timeout=args.namespace_access_timeout,
+        never_schedulable_timeout=args.never_schedulable_timeout,
     )
     try:
         return serve(options)

@@ -54,6 +54,7 @@ COMMENTS: dict[str, str] = {
     "manager.workers": "Concurrent reconcile workers.",
     "manager.logLevel": "debug, info, warning or error.",
     "manager.namespaceAccessTimeout": "How long a run waits for access to its namespace (a duration such as 10m).",
+    "manager.neverSchedulableTimeout": "How long a Job's pods may wait on nodes where no eviction makes room before it fails.",
     "manager.resources": "Container resources (passed through as given).",
     "manager.nodeSelector": "Node selector for the controller pod (passed through as given).",
     "manager.tolerations": "Tolerations for the controller pod (passed through as given).",
@@ -69,6 +70,7 @@ _STRING_RULES: dict[str, dict[str, Any]] = {
     "manager.image.pullPolicy": {"enum": list(PULL_POLICIES)},
     "manager.logLevel": {"enum": list(LOG_LEVELS)},
     "manager.namespaceAccessTimeout": {"pattern": DURATION},
+    "manager.neverSchedulableTimeout": {"pattern": DURATION},
 }
 _ITEM_RULES: dict[str, dict[str, Any]] = {
     "rbac.runNamespaces": {"type": "string", "pattern": DNS_LABEL},

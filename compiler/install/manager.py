@@ -36,6 +36,7 @@ def _args(values: dict[str, Any]) -> list[str]:
         f"--workers={manager['workers']}",
         f"--log-level={manager['logLevel']}",
         f"--namespace-access-timeout={manager['namespaceAccessTimeout']}",
+        f"--never-schedulable-timeout={manager['neverSchedulableTimeout']}",
     ]
 
 

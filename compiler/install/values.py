@@ -36,6 +36,7 @@ DEFAULT_VALUES: dict[str, Any] = {
         "workers": 2,
         "logLevel": "info",
         "namespaceAccessTimeout": "10m",
+        "neverSchedulableTimeout": "30m",
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
         "nodeSelector": {},
         "tolerations": [],
@@ -260,8 +261,9 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
         problems.append(error("FieldValueInvalid", "manager.replicas", "more than one replica needs manager.leaderElection"))
     if manager["logLevel"] not in LOG_LEVELS:
         problems.append(error("FieldValueNotSupported", "manager.logLevel", "expected debug, info, warning or error"))
-    if not _DURATION.fullmatch(manager["namespaceAccessTimeout"]):
-        problems.append(error("FieldValueInvalid", "manager.namespaceAccessTimeout", "expected a duration such as 10m or 90s"))
+    for key in ("namespaceAccessTimeout", "neverSchedulableTimeout"):
+        if not _DURATION.fullmatch(manager[key]):
+            problems.append(error("FieldValueInvalid", f"manager.{key}", "expected a duration such as 10m or 90s"))
     return problems
 
 

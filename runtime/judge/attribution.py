@@ -26,9 +26,10 @@ from .health import merge_failed_nodes
 from .thresholds import CONFIGURATION_ERRORS
 
 #: A Job that failed for one of these reasons failed because of something done to it, not on
-#: its nodes: its workload was deleted by someone other than the controller, or could not be
-#: built or created (a name taken by another object, a template the compiler refuses).
-NO_BLAME_FAILURES = frozenset({"WorkloadDeleted", "WorkloadCreationError"})
+#: its nodes: its workload was deleted by someone other than the controller, could not be
+#: built or created (a name taken by another object, a template the compiler refuses), or could
+#: never be placed on them (``judge/scheduling.py``).
+NO_BLAME_FAILURES = frozenset({"WorkloadDeleted", "WorkloadCreationError", "WorkloadUnschedulable"})
 
 __all__ = [
     "GROUP_NODES_ANNOTATION",

@@ -780,6 +780,9 @@ def certification_verdict(
             used.append(workflow)
         entries = entries_of.get(wf_key, [])
         wf_jobs = jobs_of.get(wf_key, [])
+        fallback = str(row.get("failureReason") or "")
+        if not fallback and workflow is None and wf_name and row.get("status") == "Failed":
+            fallback = f"its Workflow {wf_name} was deleted before it finished"
         categories.append(
             _category(
                 domain,
@@ -791,7 +794,7 @@ def certification_verdict(
                 entries,
                 spec,
                 options_of.get((domain, variant), {}),
-                str(row.get("failureReason") or ""),
+                fallback,
                 now,
             )
         )

@@ -53,6 +53,9 @@ class Settings:
     measurement_timeout: float = 300.0
     final_read_grace: float = 120.0
     scheduling_stall_grace: float = 300.0
+    #: how long a Job's pods may stay unschedulable on every node for a reason no eviction clears
+    #: (taint, selector, cordon, a request over the node's allocatable) before the Job fails
+    never_schedulable_timeout: float = 1800.0
     #: caps a measurement's sampleInterval (None: honour it as written)
     max_sample_interval: float | None = None
     #: how long a Workflow waits for write access in its namespace before it fails

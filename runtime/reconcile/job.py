@@ -28,6 +28,7 @@ from nvcre.compiler.compose import parse_duration
 from .. import compile as compiler
 from ..clock import format_time, parse_time
 from ..judge.attribution import choose_failure_pod, group_nodes
+from ..judge import repeats, scheduling
 from ..judge.thresholds import CONFIGURATION_ERRORS
 from ..measure import attempts
 from ..judge.health import (
@@ -267,6 +268,9 @@ class JobReconciler:
             )
             return Result(ctx.settings.poll_interval)
         pods = self._pods(job)
+        repeated = repeats.repeated_failure(pods)
+        if repeated is not None:
+            return self._restart_or_fail(job, "WorkloadFailed", f"Workload TrainJob/{tj_name} failed: {repeated.message()}")
         result = self._running(job, tj_name, pods)
         stalled = self._stalled(job, trainjob)
         if stalled is not None:
@@ -282,6 +286,8 @@ class JobReconciler:
         jobset_restarts = restarts.jobset_restarts(pods)
         spec = job.get("spec") or {}
         grace = float(spec.get("schedulingStallGraceSeconds") or ctx.settings.scheduling_stall_grace)
+        if blocked and self._never_placed(job, blocked, now, grace):
+            return Result()
 
         def mutate(status: dict[str, Any]) -> dict[str, Any]:
             if not status.get("workloadStartTime"):
@@ -338,6 +344,21 @@ class JobReconciler:
 
     def _goodput(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
         return self.ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
+
+    def _never_placed(self, job: dict[str, Any], blocked: list[dict[str, Any]], now: Any, grace: float) -> bool:
+        """Fail the Job, blaming no node, once its pods have waited the controller's bound on nodes
+        where no eviction could make room (``judge/scheduling.py``); True when it failed."""
+        since = parse_time((job.get("status") or {}).get("schedulingBlockedSince"))
+        bound = max(grace, self.ctx.settings.never_schedulable_timeout)
+        if since is None or (now - since).total_seconds() < bound:
+            return False
+        if not scheduling.can_never_schedule(scheduler_message([pod]) for pod in blocked):
+            return False
+        waited = int((now - since).total_seconds())
+        message = (f"Workload pods can never schedule on the group's nodes (waited {waited}s; no eviction would make room, "
+                   f"so the cluster must change first): {scheduler_message(blocked)}")
+        self._fail(job, scheduling.NEVER_SCHEDULABLE_REASON, message, blame=False)
+        return True
 
     def _restart_or_fail(self, job: dict[str, Any], reason: str, message: str, *, blame: bool = True) -> Result:
         """Count a checkpoint restart when ``restarts.should_restart`` allows, else fail."""

@@ -397,7 +397,10 @@ class WorkflowReconciler:
             job_name = str((group.get("jobRef") or {}).get("name") or "")
             job = ctx.read(JOBS, job_name, namespace_of(wf)) if job_name else None
             if job is None or meta(job).get("deletionTimestamp"):
-                self._finish_group(wf, status, group, job, failed=True, timed_out=False)
+                # the controller deletes a running group's Job only to retry it, and resets the group first
+                if self._finish_group(wf, status, group, job, failed=True, timed_out=False) and group.get("phase") == "Failed":
+                    ctx.event(wf, "Warning", "JobDeleted",
+                              f"Job {job_name} of group {group.get('name')} was deleted before it finished; the group failed")
                 continue
             if orchestration.get("placement") == "Unpinned":
                 self._backfill(group, job, int(orchestration.get("nodesPerJob") or 0))

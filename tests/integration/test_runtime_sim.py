@@ -341,6 +341,66 @@ def test_no_capacity_is_reported_blocked_with_the_schedulers_message(simcluster,
     assert lifecycle_of(kube, CERTIFICATIONS, "blocked", sim_namespace)[0] == "InProgress"
 
 
+def test_pods_that_can_never_schedule_fail_after_the_bound_blaming_no_node(simcluster, sim_namespace, kube):
+    """No GPU left on any node of the group: no eviction makes room, so the Job ends after
+    --never-schedulable-timeout (8 s here) instead of waiting out a paused timeoutPerJob."""
+    import dataclasses
+
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-never")
+    for node in nodes:
+        simcluster.set_fault(node, "no-capacity")
+    settings = dataclasses.replace(FAST, never_schedulable_timeout=8.0)
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                              leader_elect=False, settings=settings)
+    ctl = Controller(kube, config).start()
+    try:
+        kube.create(certification(sim_namespace, "never", nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}],
+                                  schedulingStallGraceSeconds=3))
+        message = failed_without_blame(kube, sim_namespace, "never", "WorkloadUnschedulable", timeout=90)
+    finally:
+        ctl.stop()
+    assert message.startswith("Workload pods can never schedule on the group's nodes")
+    assert "Preemption is not helpful for scheduling" in message
+    assert "WorkloadUnschedulable" in event_reasons(kube, sim_namespace, "Job")
+
+
+def test_a_job_or_workflow_deleted_mid_run_fails_with_a_reason_and_an_event(simcluster, sim_namespace, kube, controller):
+    """Deleted by hand while running (a hang keeps both running): the group or category fails,
+    a Warning Event says which object went, and the report gives the reason."""
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-gone")
+    simcluster.set_fault(nodes[0], "hang")
+    simcluster.set_fault(nodes[2], "hang")
+    category = [{"domain": "communication", "variant": "nccl-all-reduce"}]
+    kube.create(certification(sim_namespace, "job-gone", nodes[:2], category))
+    kube.create(certification(sim_namespace, "wf-gone", nodes[2:], category))
+
+    def running_job(cert: str):
+        workflows = {w["metadata"]["name"] for w in kube.list(WORKFLOWS, sim_namespace).items
+                     if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == cert}
+        for job in kube.list(JOBS, sim_namespace).items:
+            found = cond.condition(job.get("status"), cond.IN_PROGRESS) or {}
+            if job["metadata"]["labels"].get("nvcre.nvidia.com/workflow") in workflows and found.get("reason") == "WorkloadRunning":
+                return job
+        return None
+
+    job = eventually(lambda: running_job("job-gone"), timeout=90, what="the first Certification's Job to run")
+    kube.delete(JOBS, job["metadata"]["name"], sim_namespace)
+    eventually(lambda: running_job("wf-gone"), timeout=90, what="the second Certification's Job to run")
+    (workflow,) = [w for w in kube.list(WORKFLOWS, sim_namespace).items
+                   if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == "wf-gone"]
+    kube.delete(WORKFLOWS, workflow["metadata"]["name"], sim_namespace)
+
+    for name in ("job-gone", "wf-gone"):
+        assert wait_terminal(kube, CERTIFICATIONS, name, sim_namespace, timeout=120)[0] == "Failed"
+    warnings = {(e.get("reason"), e.get("message")) for e in kube.list(EVENTS, sim_namespace).items if e.get("type") == "Warning"}
+    assert any(r == "JobDeleted" and job["metadata"]["name"] in m for r, m in warnings), warnings
+    assert any(r == "WorkflowDeleted" and workflow["metadata"]["name"] in m for r, m in warnings), warnings
+    env = {**os.environ, "KUBECONFIG": str(simcluster.kubeconfig)}
+    report = subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", "report", "wf-gone", "-n", sim_namespace,
+                             "-o", "json"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "was deleted before it finished" in report.stdout, report.stdout + report.stderr
+
+
 def fail_fast_workflow(kube, cert: dict[str, Any]) -> dict[str, Any]:
     """The Certification's first Workflow, compiled offline and written by hand, with the
     launcher's backoffLimit at 0 so a crashing launcher fails its TrainJob at once (the catalog
@@ -386,6 +446,26 @@ def test_an_nccl_crash_fails_naming_that_node(simcluster, sim_namespace, kube, c
     assert job_status["failureLog"]["exitCode"] != 0
     assert "WorkloadFailed" in event_reasons(kube, sim_namespace, "Job")
     assert "IterationsFailed" in event_reasons(kube, sim_namespace, "Workflow")
+
+
+def test_a_crash_repeated_on_its_node_is_blamed_without_waiting_out_the_backoff(simcluster, sim_namespace, kube, controller):
+    """The catalog's own retries (backoffLimit with the Job controller's back-off, about 11 minutes
+    to exhaust): the second identical crash on the node ends the Job, naming that node alone."""
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-repeat")
+    bad = nodes[1]
+    simcluster.set_fault(bad, "nccl-crash")
+    started = time.monotonic()
+    kube.create(certification(sim_namespace, "repeat", nodes, [{"domain": "communication", "variant": "nccl-loopback"}],
+                              timeoutPerJob="30m"))
+    life, _, _ = wait_terminal(kube, CERTIFICATIONS, "repeat", sim_namespace, timeout=180)
+    took = time.monotonic() - started
+    assert life == "Failed" and took < 120, f"{life} after {took:.0f} s"
+    workflow = kube.list(WORKFLOWS, sim_namespace).items[0]
+    succeeded, failed = node_results(kube, workflow)
+    assert [(f["name"], f["reason"]) for f in failed] == [(bad, "WorkloadFailed")]
+    assert succeeded == [nodes[0]]
+    (job,) = [j for j in kube.list(JOBS, sim_namespace).items if cond.lifecycle(j.get("status")) == "Failed"]
+    assert f"failed 2 times on node {bad}" in cond.condition(job["status"], cond.FAILED)["message"]
 
 
 def test_a_node_cordoned_mid_run_is_blamed_as_a_hardware_failure(simcluster, sim_namespace, kube, controller):
