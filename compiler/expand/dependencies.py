@@ -219,8 +219,27 @@ def rename_job_spec(job_spec: Mapping[str, Any], replacements: Mapping[str, str]
     return renamed
 
 
+#: The kinds a Workflow may ask the controller to create, by (API group, kind): what the catalog
+#: renders and the install's run role grants. The controller creates them with its own rights,
+#: so anything else (a Role, a ServiceAccount, a cluster-scoped object) is refused up front
+#: instead of being tried with them.
+ALLOWED_DEPENDENCY_KINDS = frozenset({
+    ("trainer.kubeflow.org", "TrainingRuntime"),
+    ("resource.nvidia.com", "ComputeDomain"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
+    ("", "PersistentVolumeClaim"),
+    ("", "ConfigMap"),
+})
+
+
+def _allowed(dep: Mapping[str, Any]) -> bool:
+    group = str(dep["apiVersion"]).rpartition("/")[0]
+    return (group, str(dep["kind"])) in ALLOWED_DEPENDENCY_KINDS
+
+
 def workflow_dependencies(workflow: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The Workflow's dependency list, checked: each one an object with a kind and a name, no ``when``."""
+    """The Workflow's dependency list, checked: each one an object with a kind and a name, of an
+    allowed kind (``ALLOWED_DEPENDENCY_KINDS``), no ``when``."""
     spec = sub(workflow, "spec")
     deps = spec.get("dependencies") or []
     if not isinstance(deps, list):
@@ -230,6 +249,11 @@ def workflow_dependencies(workflow: Mapping[str, Any]) -> list[Mapping[str, Any]
         path = f"spec.dependencies[{i}]"
         if not isinstance(dep, Mapping) or not isinstance(dep.get("apiVersion"), str) or not isinstance(dep.get("kind"), str):
             problems.append(error("InvalidDependency", path, "a dependency is an object with apiVersion and kind"))
+        elif not _allowed(dep):
+            kinds = ", ".join(f"{k} ({g or 'core'})" for g, k in sorted(ALLOWED_DEPENDENCY_KINDS, key=lambda x: x[1]))
+            problems.append(error("DependencyKindNotAllowed", f"{path}.kind",
+                                  f"{dep['kind']} ({dep['apiVersion']}) is not a kind the controller creates for a Workflow; "
+                                  f"allowed: {kinds}"))
         elif not _dep_name(dep):
             problems.append(error("InvalidDependency", f"{path}.metadata.name", "a dependency needs a name"))
         elif dep.get("when") is not None:

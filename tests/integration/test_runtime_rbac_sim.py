@@ -144,3 +144,93 @@ def test_the_controller_starts_under_the_install_role_without_logprofile_warning
     finally:
         tree.removeHandler(keep)
     assert [m for m in keep.messages if "LogProfile" in m] == []
+
+
+def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_another(simcluster, sim_namespace):
+    """alice may create Workflows in her namespace only. Her Workflows name another namespace in
+    ``spec.namespace`` and carry extra dependencies; the controller, with the install's default
+    (cluster-scoped) RBAC, writes only in her namespace and creates no kind outside the run kinds."""
+    from kubernetes import client as k8s
+
+    from nvcre.compiler.install import render_install
+    from nvcre.runtime import compile as compiler
+    from nvcre.runtime.controller import Controller, ControllerConfig
+    from nvcre.runtime.kube.client import ApiServerClient
+    from nvcre.runtime.kube.resources import CONFIGMAPS, JOBS, NODES, TRAINJOBS, WORKFLOWS, Resource
+    from nvcre.runtime.reconcile import conditions as cond
+    from nvcre.runtime.reconcile.context import Settings
+
+    admin = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
+    suffix = uuid.uuid4().hex[:6]
+    controller_ns, other = f"ctl-{suffix}", f"other-{suffix}"
+    kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
+    installed = [o for o in render_install([{"namespace": {"name": controller_ns}, "crds": {"install": False}}]).objects
+                 if o["kind"] in kinds]
+    alice_objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "alice", "namespace": sim_namespace}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "alice", "namespace": sim_namespace},
+         "rules": [{"apiGroups": ["nvcre.nvidia.com"], "resources": ["workflows"], "verbs": ["create", "get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "alice", "namespace": sim_namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "alice"},
+         "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}]},
+    ]
+    for obj in [*installed, *alice_objects]:
+        admin.apply(obj)
+    with simcluster.api_client() as api:
+        core = k8s.CoreV1Api(api)
+        manager_token = core.create_namespaced_service_account_token(
+            "nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}}).status.token
+        alice_token = core.create_namespaced_service_account_token(
+            "alice", sim_namespace, {"spec": {"expirationSeconds": 3600}}).status.token
+    own, alice = ApiServerClient(simcluster.api_client(token=manager_token)), ApiServerClient(simcluster.api_client(token=alice_token))
+    role_bindings = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-alice")
+    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
+                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
+    ctl = Controller(own, ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
+                                           leader_elect=False, install_logprofiles=False, settings=settings)).start()
+    try:
+        cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification",
+                "metadata": {"name": "alice", "namespace": sim_namespace, "uid": "00000000-0000-0000-0000-000000000000"},
+                "spec": {"target": {"nodeNames": nodes}, "timeoutPerJob": "3m",
+                         "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]}}
+        rendered = compiler.expand_certification(cert, compiler.cluster_facts(admin.list(NODES).items))[0]
+        rendered["metadata"].pop("ownerReferences", None)
+        planted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "planted-by-alice", "namespace": other},
+                   "data": {"a": "b"}}
+        grab = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "grab", "namespace": other},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}]}
+        elsewhere = {**rendered, "metadata": {**rendered["metadata"], "name": "elsewhere"},
+                     "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], planted]}}
+        escalate = {**rendered, "metadata": {**rendered["metadata"], "name": "escalate"},
+                    "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], grab]}}
+        alice.create(elsewhere)
+        alice.create(escalate)
+
+        def finished(name: str) -> tuple[str, str] | None:
+            status = admin.get(WORKFLOWS, name, sim_namespace).get("status")
+            life = cond.lifecycle(status)
+            return (life, str((cond.condition(status, life) or {}).get("message"))) if life in (cond.SUCCEEDED, cond.FAILED) else None
+
+        assert eventually(lambda: finished("elsewhere"), timeout=150, what="the first Workflow to finish")[0] == cond.SUCCEEDED
+        life, message = eventually(lambda: finished("escalate"), timeout=60, what="the second Workflow to fail")
+        assert life == cond.FAILED and "DependencyKindNotAllowed" in message and "RoleBinding" in message
+        assert [c["metadata"]["name"] for c in admin.list(CONFIGMAPS, other).items] == ["kube-root-ca.crt"]
+        assert not admin.list(JOBS, other).items and not admin.list(TRAINJOBS, other).items
+        assert not admin.list(role_bindings, other).items
+        (kept,) = [c for c in admin.list(CONFIGMAPS, sim_namespace).items if c["metadata"]["name"] == "planted-by-alice"]
+        assert kept["metadata"]["ownerReferences"][0]["name"] == "elsewhere"  # in her namespace, owned by her Workflow
+    finally:
+        ctl.stop()
+        own.close()
+        alice.close()
+        for obj in reversed([*installed, alice_objects[0]]):
+            if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
+                meta = obj["metadata"]
+                try:
+                    admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
+                except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
+                    pass
+        admin.close()
