@@ -112,7 +112,19 @@ class FailurePod:
     reason: str
 
 
-def _terminated(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:
+@dataclass(frozen=True)
+class Termination:
+    """A container's non-zero exit, from its current ``state`` or its ``lastState``."""
+
+    container: str
+    exit_code: int
+    reason: str
+    previous: bool
+    restarts: int
+
+
+def terminations(pod: Mapping[str, Any]) -> Iterable[Termination]:
+    """Every non-zero termination a pod reports, init containers first, the current state before the last."""
     status = pod.get("status") or {}
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or ():
@@ -120,11 +132,18 @@ def _terminated(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:
                 continue
             for state_key in ("state", "lastState"):
                 term = ((cs.get(state_key) or {}).get("terminated")) or None
-                if isinstance(term, Mapping):
-                    code = term.get("exitCode")
-                    if isinstance(code, int) and code != 0:
-                        yield str(cs.get("name", "")), code, str(term.get("reason") or "Error")
-                        break
+                if isinstance(term, Mapping) and isinstance(term.get("exitCode"), int) and term["exitCode"] != 0:
+                    yield Termination(str(cs.get("name", "")), int(term["exitCode"]), str(term.get("reason") or "Error"),
+                                      state_key == "lastState", int(cs.get("restartCount") or 0))
+
+
+def _terminated(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:
+    """The first non-zero termination of each container."""
+    seen: set[str] = set()
+    for term in terminations(pod):
+        if term.container not in seen:
+            seen.add(term.container)
+            yield term.container, term.exit_code, term.reason
 
 
 def choose_failure_pod(pods: Iterable[Mapping[str, Any]], *, prefer_launcher: bool = False) -> FailurePod | None:

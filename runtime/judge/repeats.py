@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .attribution import terminations
+
 __all__ = ["REPEATS_TO_STOP", "RepeatedFailure", "repeated_failure"]
 
 #: Identical failures on one node after which a workload is not retried again.
@@ -38,21 +40,6 @@ class RepeatedFailure:
                 f"{self.exit_code} ({self.reason}); the same failure twice on one node is not retried again")
 
 
-def _terminations(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:
-    status = pod.get("status") or {}
-    for key in ("initContainerStatuses", "containerStatuses"):
-        for cs in status.get(key) or ():
-            if not isinstance(cs, Mapping):
-                continue
-            states = [cs.get("state")]
-            if int(cs.get("restartCount") or 0) >= 1:
-                states.append(cs.get("lastState"))
-            for state in states:
-                term = (state or {}).get("terminated") if isinstance(state, Mapping) else None
-                if isinstance(term, Mapping) and isinstance(term.get("exitCode"), int) and term["exitCode"] != 0:
-                    yield str(cs.get("name") or ""), int(term["exitCode"]), str(term.get("reason") or "Error")
-
-
 def repeated_failure(pods: Iterable[Mapping[str, Any]]) -> RepeatedFailure | None:
     """The first failure (by node, container, exit code) seen ``REPEATS_TO_STOP`` times, or None."""
     seen: Counter[tuple[str, str, int, str]] = Counter()
@@ -60,7 +47,8 @@ def repeated_failure(pods: Iterable[Mapping[str, Any]]) -> RepeatedFailure | Non
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if not node:
             continue
-        for container, code, reason in _terminations(pod):
-            seen[(node, container, code, reason)] += 1
+        for term in terminations(pod):
+            if not term.previous or term.restarts >= 1:  # a last state counts once the container restarted
+                seen[(node, term.container, term.exit_code, term.reason)] += 1
     repeated = sorted(RepeatedFailure(*key, count) for key, count in seen.items() if count >= REPEATS_TO_STOP)
     return repeated[0] if repeated else None

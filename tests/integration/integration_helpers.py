@@ -51,3 +51,15 @@ def eventually(check: Callable[[], Any], *, timeout: float = 30.0, what: str) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(0.25)
+
+
+def remove_cluster_objects(admin: Any, objects: list[dict[str, Any]]) -> None:
+    """Delete, newest first, the ClusterRoles, ClusterRoleBindings and Namespaces among ``objects``
+    (a namespaced object goes with its namespace); best effort, for test cleanup."""
+    for obj in reversed(objects):
+        if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
+            meta = obj["metadata"]
+            try:
+                admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
+            except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
+                pass

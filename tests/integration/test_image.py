@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, remove_cluster_objects
 
 from nvcre.testing.pytest_plugin import _unavailable
 
@@ -212,13 +212,7 @@ def installed(simcluster) -> Iterator[tuple[Any, str, Path]]:
         yield admin, namespace, mount
     finally:
         shutil.rmtree(mount, ignore_errors=True)
-        for obj in reversed(objects):
-            if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
-                meta = obj["metadata"]
-                try:
-                    admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
-                except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
-                    pass
+        remove_cluster_objects(admin, objects)
         admin.close()
 
 

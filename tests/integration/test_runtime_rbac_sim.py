@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, remove_cluster_objects
 
 pytestmark = pytest.mark.integration
 
@@ -52,13 +52,7 @@ def restricted(simcluster) -> Iterator[tuple[Any, Any, str]]:
         yield admin, own, controller_ns
     finally:
         own.close()
-        for obj in reversed(objects):
-            if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
-                meta = obj["metadata"]
-                try:
-                    admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
-                except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
-                    pass
+        remove_cluster_objects(admin, objects)
         admin.close()
 
 
@@ -226,11 +220,5 @@ def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_ano
         ctl.stop()
         own.close()
         alice.close()
-        for obj in reversed([*installed, alice_objects[0]]):
-            if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
-                meta = obj["metadata"]
-                try:
-                    admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
-                except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
-                    pass
+        remove_cluster_objects(admin, [*installed, alice_objects[0]])
         admin.close()
