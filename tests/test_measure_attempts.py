@@ -105,3 +105,19 @@ def test_without_interruptions_combine_changes_nothing() -> None:
     parse = _second_attempt()
     current = calculate_goodput(parse, at(200))
     assert combine(PriorAttempts(), current, parse, at(200)) is current
+
+
+def test_an_attempt_resumed_at_the_last_checkpoint_keeps_the_runs_steps() -> None:
+    """The last attempt loads the checkpoint of the final iteration and logs no step: the run's
+    goodput is the earlier attempts', not "no data" (this made a checkpoint test fail at random)."""
+    from nvcre.runtime.measure.attempts import has_steps
+
+    nothing_left = TrainingParse(application_start=at(100))
+    prior = PriorAttempts(interruptions=1, wall_start=at(0), warmup=5.0, non_warmup=40.0, highest_step=200,
+                          checkpoint_step=200, interrupted_at=at(90))
+    assert has_steps(prior, nothing_left)
+    assert not has_steps(PriorAttempts(), nothing_left)
+    assert not has_steps(PriorAttempts(interruptions=1), nothing_left)  # interrupted before any step
+    whole = combine(prior, calculate_goodput(nothing_left, at(110)), nothing_left, at(110))
+    assert (whole.highest_step, whole.last_checkpoint_step) == (200, 200)
+    assert whole.training_time == 110.0 and whole.reschedule_time == 10.0

@@ -174,3 +174,12 @@ def combine(prior: PriorAttempts, current: Goodput, parse: TrainingParse, now: d
         last_checkpoint_step=current.last_checkpoint_step or prior.checkpoint_step,
         highest_step=max(prior.highest_step, current.highest_step),
     )
+
+
+def has_steps(prior: PriorAttempts, parse: TrainingParse) -> bool:
+    """Whether the run logged a training step in any attempt.
+
+    An attempt that resumes from a checkpoint taken at the last iteration has nothing left to
+    train and logs no step; the run still trained, in the attempts before it, so its goodput is
+    the earlier attempts' (``combine`` with an empty current attempt), not "no data"."""
+    return bool(parse.steps) or (prior.interruptions > 0 and prior.highest_step > 0)

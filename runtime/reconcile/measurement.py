@@ -399,14 +399,14 @@ class MeasurementReconciler:
                 fields["transport"] = transport
             return fields
         parsed_training = training.parse_training(text, spec)
-        if not parsed_training.steps:
+        prior = attempts.PriorAttempts.from_json(annotations_of(measurement or {}).get(attempts.PRIOR_ANNOTATION))
+        if not attempts.has_steps(prior, parsed_training):
             return {}
         now = parse_time(completed_at) or self.ctx.clock.now()
-        prior = attempts.PriorAttempts.from_json(annotations_of(measurement or {}).get(attempts.PRIOR_ANNOTATION))
         goodput = attempts.combine(prior, training.calculate_goodput(parsed_training, now), parsed_training, now)
         out: dict[str, Any] = dict(goodput.status_fields())
         out["highestStep"] = goodput.highest_step
-        out["currentStep"] = parsed_training.steps[-1].iteration
+        out["currentStep"] = parsed_training.steps[-1].iteration if parsed_training.steps else goodput.highest_step
         out["lastCheckpointStep"] = goodput.last_checkpoint_step
         last_checkpoint = parsed_training.last_checkpoint
         if last_checkpoint is not None and last_checkpoint.timestamp is not None:
@@ -415,13 +415,13 @@ class MeasurementReconciler:
             out["interruptionCount"] = prior.interruptions
             out["priorWarmupTimeSec"] = f"{prior.warmup:.2f}"
             out["priorNonWarmupTimeSec"] = f"{prior.non_warmup:.2f}"
-            # The new attempt logged a step: the interruption is accounted for.
+            # The new attempt ran (and logged its steps, if it had any left): the interruption is accounted for.
             out["pendingInterruption"] = None
         if parsed_training.log_interval:
             out["logInterval"] = parsed_training.log_interval
         if parsed_training.application_start is not None:
             out["applicationStartTime"] = format_time(parsed_training.application_start)
-        last = parsed_training.steps[-1].timestamp
+        last = parsed_training.steps[-1].timestamp if parsed_training.steps else None
         if last is not None:
             out["lastStepTimestamp"] = format_time(last)
         return out

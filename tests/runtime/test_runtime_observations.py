@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre.runtime.clock import Clock
@@ -86,3 +86,25 @@ def test_a_workload_never_seen_running_never_times_out_and_no_workload_counts_fr
     assert _timed_out("2026-01-02T00:00:00Z", {"workloadRef": {"name": "w"}}) == ""
     group = {"startTime": "2026-01-01T00:00:00Z"}
     assert _timed_out("2026-01-01T00:11:00Z", {}, group) == "Job exceeded timeoutPerJob"
+
+
+def test_a_final_attempt_with_no_step_left_reports_the_runs_goodput() -> None:
+    """The last attempt resumed at the final checkpoint and logged no step: the measurement completes
+    with the earlier attempts' numbers (it used to raise on the missing last step, then say "no data")."""
+    from nvcre.compiler.logprofiles import builtin_logprofiles
+    from nvcre.runtime.kube.resources import GOODPUT_MEASUREMENTS
+    from nvcre.runtime.measure.attempts import PRIOR_ANNOTATION, PriorAttempts
+    from nvcre.runtime.measure.timefmt import rfc3339
+    from nvcre.runtime.reconcile.measurement import MeasurementReconciler
+
+    profile = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "megatron-training")
+    start = datetime(2026, 12, 4, 5, 0, tzinfo=UTC)
+    prior = PriorAttempts(interruptions=1, wall_start=start, warmup=5.0, non_warmup=40.0, highest_step=200,
+                          checkpoint_step=200, interrupted_at=start + timedelta(seconds=90))
+    measurement = {"metadata": {"annotations": {PRIOR_ANNOTATION: prior.to_json()}}}
+    reconciler = MeasurementReconciler.__new__(MeasurementReconciler)  # _fields needs no context with a completion time
+    log = "[after Megatron is loaded] loading checkpoint from /mnt/workspace/checkpoints at iteration 200\n"
+    fields = reconciler._fields(GOODPUT_MEASUREMENTS, profile, log, rfc3339(start + timedelta(seconds=110)), measurement)
+    assert fields["highestStep"] == 200 and fields["currentStep"] == 200 and fields["lastCheckpointStep"] == 200
+    assert fields["interruptionCount"] == 1 and fields["pendingInterruption"] is None
+    assert "lastStepTimestamp" not in fields
