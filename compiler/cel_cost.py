@@ -31,17 +31,14 @@ MAX_HEALTH_STEPS = 10_000
 UNBOUNDED = 1 << 62
 
 
-@lru_cache(maxsize=256)
-def _tree(expression: str) -> Any:
-    import celpy  # loaded only when an expression is estimated
-
-    return celpy.Environment().compile(expression)
-
-
+@lru_cache(maxsize=1024)
 def estimated_steps(expression: str, collection_size: int) -> int | None:
-    """The estimated steps of ``expression`` with collections of ``collection_size``, or None when it does not parse."""
+    """The estimated steps of ``expression`` with collections of ``collection_size``, or None when it
+    does not parse (cached: the controller asks again for every node it judges)."""
+    from .cel_program import parse_expression  # loads cel-python only when an expression is estimated
+
     try:
-        tree = _tree(expression)
+        tree = parse_expression(expression)
     except Exception:  # noqa: BLE001 - cel-python raises parse errors of several types; compile reports them
         return None
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-__all__ = ["CelOutcome", "compile_expression", "run_bool", "run_threshold"]
+__all__ = ["CelOutcome", "compile_expression", "parse_expression", "run_bool", "run_threshold"]
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,17 @@ class CelOutcome:
 
 
 @lru_cache(maxsize=1024)
+def parse_expression(expression: str) -> Any:
+    """The parse tree of ``expression`` (cached); raises cel-python's parse errors."""
+    return celpy.Environment().compile(expression)
+
+
+@lru_cache(maxsize=1024)
 def compile_expression(expression: str) -> tuple[Any, str | None]:
     """(program, None), or (None, the compile error's first line)."""
     env = celpy.Environment()
     try:
-        return env.program(env.compile(expression)), None
+        return env.program(parse_expression(expression)), None
     except Exception as exc:  # noqa: BLE001 - cel-python raises parse errors of several types
         return None, _parse_problem(exc)
 

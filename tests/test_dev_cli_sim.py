@@ -81,9 +81,9 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
 
 
-@pytest.mark.integration
-@pytest.mark.sim
-def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pytest.FixtureRequest) -> None:
+@pytest.fixture
+def no_dev_cluster(request: pytest.FixtureRequest) -> None:
+    """The simulated cluster's binaries are built and no development cluster runs on this machine."""
     from nvcre.testing import binaries, simsession
 
     if simsession.read_state() is not None:
@@ -93,6 +93,13 @@ def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(request: pyte
 
     _ensure_sim_built(request)
     assert binaries.openssl() is not None
+
+
+@pytest.mark.integration
+@pytest.mark.sim
+def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(no_dev_cluster: None) -> None:
+    from nvcre.testing import simsession
+
     up = invoke("up", "--profile", "gb200", "--nodes", "4", "--system-nodes", "1", "--detach")
     assert up.exit_code == 0, up.output
     state = simsession.read_state()
@@ -155,14 +162,10 @@ def test_a_recorded_supervisor_is_known_by_pid_and_start_time_whatever_its_comma
 
 @pytest.mark.integration
 @pytest.mark.sim
-def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(request: pytest.FixtureRequest) -> None:
+def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(no_dev_cluster: None) -> None:
     """The installed command in the foreground, as its banner tells a user to use the others beside it."""
     from nvcre.testing import simsession
-    from nvcre.testing.pytest_plugin import _ensure_sim_built
 
-    if simsession.read_state() is not None:
-        pytest.skip("a development simulated cluster is already running on this machine")
-    _ensure_sim_built(request)
     nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
     up = subprocess.Popen([nvcrectl, "dev", "up", "--profile", "h100", "--nodes", "1"], stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, error
 
-__all__ = ["TRAIN_SCRIPT_COUNTS", "is_count", "training_count_problems"]
+__all__ = ["TRAIN_SCRIPT_COUNTS", "count_error", "is_count", "training_count_problems"]
 
 #: variables the training script (catalog/_lib/scripts/train.sh.j2) reads as whole numbers
 TRAIN_SCRIPT_COUNTS = frozenset({

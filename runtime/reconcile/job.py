@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from nvcre.compiler.compose import parse_duration
@@ -345,7 +345,7 @@ class JobReconciler:
     def _goodput(self, job: Mapping[str, Any]) -> dict[str, Any] | None:
         return self.ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace_of(job))
 
-    def _never_placed(self, job: dict[str, Any], blocked: list[dict[str, Any]], now: Any, grace: float) -> bool:
+    def _never_placed(self, job: dict[str, Any], blocked: list[dict[str, Any]], now: datetime, grace: float) -> bool:
         """Fail the Job, blaming no node, once its pods have waited the controller's bound on nodes
         where no eviction could make room (``judge/scheduling.py``); True when it failed."""
         since = parse_time((job.get("status") or {}).get("schedulingBlockedSince"))

@@ -3,6 +3,7 @@ conditions, throw-away namespaces and polling."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -56,10 +57,10 @@ def eventually(check: Callable[[], Any], *, timeout: float = 30.0, what: str) ->
 def remove_cluster_objects(admin: Any, objects: list[dict[str, Any]]) -> None:
     """Delete, newest first, the ClusterRoles, ClusterRoleBindings and Namespaces among ``objects``
     (a namespaced object goes with its namespace); best effort, for test cleanup."""
+    from nvcre.runtime.kube.errors import ApiError
+
     for obj in reversed(objects):
         if obj["kind"] in ("ClusterRole", "ClusterRoleBinding", "Namespace"):
             meta = obj["metadata"]
-            try:
+            with contextlib.suppress(ApiError):  # already gone, or going with its namespace
                 admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
-            except Exception:  # noqa: BLE001 - best-effort cleanup of cluster-scoped test objects
-                pass
