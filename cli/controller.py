@@ -26,6 +26,10 @@ def controller(
         "30m", "--never-schedulable-timeout",
         help="How long a Job's pods may wait on nodes where no eviction makes room (taint, selector, cordon) before it fails.",
     ),
+    compute_domain_timeout: str = typer.Option(
+        "10m", "--compute-domain-timeout",
+        help="How long a Job's ComputeDomain (GB200/GB300 multi-node NVLink) may stay not Ready before the Job fails.",
+    ),
 ) -> None:
     """Run until SIGTERM or Ctrl-C."""
     from nvcre.runtime.main import OptionError, Options, serve
@@ -41,6 +45,7 @@ def controller(
         log_level=log_level,
         namespace_access_timeout=namespace_access_timeout,
         never_schedulable_timeout=never_schedulable_timeout,
+        compute_domain_timeout=compute_domain_timeout,
     )
     try:
         code = serve(options)

@@ -38,6 +38,7 @@ class Options:
     log_level: str = "info"
     namespace_access_timeout: str = "10m"
     never_schedulable_timeout: str = "30m"
+    compute_domain_timeout: str = "10m"
 
     def check(self) -> None:
         for flag, value in (
@@ -53,7 +54,8 @@ class Options:
         from nvcre.compiler.compose import parse_duration
 
         for flag, raw in (("--namespace-access-timeout", self.namespace_access_timeout),
-                          ("--never-schedulable-timeout", self.never_schedulable_timeout)):
+                          ("--never-schedulable-timeout", self.never_schedulable_timeout),
+                          ("--compute-domain-timeout", self.compute_domain_timeout)):
             try:
                 if parse_duration(raw) <= 0:
                     raise ValueError("must be positive")
@@ -87,7 +89,8 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
         lease_namespace=options.lease_namespace,
         workers=options.workers,
         settings=Settings(namespace_access_timeout=parse_duration(options.namespace_access_timeout),
-                          never_schedulable_timeout=parse_duration(options.never_schedulable_timeout)),
+                          never_schedulable_timeout=parse_duration(options.never_schedulable_timeout),
+                          compute_domain_timeout=parse_duration(options.compute_domain_timeout)),
     )
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
     try:
@@ -112,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--never-schedulable-timeout", default="30m",
                         help="how long a Job's pods may stay unschedulable on every node for a reason no eviction "
                              "clears (taint, selector, cordon, too large a request) before it fails (Go duration)")
+    parser.add_argument("--compute-domain-timeout", default="10m",
+                        help="how long a Job's ComputeDomain may stay not Ready after launch before the Job fails "
+                             "(Go duration)")
     return parser
 
 
@@ -128,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         namespace_access_timeout=args.namespace_access_timeout,
         never_schedulable_timeout=args.never_schedulable_timeout,
+        compute_domain_timeout=args.compute_domain_timeout,
     )
     try:
         return serve(options)

@@ -28,9 +28,10 @@ from typing import Any
 
 from . import binaries
 from .controlplane import ControlPlane
-from .crds import crd_files, project_crd_dir, sim_crd_dir
+from .crds import apply_crds, crd_files, project_crd_dir, sim_crd_dir
 from .errors import ControlPlaneError
 from .simcontrollers import apply_objects, start_jobset, start_kwok, start_trainer
+from .simdomains import DomainSimulator, channel_device_class, channel_slice, channel_slice_name, compute_domain_crd, has_mnnvl
 from .simfaults import NO_FAULT, XID_CONDITION, Fault, parse_fault, xid_condition
 from .simplayer import Player
 from .simprofiles import (
@@ -157,7 +158,9 @@ class SimCluster:
     ``faults`` maps node names to fault specs (``{"gpu-0": "slow-link:0.5"}``).
     ``system_nodes`` CPU-only nodes (``system-0``, ...) are registered too, for pods
     that need no GPU. ``project_crds=False`` leaves the nvcre CRDs out, as on a cluster
-    where ``nvcrectl setup init`` has not run yet.
+    where ``nvcrectl setup init`` has not run yet. ``compute_domains=False`` leaves out the
+    ComputeDomain API and its simulated DRA driver (:mod:`nvcre.testing.simdomains`), as on
+    a cluster without NVIDIA's DRA driver.
     """
 
     def __init__(
@@ -174,6 +177,7 @@ class SimCluster:
         start_timeout: float = 120.0,
         system_nodes: int = 0,
         project_crds: bool = True,
+        compute_domains: bool = True,
         capacity: Capacity = Capacity(),
     ) -> None:
         if system_nodes < 0:
@@ -181,6 +185,7 @@ class SimCluster:
         self._initial = (profile, nodes, platform, prefix)
         self._system_nodes = system_nodes
         self._project_crds = project_crds
+        self._compute_domains = compute_domains
         self._initial_faults = {k: parse_fault(v) for k, v in (faults or {}).items()}
         self.seed = seed
         self.capacity = capacity
@@ -198,6 +203,7 @@ class SimCluster:
         self._lock = threading.RLock()
         self._counter: dict[str, int] = {}
         self.player: Player | None = None
+        self.domains: DomainSimulator | None = None
         self.kwok_port: int | None = None
         self.started_at: float | None = None
         self.timings: dict[str, float] = {}
@@ -222,6 +228,9 @@ class SimCluster:
             own = (project_crd_dir(),) if self._project_crds else ()
             crds = [p for d in (*own, *found.crd_dirs) for p in crd_files(d)]
             self.plane.install_crds(crds)
+            if self._compute_domains:
+                with self.plane.api_client() as api_client:
+                    apply_crds(api_client, [compute_domain_crd()])
             self.timings["crds"] = time.monotonic() - t1
             t2 = time.monotonic()
             start_jobset(self.plane, found.jobset)
@@ -229,6 +238,11 @@ class SimCluster:
             self.kwok_port = start_kwok(self.plane, found.kwok, lease_seconds=self.capacity.node_lease_seconds)
             with self.plane.api_client() as api_client:
                 apply_objects(api_client, [*all_stages(found.stage_dir), *gpu_operator_objects()])
+                if self._compute_domains:
+                    apply_objects(api_client, [channel_device_class()])
+            if self._compute_domains:
+                self.domains = DomainSimulator(self.plane.api_client, self.imex_down)
+                self.domains.start()
             self.timings["controllers"] = time.monotonic() - t2
             assert self.plane.workdir is not None
             self.player = Player(
@@ -255,6 +269,9 @@ class SimCluster:
 
     def stop(self) -> None:
         """Stop the player, then every process (newest first), and remove the work dir."""
+        if self.domains is not None:
+            self.domains.stop()
+            self.domains = None
         if self.player is not None:
             self.player.stop()
             self.player = None
@@ -311,6 +328,10 @@ class SimCluster:
         with self._lock:
             return self._faults.get(node, NO_FAULT)
 
+    def imex_down(self, node: str) -> bool:
+        """Whether ``node``'s IMEX daemon is kept from joining a ComputeDomain (the ``imex-down`` fault)."""
+        return self.fault_of(node).kind == "imex-down"
+
     def trigger_xid(self, node: str) -> None:
         """What a GPU health agent does after an Xid: a False health condition, then a cordon."""
         from kubernetes import client
@@ -366,6 +387,8 @@ class SimCluster:
                     core.create_node(body, _preload_content=False)
                     if prof.dra:
                         apply_objects(api_client, [resource_slice(name, prof)])
+                    if self._compute_domains and has_mnnvl(prof):
+                        apply_objects(api_client, [channel_slice(name, prof)])
 
         workers = max(1, min(workers, count))
         if workers == 1:
@@ -416,10 +439,15 @@ class SimCluster:
                 except ApiException as exc:
                     if exc.status != 404:
                         raise
+                slices = []
                 if prof is not None and prof.dra:
+                    slices.append(f"{name}-gpu.nvidia.com")
+                if prof is not None and self._compute_domains and has_mnnvl(prof):
+                    slices.append(channel_slice_name(name))
+                for slice_name in slices:
                     try:
                         client.CustomObjectsApi(api_client).delete_cluster_custom_object(
-                            "resource.k8s.io", "v1", "resourceslices", f"{name}-gpu.nvidia.com"
+                            "resource.k8s.io", "v1", "resourceslices", slice_name
                         )
                     except ApiException as exc:
                         if exc.status != 404:

@@ -81,6 +81,7 @@ class NcclOutcome:
 
     bus_bandwidth_gbps: float  # peak bus bandwidth of the largest messages
     transport: str  # "IB" or "Socket"
+    mnnvl: bool = False  # the ranks share one multi-node NVLink domain (a ComputeDomain's IMEX channel)
     crash_node: str | None = None  # a rank on this node dies with an NCCL error
     seconds: float = 3.0  # wall time of the size sweep
     hang_at: float | None = None  # stop printing after this fraction of the sweep
@@ -162,7 +163,7 @@ def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[
             f"#  Rank {index:2d} Group  0 Pid {rank.pid:6d} on {rank.node:>10s} device {rank.device:2d} "
             f"[0000:{0x18 + 0x10 * rank.device:02x}:00] {rank.gpu_name}"
         )
-    lines.extend(_nccl_init(ranks, nodes, outcome.transport))
+    lines.extend(_nccl_init(ranks, nodes, outcome.transport, mnnvl=outcome.mnnvl))
     timeline: list[LogLine] = [LogLine(0.05 * i / max(len(lines), 1), t) for i, t in enumerate(lines)]
 
     if outcome.crash_node is not None:
@@ -248,8 +249,11 @@ def _nccl_table_header() -> list[str]:
     ]
 
 
-def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str) -> list[str]:
-    """NCCL INFO lines of communicator set-up (first rank per node), naming the network."""
+def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str, *, mnnvl: bool = False) -> list[str]:
+    """NCCL INFO lines of communicator set-up (first rank per node), naming the network.
+
+    With ``mnnvl`` every rank is in one NVLink clique: NCCL reports ``MNNVL 1`` and one node,
+    and its channels run over ``P2P/MNNVL`` instead of the network."""
     out: list[str] = []
     seen: set[str] = set()
     n = len(ranks)
@@ -274,6 +278,14 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str) -> l
             out.append(f"{p} NCCL INFO NET/Socket : Using [0]eth0:{ip}<0>")
             out.append(f"{p} NCCL INFO Initialized NET plugin Socket")
         out.append(f"{p} NCCL INFO Using network {transport}")
+        if mnnvl:
+            clique = 0x7F00 + len(nodes)
+            out.append(f"{p} NCCL INFO MNNVL busId 0x1801000 fabric UUID 5e1e0000.0 cliqueId 0x{clique:x} state 3 healthMask 0x0")
+            out.append(
+                f"{p} NCCL INFO MNNVL 1 cliqueId {clique:x} cliqueSize {n} cliqueRank {index} nvlDomainSize {n}"
+            )
+            out.append(f"{p} NCCL INFO comm 0x{0x5555569a0000 + index * 0x2940:x} rank {index} nRanks {n} nNodes 1 "
+                       f"localRanks {n} localRank {index} MNNVL 1")
         out.append(
             f"{p} NCCL INFO [Rank {index}] ncclCommInitRankConfig comm 0x{0x5555569a0000 + index * 0x2940:x} "
             f"rank {index} nranks {n} cudaDev {rank.device} nvmlDev {rank.device} - Init START"
@@ -283,6 +295,9 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str) -> l
         peer = next(i for i, r in enumerate(ranks) if r.node != first.node)
         p = f"{first.node}:{first.pid}:{first.pid} [{first.device}]"
         for channel in range(2):
+            if mnnvl:
+                out.append(f"{p} NCCL INFO Channel {channel:02d}/0 : 0[0] -> {peer}[0] via P2P/MNNVL")
+                continue
             out.append(f"{p} NCCL INFO Channel {channel:02d}/0 : {peer}[0] -> 0[0] [receive] via NET/{transport}/{channel}")
             out.append(f"{p} NCCL INFO Channel {channel:02d}/0 : 0[0] -> {peer}[0] [send] via NET/{transport}/{channel}")
         out.append(f"{p} NCCL INFO Connected all rings, use ring PXN 0 GDR 1")

@@ -62,6 +62,8 @@ XID_DELAY_SECONDS = 1.0
 # on from the last version seen.
 WATCH_SECONDS = 5
 CRASH_EXIT_CODE = 1
+#: the names the catalog gives a worker's claim on its ComputeDomain's IMEX channel
+CHANNEL_CLAIMS = ("compute-domain", "compute-domain-channel")
 
 
 class ClusterView(Protocol):
@@ -151,6 +153,12 @@ class LogWriter(threading.Thread):
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
+
+
+def claims_channel(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` claims a ComputeDomain's IMEX channel (the claim names the catalog gives it)."""
+    claims = (pod.get("spec") or {}).get("resourceClaims") or []
+    return any(c.get("name") in CHANNEL_CLAIMS for c in claims)
 
 
 def _owned_by_job(pod: Mapping[str, Any]) -> bool:
@@ -261,7 +269,8 @@ def decide(
     prof = next((p for p in profiles if p is not None), None) or view.profile_of(node)
     preset = (meta.get("annotations") or {}).get(EXIT_CODE)
     preset_code = int(preset) if preset is not None and str(preset).lstrip("-").isdigit() else None
-    hang = [n for n, f in faults.items() if f.kind in ("hang", "xid")]
+    hangs = ("hang", "xid", "imex-down") if any(claims_channel(p) for p in [pod, *workers]) else ("hang", "xid")
+    hang = [n for n, f in faults.items() if f.kind in hangs]
     attempt = attempt_key(pod)
     once = tuple(n for n, f in faults.items() if f.kind == "crash-once" and memory.crash_once.get(n, attempt) == attempt)
     crash = next((n for n, f in faults.items() if f.kind == "nccl-crash" or n in once), None)
@@ -283,11 +292,15 @@ def decide(
             ranks = [Rank(node, d, 1, _gpu_name(view, node)) for d in range(ppn)]
             transport = "Socket"
             nominal = prof.loopback_bus_bandwidth_gbps if prof else 100.0
-        if transport == "Socket" and workload.kind == "nccl-mpi":
+        # Ranks that all hold their ComputeDomain's channel talk over multi-node NVLink (the
+        # compiler keeps a GB group inside one clique); anything else crosses the network.
+        mnnvl = workload.kind == "nccl-mpi" and bool(prof and prof.nvlink_domains) and all(claims_channel(p) for p in workers)
+        if transport == "Socket" and workload.kind == "nccl-mpi" and not mnnvl:
             nominal = min(nominal, 11.0)  # a 100 GbE-class TCP path
         outcome = NcclOutcome(
             bus_bandwidth_gbps=nominal * quality,
             transport=transport,
+            mnnvl=mnnvl,
             crash_node=crash,
             hang_at=0.5 if hang else None,
             seed=pod_seed,
@@ -498,6 +511,8 @@ class Player:
             self._handled.add(uid)
             return
         self._handled.add(uid)
+        if claims_channel(pod) and self._view.fault_of(node).kind == "imex-down":
+            return  # its channel is never prepared: on a node the container would never start
         try:
             self._play(core, custom, pod)
         except Exception:  # one bad pod must not stop the player

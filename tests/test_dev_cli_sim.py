@@ -1,12 +1,11 @@
 """`nvcrectl dev up/env/fault/status/down`: bad input exits 2 before anything starts, no
-cluster is reported plainly, and (integration) a GB200 cluster comes up and goes away
-leaving no process and no state behind."""
+cluster is reported plainly, and (integration) a GB200 or GB300 cluster comes up, certifies an
+all-reduce over multi-node NVLink, and goes away leaving no process and no state behind."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -97,10 +96,14 @@ def no_dev_cluster(request: pytest.FixtureRequest) -> None:
 
 @pytest.mark.integration
 @pytest.mark.sim
-def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(no_dev_cluster: None) -> None:
+@pytest.mark.parametrize("prof", ["gb200", "gb300"])
+def test_dev_up_gb_runs_an_all_reduce_over_nvlink_and_dev_down_leaves_nothing(no_dev_cluster: None, prof: str, tmp_path: Path) -> None:
+    """As a user runs it: `dev up --with-controller` (the controller as `python -m nvcre.runtime`),
+    then the installed `nvcrectl certification run --wait`; the all-reduce spans trays over the
+    ComputeDomain's IMEX channel, so it measures NVLink bandwidth, not the nodes' Ethernet."""
     from nvcre.testing import simsession
 
-    up = invoke("up", "--profile", "gb200", "--nodes", "4", "--system-nodes", "1", "--detach")
+    up = invoke("up", "--profile", prof, "--nodes", "4", "--system-nodes", "1", "--with-controller", "--detach")
     assert up.exit_code == 0, up.output
     state = simsession.read_state()
     try:
@@ -108,35 +111,38 @@ def test_dev_up_gb200_serves_trainjobs_and_dev_down_leaves_nothing(no_dev_cluste
         kubeconfig = state["kubeconfig"]
         assert f"export KUBECONFIG={kubeconfig}" in up.output
         env = {**os.environ, "KUBECONFIG": kubeconfig}
-        kubectl = shutil.which("kubectl")
-        if kubectl:
-            out = subprocess.run(
-                [kubectl, "get", "nodes", "-o", "json"], env=env, capture_output=True, text=True, check=True
-            ).stdout
-            nodes = json.loads(out)["items"]
-            resources = subprocess.run(
-                [kubectl, "api-resources", "-o", "name"], env=env, capture_output=True, text=True, check=True
-            ).stdout.split()
-        else:
-            from kubernetes import client, config
+        from kubernetes import client, config
 
-            with config.new_client_from_config(config_file=kubeconfig) as api_client:
-                nodes = [api_client.sanitize_for_serialization(n) for n in client.CoreV1Api(api_client).list_node().items]
-                groups = client.ApisApi(api_client).get_api_versions().groups
-                resources = [f"trainjobs.{g.name}" for g in groups if g.name == "trainer.kubeflow.org"]
-                resources += [f"jobsets.{g.name}" for g in groups if g.name == "jobset.x-k8s.io"]
-        assert sorted(n["metadata"]["name"] for n in nodes) == [*(f"gb200-onprem-{i}" for i in range(4)), "system-0"]
+        with config.new_client_from_config(config_file=kubeconfig) as api_client:
+            nodes = [api_client.sanitize_for_serialization(n) for n in client.CoreV1Api(api_client).list_node().items]
+            groups = {g.name for g in client.ApisApi(api_client).get_api_versions().groups}
+        assert sorted(n["metadata"]["name"] for n in nodes) == [*(f"{prof}-onprem-{i}" for i in range(4)), "system-0"]
         for node in nodes:
             conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
             assert conditions["Ready"] == "True"
             gpu = node["metadata"]["name"] != "system-0"
-            assert node["metadata"]["labels"].get("nvidia.com/gpu.product") == ("NVIDIA-GB200" if gpu else None)
-        assert "dev fault gb200-onprem-3=" in up.output  # the example names a GPU node
-        assert "trainjobs.trainer.kubeflow.org" in resources and "jobsets.jobset.x-k8s.io" in resources
+            assert node["metadata"]["labels"].get("nvidia.com/gpu.product") == (f"NVIDIA-{prof.upper()}" if gpu else None)
+        assert f"dev fault {prof}-onprem-3=" in up.output  # the example names a GPU node
+        assert {"trainer.kubeflow.org", "jobset.x-k8s.io", "resource.nvidia.com"} <= groups
+
+        nvcrectl = Path(sys.executable).with_name("nvcrectl")
+        results = tmp_path / "results.json"
+        run = subprocess.run(
+            [str(nvcrectl), "certification", "run", "--category", "communication/nccl-all-reduce",
+             "--name", f"mnnvl-{prof}", "--wait", "--timeout", "4m", "--results-file", str(results)],
+            env=env, capture_output=True, text=True, timeout=300, check=False,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "Result:       PASSED" in run.stdout
+        (category,) = json.loads(results.read_text())["categories"]
+        assert category["status"] == "Succeeded"
+        peak = max(float(row["busBW"].split()[0]) for row in category["bandwidth"])
+        assert peak > 500, category["bandwidth"]  # NVLink; the nodes' Ethernet gives about 11 GB/s
+
         status = json.loads(invoke("status", "-o", "json").output)
         assert status["running"] and len(status["nodes"]) == 5
-        changed = invoke("fault", "gb200-onprem-1=cordon")
-        assert changed.exit_code == 0 and "gb200-onprem-1: cordon" in changed.output
+        changed = invoke("fault", f"{prof}-onprem-1=cordon")
+        assert changed.exit_code == 0 and f"{prof}-onprem-1: cordon" in changed.output
     finally:
         down = invoke("down")
     assert down.exit_code == 0 and "stopped the simulated cluster" in down.output

@@ -55,6 +55,7 @@ COMMENTS: dict[str, str] = {
     "manager.logLevel": "debug, info, warning or error.",
     "manager.namespaceAccessTimeout": "How long a run waits for access to its namespace (a duration such as 10m).",
     "manager.neverSchedulableTimeout": "How long a Job's pods may wait on nodes where no eviction makes room before it fails.",
+    "manager.computeDomainTimeout": "How long a Job's ComputeDomain may stay not Ready before the Job fails.",
     "manager.resources": "Container resources (passed through as given).",
     "manager.nodeSelector": "Node selector for the controller pod (passed through as given).",
     "manager.tolerations": "Tolerations for the controller pod (passed through as given).",
@@ -71,6 +72,7 @@ _STRING_RULES: dict[str, dict[str, Any]] = {
     "manager.logLevel": {"enum": list(LOG_LEVELS)},
     "manager.namespaceAccessTimeout": {"pattern": DURATION},
     "manager.neverSchedulableTimeout": {"pattern": DURATION},
+    "manager.computeDomainTimeout": {"pattern": DURATION},
 }
 _ITEM_RULES: dict[str, dict[str, Any]] = {
     "rbac.runNamespaces": {"type": "string", "pattern": DNS_LABEL},

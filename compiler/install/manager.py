@@ -37,6 +37,7 @@ def _args(values: dict[str, Any]) -> list[str]:
         f"--log-level={manager['logLevel']}",
         f"--namespace-access-timeout={manager['namespaceAccessTimeout']}",
         f"--never-schedulable-timeout={manager['neverSchedulableTimeout']}",
+        f"--compute-domain-timeout={manager['computeDomainTimeout']}",
     ]
 
 

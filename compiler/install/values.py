@@ -37,6 +37,7 @@ DEFAULT_VALUES: dict[str, Any] = {
         "logLevel": "info",
         "namespaceAccessTimeout": "10m",
         "neverSchedulableTimeout": "30m",
+        "computeDomainTimeout": "10m",
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
         "nodeSelector": {},
         "tolerations": [],
@@ -261,7 +262,7 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
         problems.append(error("FieldValueInvalid", "manager.replicas", "more than one replica needs manager.leaderElection"))
     if manager["logLevel"] not in LOG_LEVELS:
         problems.append(error("FieldValueNotSupported", "manager.logLevel", "expected debug, info, warning or error"))
-    for key in ("namespaceAccessTimeout", "neverSchedulableTimeout"):
+    for key in ("namespaceAccessTimeout", "neverSchedulableTimeout", "computeDomainTimeout"):
         if not _DURATION.fullmatch(manager[key]):
             problems.append(error("FieldValueInvalid", f"manager.{key}", "expected a duration such as 10m or 90s"))
     return problems

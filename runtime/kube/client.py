@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .accounting import RequestCounter, classify
-from .errors import ApiError, Conflict, NotFound, error_for
+from .errors import ApiError, ApiNotServed, Conflict, NotFound, error_for
 from .resources import EVENTS, WELL_KNOWN, Resource, split_api_version
 
 __all__ = [
@@ -293,7 +293,10 @@ class ApiServerClient:
             return known
         group, version = split_api_version(api_version)
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        listing = self._json("GET", path)
+        try:
+            listing = self._json("GET", path)
+        except NotFound:
+            raise ApiNotServed(404, "NotFound", f"the server does not serve the API {api_version} (kind {kind})") from None
         found: Resource | None = None
         with self._lock:
             for item in listing.get("resources") or []:
@@ -304,7 +307,7 @@ class ApiServerClient:
                 if res.kind == kind:
                     found = res
         if found is None:
-            raise NotFound(404, "NotFound", f"the server has no resource for kind {kind} in {api_version}")
+            raise ApiNotServed(404, "NotFound", f"the server has no resource for kind {kind} in {api_version}")
         return found
 
     def _resource_of(self, obj: Mapping[str, Any]) -> Resource:
@@ -391,9 +394,20 @@ class ApiServerClient:
 
     def create(self, obj: Mapping[str, Any], resource: Resource | None = None) -> dict[str, Any]:
         """POST ``obj``; ``resource`` names the collection when ``obj`` carries no type fields."""
+        discovered = resource is None
         resource = resource or self._resource_of(obj)
         namespace = (obj.get("metadata") or {}).get("namespace")
-        return self._json("POST", resource.path(namespace), body=dict(obj))
+        try:
+            return self._json("POST", resource.path(namespace), body=dict(obj))
+        except NotFound as exc:
+            if not discovered or isinstance(exc.body, dict):
+                raise  # a Status body: the server has the collection and refused this object
+            # No Status: the collection itself is gone (its CRD was removed since discovery).
+            # Discover again, which says plainly which API is missing.
+            with self._lock:
+                self._discovered.pop((str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")), None)
+            self._resource_of(obj)
+            raise
 
     def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         resource = self._resource_of(obj)

@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "AlreadyExists",
     "ApiError",
+    "ApiNotServed",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -34,6 +35,10 @@ class ApiError(Exception):
 
 class NotFound(ApiError):
     """404: the object (or its resource) does not exist."""
+
+
+class ApiNotServed(NotFound):
+    """404 from discovery: the server serves no such API group/version, or no such kind in it."""
 
 
 class Conflict(ApiError):

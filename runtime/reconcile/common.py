@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..kube.errors import AlreadyExists, ApiError, Conflict, NotFound
+from ..kube.errors import AlreadyExists, ApiError, ApiNotServed, Conflict, NotFound
 from ..kube.resources import Resource
 from .context import Context, Result, referenced_by
 
@@ -120,6 +120,8 @@ class Adopted:
     collision: bool = False
     retry: bool = False
     error: str = ""
+    #: the cluster serves no API for the manifest's kind
+    missing_api: bool = False
 
 
 def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[str, Any] | None) -> Adopted:
@@ -128,6 +130,8 @@ def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[st
         created = ctx.kube.create(manifest)
     except AlreadyExists:
         created = None
+    except ApiNotServed as exc:
+        return Adopted(None, error=exc.message or str(exc), missing_api=True)
     except ApiError as exc:
         return Adopted(None, error=exc.message or str(exc))
     resource = ctx.kube.resource_for(str(manifest.get("apiVersion")), str(manifest.get("kind")))

@@ -56,6 +56,8 @@ class Settings:
     #: how long a Job's pods may stay unschedulable on every node for a reason no eviction clears
     #: (taint, selector, cordon, a request over the node's allocatable) before the Job fails
     never_schedulable_timeout: float = 1800.0
+    #: how long a launched Job's ComputeDomain may stay not Ready before the Job fails
+    compute_domain_timeout: float = 600.0
     #: caps a measurement's sampleInterval (None: honour it as written)
     max_sample_interval: float | None = None
     #: how long a Workflow waits for write access in its namespace before it fails

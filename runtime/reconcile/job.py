@@ -19,7 +19,7 @@ numbers forward, and the same ``expand_workload`` output is created again under 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -470,17 +470,22 @@ class JobReconciler:
         log_reason: str | None = None,
         timed_out: bool = False,
         blame: bool = True,
+        blame_nodes: Sequence[str] | None = None,
     ) -> dict[str, Any] | None:
         """Failed with ``reason``; seed failed nodes and capture a failure log when none yet.
         Returns the Job as written, None when nothing was written (it was terminal already).
 
         A timed-out Job whose pods never reached a node blames nobody: nothing ran there, and a
-        full cluster is not a fault of the nodes the group was meant for.
+        full cluster is not a fault of the nodes the group was meant for. ``blame_nodes`` names
+        the nodes to blame instead of the whole group (with NVCRE's ``WorkloadFailed``; the
+        message says why).
         """
         ctx = self.ctx
         pods = self._pods(job)
         ran = any((p.get("spec") or {}).get("nodeName") for p in pods)
         nodes = group_nodes(job, pods) if blame and (ran or not timed_out) else []
+        if blame_nodes is not None:
+            nodes = list(blame_nodes)
         failure_log = None
         if not (job.get("status") or {}).get("failureLog"):
             failure_log = verdicts.failure_log(ctx.kube, pods, reason_override=log_reason)
@@ -498,6 +503,10 @@ class JobReconciler:
         """The Workflow's timeout: Failed/JobTimedOut with a log tail (launcher preferred).
         Returns the Job as written, None when it was terminal already."""
         return self._fail(job, "JobTimedOut", message, log_reason=TIMEOUT_TAIL_REASON, timed_out=True)
+
+    def fail_on_domain(self, job: dict[str, Any], message: str, nodes: Sequence[str]) -> dict[str, Any] | None:
+        """Failed/ComputeDomainNotReady, blaming ``nodes`` only (see :mod:`nvcre.runtime.judge.domains`)."""
+        return self._fail(job, "ComputeDomainNotReady", message, blame_nodes=nodes)
 
     def _judge_thresholds(self, job: dict[str, Any]) -> Result:
         ctx = self.ctx

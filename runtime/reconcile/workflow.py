@@ -27,11 +27,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE, parse_duration
+from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE, format_duration, parse_duration
 
 from .. import compile as compiler
 from ..clock import parse_time
-from ..kube.errors import ApiError
+from ..judge import domains
+from ..kube.errors import ApiError, NotFound
 from ..kube.resources import (
     CONFIGMAPS,
     JOBS,
@@ -276,6 +277,9 @@ class WorkflowReconciler:
             return message
         if outcome.error:
             message = f"Failed to create dependency: {outcome.error}"
+            hint = domains.missing_api_hint(str(obj.get("apiVersion") or "")) if outcome.missing_api else ""
+            if hint:
+                message = f"Failed to create dependency {obj.get('kind')} {name_of(obj)}: {outcome.error}; {hint}"
             status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, now))
             return message
         if outcome.obj is None:
@@ -414,6 +418,13 @@ class WorkflowReconciler:
                     fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
                     self._finish_group(wf, status, group, fresh, failed=True, timed_out=True)
                     continue
+                problem = self._domain_problem(status, group, job, iteration)
+                if problem is not None:
+                    written = self.jobs.fail_on_domain(job, problem.message, problem.nodes)
+                    ctx.event(job, "Warning", "ComputeDomainNotReady", problem.message)
+                    fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
+                    self._finish_group(wf, status, group, fresh, failed=True, timed_out=False)
+                    continue
                 if (cond.condition(job_status, cond.IN_PROGRESS) or {}).get("reason") == "WorkloadSchedulingBlocked":
                     message = (cond.condition(job_status, cond.IN_PROGRESS) or {}).get("message", "")
                     blocked_note = f"; job {job_name} scheduling blocked: {message}"
@@ -438,6 +449,35 @@ class WorkflowReconciler:
             # a group just ended: step at once to launch what waited for it, or to conclude
             return Result(ctx.settings.step_interval)
         return Result(next_poll)
+
+    def _domain_problem(
+        self, status: Mapping[str, Any], group: Mapping[str, Any], job: Mapping[str, Any], iteration: int
+    ) -> domains.DomainProblem | None:
+        """A Job-scoped ComputeDomain still not Ready ``--compute-domain-timeout`` after launch."""
+        ctx = self.ctx
+        refs = [
+            r for r in status.get("dependencyRefs") or []
+            if r.get("kind") == domains.COMPUTE_DOMAIN_KIND and r.get("groupName") == group.get("name")
+            and int(r.get("iteration") or 0) == iteration
+        ]
+        started = parse_time(group.get("startTime"))
+        if not refs or started is None:
+            return None
+        waited = (ctx.clock.now() - started).total_seconds()
+        bound = ctx.settings.compute_domain_timeout
+        if waited <= bound:
+            return None
+        found = []
+        for ref in refs:
+            try:
+                resource = ctx.kube.resource_for(str(ref.get("apiVersion") or ""), domains.COMPUTE_DOMAIN_KIND)
+                domain = ctx.live(resource, str(ref.get("name")), str(ref.get("namespace") or namespace_of(job)))
+            except NotFound:
+                continue  # the API went away: the Job's own checks see what that does to its pods
+            if domain is not None:
+                found.append(domain)
+        pods = job_pods(ctx.store(PODS).list(namespace_of(job)), name_of(job), None)
+        return domains.domain_problem(found, bound_nodes(pods), waited, bound, format_duration(bound))
 
     def _backfill(self, group: dict[str, Any], job: Mapping[str, Any], nodes_per_job: int) -> None:
         if group.get("nodes"):

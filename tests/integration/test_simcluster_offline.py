@@ -309,3 +309,31 @@ def test_mpi_processes_per_node_come_from_mpirun_not_from_nccl_tests_flags() -> 
 
     assert procs_per_node([*MPIRUN, *MPI_ARGS, "-N", "10"], 4) == 8
     assert procs_per_node([*MPIRUN, "/usr/local/bin/all_reduce_perf_mpi", "-N", "10"], 4) == 4
+
+
+def test_the_simulated_dra_driver_reports_each_joined_node_and_keeps_it():
+    from nvcre.testing.simdomains import channel_slice, claim_template, compute_domain_crd, domain_status
+
+    crd = compute_domain_crd()
+    assert crd["metadata"]["name"] == "computedomains.resource.nvidia.com"
+    assert crd["spec"]["versions"][0]["name"] == "v1beta1"
+    domain = {
+        "metadata": {"name": "cd", "namespace": "ns", "uid": "u-1"},
+        "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "x-channel"}}},
+    }
+    template = claim_template(domain)
+    assert template is not None and template["metadata"]["name"] == "x-channel"
+    params = template["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
+    assert params["domainID"] == "u-1" and params["allocationMode"] == "Single"
+    assert channel_slice("gb-0", profile("gb200"))["spec"]["devices"][0]["attributes"]["type"] == {"string": "channel"}
+
+    def pod(node: str, claim: str = "x-channel") -> dict:
+        return {"metadata": {"namespace": "ns"}, "spec": {"nodeName": node, "resourceClaims": [{"name": "c", "resourceClaimTemplateName": claim}]}}
+
+    nodes = {n: {"metadata": {"labels": {"nvidia.com/gpu.clique": "c.0"}}} for n in ("gb-0", "gb-1")}
+    half = domain_status(domain, [pod("gb-0"), pod("gb-1", "other")], nodes, lambda n: False)
+    assert half["status"] == "NotReady" and [n["name"] for n in half["nodes"]] == ["gb-0"]
+    whole = domain_status(domain, [pod("gb-0"), pod("gb-1")], nodes, lambda n: False)
+    assert whole["status"] == "Ready" and [n["index"] for n in whole["nodes"]] == [0, 1]
+    kept = domain_status({**domain, "status": whole}, [], nodes, lambda n: n == "gb-1")
+    assert kept["status"] == "NotReady" and [n["status"] for n in kept["nodes"]] == ["Ready", "NotReady"]
