@@ -294,7 +294,11 @@ def decide(
             nominal = prof.loopback_bus_bandwidth_gbps if prof else 100.0
         # Ranks that all hold their ComputeDomain's channel talk over multi-node NVLink (the
         # compiler keeps a GB group inside one clique); anything else crosses the network.
-        mnnvl = workload.kind == "nccl-mpi" and bool(prof and prof.nvlink_domains) and all(claims_channel(p) for p in workers)
+        # NCCL_P2P_DISABLE=1 (a diagnose loopback) or NCCL_MNNVL_ENABLE=0 keep NCCL off NVLink.
+        settings = {**_env(pod), **dict(a.partition("=")[::2] for a in workload.argv if "=" in a)}
+        nvlink_off = settings.get("NCCL_P2P_DISABLE") == "1" or settings.get("NCCL_MNNVL_ENABLE") == "0"
+        mnnvl = (workload.kind == "nccl-mpi" and bool(prof and prof.nvlink_domains) and not nvlink_off
+                 and all(claims_channel(p) for p in workers))
         if transport == "Socket" and workload.kind == "nccl-mpi" and not mnnvl:
             nominal = min(nominal, 11.0)  # a 100 GbE-class TCP path
         outcome = NcclOutcome(

@@ -136,3 +136,46 @@ def test_planners_always_conclude_with_disjoint_groups(n: int, kind: str, k: int
     for step in out.history:
         for group in step.groups:
             assert group.nodes and len(set(group.nodes)) == len(group.nodes)
+
+
+def _play(state, step, measure):
+    """Advance the adaptive planner until it concludes; ``measure(group) -> GroupResult``."""
+    rounds = [step]
+    while isinstance(step, Round):
+        state, step = ADAPTIVE.advance(state, [measure(g) for g in step.groups])
+        rounds.append(step)
+    return rounds
+
+
+def test_adaptive_judges_single_node_screens_by_their_peers_not_the_workload_threshold() -> None:
+    # Every run "failed" the all-reduce's absolute threshold, at the same bandwidth: nobody is slow
+    # alone, and every group misses it alike, so the diagnosis says so and blames no node.
+    state, first = ADAPTIVE.start(NODES[:4], None, Options())
+    rounds = _play(state, first, lambda g: GroupResult(g.name, g.nodes, False, 11.0))
+    diagnosis = rounds[-1]
+    assert [r.stage for r in rounds[:-1]] == ["local-screen", "path-screen"]
+    assert isinstance(diagnosis, Diagnosis) and diagnosis.failed and diagnosis.threshold_unmet
+    assert not diagnosis.faulty_nodes and diagnosis.healthy_nodes == NODES[:4]
+    assert diagnosis.message.startswith("Diagnosis complete: no group reaches the threshold")
+
+
+def test_adaptive_names_a_node_slow_against_its_peers_even_when_its_run_passed() -> None:
+    # Single-node screens carry no threshold, so every run "passes"; the slow one measures a tenth.
+    state, first = ADAPTIVE.start(NODES[:4], None, Options())
+
+    def measure(g):
+        return GroupResult(g.name, g.nodes, True, 1.1 if "node-0002" in g.nodes else 11.0)
+
+    diagnosis = _play(state, first, measure)[-1]
+    assert isinstance(diagnosis, Diagnosis) and set(diagnosis.faulty_nodes) == {"node-0002"}
+    assert not diagnosis.threshold_unmet
+
+
+def test_adaptive_searches_a_group_far_below_its_peers_but_not_one_that_only_missed_the_threshold() -> None:
+    state, first = ADAPTIVE.start(NODES[:4], None, Options())
+    state, step = ADAPTIVE.advance(state, [GroupResult(g.name, g.nodes, True, 11.0) for g in first.groups])
+    assert isinstance(step, Round) and step.stage == "path-screen"
+    _, near = ADAPTIVE.advance(state, [GroupResult(g.name, g.nodes, False, 9.0) for g in step.groups])
+    assert isinstance(near, Diagnosis) and near.threshold_unmet
+    _, far = ADAPTIVE.advance(state, [GroupResult(g.name, g.nodes, False, 1.0) for g in step.groups])
+    assert isinstance(far, Round) and far.stage == "link-search"

@@ -69,3 +69,15 @@ def test_without_any_x_pair_the_variables_lead_the_launcher_arguments() -> None:
     loop = PlannedGroup("local-1", ("n2",), loopback=True)
     job = expand_job(mpi_workflow(["/usr/local/bin/all_reduce_perf_mpi"]), plan(loop), loop, 1)
     assert trainer(job)["args"] == ["-x", "NCCL_SHM_DISABLE=1", "-x", "NCCL_P2P_DISABLE=1", "/usr/local/bin/all_reduce_perf_mpi"]
+
+
+def test_a_single_node_screen_takes_no_threshold_written_for_the_workload() -> None:
+    wf = torch_workflow()
+    wf["spec"]["validation"] = {"performance": {"thresholds": {"thresholds": {"busBandwidthGBps": "value >= 100"}},
+                                                "measurementTimeout": "7m"}}
+    loop = PlannedGroup("local-0", ("n1",), loopback=True)
+    job = expand_job(wf, plan(loop), loop, 1, check_purity=True)
+    assert "thresholds" not in job["spec"] and job["spec"]["measurementTimeout"] == "7m"
+    group = PlannedGroup("path-0", ("n1", "n2"))
+    job = expand_job(wf, plan(group), group, 2, check_purity=True)
+    assert job["spec"]["thresholds"] == {"busBandwidthGBps": "value >= 100"}

@@ -20,6 +20,16 @@
 When node faults are confirmed the path screen is skipped (repair the nodes first; a link search
 over a broken node would chase it); the diagnosis says so. ``screen_cycles`` > 1 repeats steps 1
 and 3 while nothing is found, for intermittent faults.
+
+What a threshold means here. The category's threshold is written for its workload, a group of
+nodes, so it judges only the multi-node rounds. A single-node screen is judged against its peers:
+a run that measured a bandwidth fails below ``PEER_PASS`` of the median of its screen, and counts
+towards blame below ``_NEAR_MISS`` of it; a run with no bandwidth (a crash) fails outright. In the
+multi-node rounds a group that missed the threshold while it measured like the nodes' own screens
+(at least ``_NEAR_MISS`` of their median) holds no path fault: it counts as a pass. When every group of a path screen
+misses the threshold that way, nothing is searched and no node is blamed: the diagnosis says that
+no group reaches the threshold although every node measures like its peers (the threshold is
+beyond this fabric, or the fabric is slow everywhere).
 """
 
 from __future__ import annotations
@@ -101,10 +111,47 @@ def start(nodes: Sequence[str], topology: Mapping[str, str] | None, options: Opt
 
 #: a failed run measuring at least this share of the reference bandwidth is a near miss
 _NEAR_MISS = 0.6
+#: a single-node run passes at this share of its screen's median bandwidth
+PEER_PASS = 0.8
 
 
 def _passed(results: Sequence[GroupResult]) -> dict[str, bool]:
     return {r.name: r.passed and r.evaluable for r in results}
+
+
+def _like_peers(state: _State, result: GroupResult | None) -> bool:
+    """A multi-node group that measured at least a near miss of the nodes' own screens."""
+    reference = state.reference_bw
+    return bool(result and result.evaluable and result.bus_bw is not None and reference
+                and result.bus_bw >= _NEAR_MISS * reference)
+
+
+def _path_faults(state: _State, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> dict[str, bool]:
+    """A multi-node round's outcome with threshold misses that measured like the peers counted as
+    passes: they hold no path fault."""
+    by_name = {r.name: r for r in results}
+    out = dict(outcome)
+    for name, _ in state.pending:
+        if not outcome.get(name, False) and _like_peers(state, by_name.get(name)):
+            out[name] = True
+    return out
+
+
+def _local_outcome(state: _State, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> tuple[dict[str, bool], float | None]:
+    """A single-node round judged against its peers: (name -> passed, the reference bandwidth).
+
+    The first local screen sets the reference, the median of every bandwidth it measured; a run
+    with a bandwidth passes at ``PEER_PASS`` of it (its own verdict, the category's threshold
+    meant for the whole workload, does not count); a run without one keeps its verdict.
+    """
+    reference = state.reference_bw
+    if state.stage == "local-screen" and state.cycle == 1 and reference is None:
+        reference = _median([r.bus_bw for r in results if r.evaluable and r.bus_bw is not None])
+    out = dict(outcome)
+    for r in results:
+        if r.evaluable and r.bus_bw is not None and reference:
+            out[r.name] = r.bus_bw >= PEER_PASS * reference
+    return out, reference
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -118,9 +165,7 @@ def _median(values: Sequence[float]) -> float | None:
 def _record_local(state: _State, outcome: Mapping[str, bool], results: Sequence[GroupResult]) -> _State:
     fails, strong, tests = dict(state.fails), dict(state.strong), dict(state.tests)
     bandwidth = {r.name: r.bus_bw for r in results}
-    reference = state.reference_bw
-    if state.stage == "local-screen":
-        reference = _median([bw for name, bw in bandwidth.items() if outcome.get(name) and bw is not None]) or reference
+    outcome, reference = _local_outcome(state, results, outcome)
     for name, (node,) in state.pending:
         tests[node] = tests.get(node, 0) + 1
         if not outcome.get(name, False):
@@ -184,6 +229,14 @@ def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
         return _links_found(state)
     return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes,
                             unresolved=state.unresolved)
+
+
+def _threshold_unmet(state: _State) -> tuple[_State, Diagnosis]:
+    reference = f"{state.reference_bw:.1f} GB/s" if state.reference_bw else "their peers"
+    message = (f"Diagnosis complete: no group reaches the threshold although every node measures like its peers "
+               f"(median {reference} alone): the threshold is beyond this fabric, or the fabric is slow everywhere; "
+               "no node is blamed")
+    return state, Diagnosis(True, message, healthy_nodes=state.nodes, unresolved=state.unresolved, threshold_unmet=True)
 
 
 def _links_found(state: _State) -> tuple[_State, Diagnosis]:
@@ -294,7 +347,10 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         return _finish_nodes(state)
 
     if state.stage == "path-screen":
-        failing = [nodes for name, nodes in state.pending if not outcome[name]]
+        judged = _path_faults(state, results, outcome)
+        if state.pending and all(not outcome[name] and judged[name] for name, _ in state.pending):
+            return _threshold_unmet(replace(state, pending=()))
+        failing = [nodes for name, nodes in state.pending if not judged[name]]
         state = replace(state, pending=())
         if not failing:
             return _clean_bill(state)
@@ -302,9 +358,10 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         return _search_round(state)
 
     if state.stage == "link-search":
-        return _advance_search(state, outcome)
+        return _advance_search(state, _path_faults(state, results, outcome))
 
     if state.stage == "link-confirm":
+        outcome = _path_faults(state, results, outcome)
         link_fails, links = dict(state.link_fails), list(state.links)
         verdicts = {(nodes[0], nodes[1]): outcome[name] for name, nodes in state.pending}
         remaining = []

@@ -97,6 +97,8 @@ class Diagnosis:
     healthy_nodes: tuple[str, ...] = ()
     #: nodes that failed once and were never confirmed nor cleared (reported, never blamed)
     unresolved: tuple[str, ...] = ()
+    #: every group missed the category's threshold while each node measured like its peers
+    threshold_unmet: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Passes, in order:
    replicated job through the controller's runtime patch;
 4. ``default_health_monitor``: ``node.spec.unschedulable == true`` unless the template has one;
    removed when the target opts cordoned nodes in;
-5. ``copy_thresholds``: ``validation.performance`` thresholds and measurement timeout;
+5. ``copy_thresholds``: ``validation.performance`` thresholds and measurement timeout (a diagnose
+   round's single-node screen takes the timeout only: the planner judges it against its peers);
 6. ``isolate_diagnose_group``: a diagnose round's loopback group runs with ``NCCL_SHM_DISABLE=1``
    and ``NCCL_P2P_DISABLE=1`` (NCCL's traffic leaves through the node's own NICs), a no-NVLink
    group with ``NCCL_MNNVL_ENABLE=0``: as ``-x NAME=VALUE`` launcher arguments under MPI (an
@@ -163,6 +164,9 @@ def default_health_monitor(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnos
 def copy_thresholds(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     performance = (((_ctx(ctx).workflow.get("spec") or {}).get("validation") or {}).get("performance")) or {}
     thresholds = (performance.get("thresholds") or {}).get("thresholds")
+    group = _ctx(ctx).group
+    if group is not None and group.loopback:
+        thresholds = None  # a single-node screen is judged against its peers, not the workload's threshold
     timeout = performance.get("measurementTimeout")
     if not thresholds and not timeout:
         return unit, []

@@ -39,6 +39,13 @@ def is_diagnose(wf: Mapping[str, Any]) -> bool:
     return (((wf.get("spec") or {}).get("orchestration") or {}).get("diagnose")) is not None
 
 
+def _threshold_text(wf: Mapping[str, Any]) -> str:
+    """The category's thresholds as written, ``busBandwidthGBps: value >= 100``."""
+    performance = (((wf.get("spec") or {}).get("validation") or {}).get("performance")) or {}
+    thresholds = (performance.get("thresholds") or {}).get("thresholds") or {}
+    return "; ".join(f"{k}: {v}" for k, v in sorted(thresholds.items())) or "none"
+
+
 def _phase_passed(phase: Any) -> bool:
     return phase == "Succeeded"
 
@@ -202,10 +209,13 @@ class DiagnoseRounds:
         orchestration = status["orchestration"]
         diagnose = orchestration["diagnose"]
         evidence = self._confirming_entries(wf, groups)
+        # A node whose confirming run completed was blamed on its bandwidth against its peers.
+        slow = {str(n) for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()}
         failed: list[Mapping[str, Any]] = [
             {
                 "name": node,
-                "reason": str((evidence.get(node) or {}).get("reason") or DEFAULT_REASON),
+                "reason": str((evidence.get(node) or {}).get("reason")
+                              or ("ThresholdViolation" if node in slow else DEFAULT_REASON)),
                 "message": reason,
             }
             for node, reason in sorted(diagnosis.faulty_nodes.items())
@@ -220,11 +230,13 @@ class DiagnoseRounds:
         orchestration["completedIterations"] = iteration
         now = ctx.clock.stamp()
         message = diagnosis.message
+        if diagnosis.threshold_unmet:
+            message += f" (thresholds: {_threshold_text(wf)})"
         if diagnosis.unresolved:
             message += f"; {len(diagnosis.unresolved)} node(s) unresolved: {', '.join(diagnosis.unresolved)}"
         if diagnosis.failed:
             reason = "IterationsFailed"
-            if any(e["reason"] == "ThresholdViolation" for e in failed):
+            if diagnosis.threshold_unmet or any(e["reason"] == "ThresholdViolation" for e in failed):
                 status.update(cond.set_condition(status, cond.VALIDATION_FAILED, "True", "JobValidationFailed",
                                                  "One or more Jobs failed performance threshold validation", now))
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))

@@ -45,10 +45,10 @@ def controller(kube, sim_namespace) -> Iterator[Controller]:
         ctl.stop()
 
 
-def _diagnose(kube, namespace: str, name: str, nodes: list[str]) -> dict[str, Any]:
+def _diagnose(kube, namespace: str, name: str, nodes: list[str], threshold: dict[str, str] = THRESHOLD) -> dict[str, Any]:
     kube.create(certification(namespace, name, nodes, [{
         "domain": "communication", "variant": "nccl-all-reduce",
-        "options": {"testScale": "diagnose", "thresholds": THRESHOLD, "timeoutPerJob": "2m"},
+        "options": {"testScale": "diagnose", "thresholds": threshold, "timeoutPerJob": "2m"},
     }]))
     wait_terminal(kube, CERTIFICATIONS, name, namespace, timeout=300)
     cert = kube.get(CERTIFICATIONS, name, namespace)
@@ -135,3 +135,32 @@ def test_a_controller_restarted_mid_diagnosis_replays_the_rounds_and_continues(s
     assert failed == []
     faults = wf["status"]["orchestration"]["diagnose"]["infrastructureFaults"]
     assert [(f["groupA"], f["groupB"]) for f in faults] == [([ends[0]], [ends[1]])]
+
+
+@pytest.mark.parametrize("prof", ["h100", "gb200"])
+@pytest.mark.parametrize("slow", [False, True], ids=["healthy", "one-slow-node"])
+def test_a_threshold_written_for_the_all_reduce_judges_the_groups_not_the_single_node_screens(
+    simcluster, sim_namespace, kube, controller, prof, slow
+):
+    """The issue's scenario: 100 GB/s is the all-reduce's threshold. The single-node screens (about
+    11 GB/s through each node's own NIC) are judged against each other: a slow node is named alone
+    with ThresholdViolation, healthy nodes are never blamed. On h100 over sockets no group reaches
+    100 GB/s and the diagnosis says so; on gb200 the groups run over NVLink and pass."""
+    nodes = simcluster.add_nodes(profile=prof, count=4, prefix=f"{sim_namespace}-{prof}")
+    if slow:
+        simcluster.set_fault(nodes[1], "slow-link")
+    wf = _diagnose(kube, sim_namespace, f"scenario-{prof}", nodes, {"busBandwidthGBps": "value >= 100"})
+    life, reason, message = lifecycle_of(kube, WORKFLOWS, wf["metadata"]["name"], sim_namespace)
+    succeeded, failed = node_results(kube, wf)
+    if slow:
+        assert (life, reason) == ("Failed", "IterationsFailed"), message
+        assert [(f["name"], f["reason"]) for f in failed] == [(nodes[1], "ThresholdViolation")]
+        assert succeeded == sorted(set(nodes) - {nodes[1]})
+    elif prof == "h100":
+        assert (life, reason) == ("Failed", "IterationsFailed"), message
+        assert message.startswith("Diagnosis complete: no group reaches the threshold"), message
+        assert message.endswith("(thresholds: busBandwidthGBps: value >= 100)"), message
+        assert failed == [] and succeeded == sorted(nodes)
+    else:
+        assert (life, reason, message) == ("Succeeded", "JobCompleted", "All nodes and paths passed, no faults detected")
+        assert failed == [] and succeeded == sorted(nodes)
