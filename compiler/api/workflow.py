@@ -238,6 +238,12 @@ class GroupRecord(ApiModel):
     job_name: Optional[str] = None
     start_time: Optional[Time] = None
     completion_time: Optional[Time] = None
+    bus_bandwidth_g_bps: Optional[str] = Field(
+        None,
+        alias="busBandwidthGBps",
+        max_length=32,
+        description="Diagnose rounds: the group's final bus bandwidth (GB/s), kept when its Job and measurement go.",
+    )
 
 
 class IterationRecord(ApiModel):

@@ -8,7 +8,9 @@ job label through the controller's runtime patch, so pods can be found by label.
 
 A ``bandwidthMeasurement`` in the Job gives a ``BandwidthMeasurement`` ``<job>-bandwidth``, a
 ``goodputMeasurement`` a ``GoodputMeasurement`` ``<job>-goodput``; both are owned by the Workflow
-(so they outlive a retried Job) and carry the Job's UID in ``nvcre.nvidia.com/job-uid``.
+(so they outlive a retried Job) and carry the Job's UID in ``nvcre.nvidia.com/job-uid``. In a
+diagnose Workflow they are owned by the Job instead: a round's Jobs are retired when the round ends,
+and the Workflow keeps each group's bandwidth in its ``iterationHistory``.
 """
 
 from __future__ import annotations
@@ -133,10 +135,14 @@ def _measurement(kind: str, suffix: str, config: Mapping[str, Any], job: Mapping
             "namespace": (job.get("metadata") or {}).get("namespace"),
             "labels": managed_labels({LABEL_JOB: job_name, LABEL_WORKFLOW: name_of(workflow, "Workflow")}),
             "annotations": {ANNOTATION_JOB_UID: uid_of(job, "Job")},
-            "ownerReferences": [owner_reference(workflow, "Workflow")],
+            "ownerReferences": [owner_reference(job, "Job") if _diagnose(workflow) else owner_reference(workflow, "Workflow")],
         },
         "spec": spec,
     }
+
+
+def _diagnose(workflow: Mapping[str, Any]) -> bool:
+    return (((workflow.get("spec") or {}).get("orchestration") or {}).get("diagnose")) is not None
 
 
 def expand_workload(job: Mapping[str, Any], workflow: Mapping[str, Any], *, check_purity: bool = False) -> list[dict[str, Any]]:

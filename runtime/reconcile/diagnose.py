@@ -3,10 +3,12 @@
 The planner's state is never stored. The status keeps what NVCRE's schema has room for: the first
 round's groups (``diagnose.screeningResults``: group -> nodes, passed), every finished round's
 groups and phases (``iterationHistory``) and, for the round in flight, ``groups``. On each round
-boundary the pure planner is replayed from ``start`` over those results (each group's pass/fail,
-and the bus bandwidth of its BandwidthMeasurement, which the Workflow owns and so outlives the
-round's Jobs), and the replay says what to run next or what the diagnosis is. A restarted
-controller replays the same history and continues exactly.
+boundary the pure planner is replayed from ``start`` over those results (each group's pass/fail
+and bus bandwidth), and the replay says what to run next or what the diagnosis is. A round's
+bandwidth is read from its Jobs' BandwidthMeasurements and written into ``iterationHistory``
+(``busBandwidthGBps``) before the round's Jobs are retired: the measurements, like every object
+of a round, are owned by their Job and go with it. A restarted controller replays the same
+history and continues exactly.
 
 At the end the confirmed nodes, and only they, go to the failed-nodes ConfigMap, with the reason
 of the run that confirmed them (``ThresholdViolation``, ``WorkloadFailed``...) and the planner's
@@ -33,6 +35,15 @@ __all__ = ["DiagnoseRounds", "is_diagnose"]
 log = logging.getLogger("nvcre.runtime.reconcile.diagnose")
 
 DEFAULT_REASON = "WorkloadFailed"
+#: where a finished round's group keeps its bus bandwidth in ``iterationHistory``
+BANDWIDTH_FIELD = "busBandwidthGBps"
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def is_diagnose(wf: Mapping[str, Any]) -> bool:
@@ -80,7 +91,9 @@ class DiagnoseRounds:
         out: dict[str, tuple[bool, float | None, bool]] = {}
         for group in groups:
             job_name = str(group.get("jobName") or (group.get("jobRef") or {}).get("name") or "")
-            out[str(group["name"])] = (_phase_passed(group.get("phase")), self._bus_bw(wf, job_name), bool(job_name))
+            recorded = _number(group.get(BANDWIDTH_FIELD))
+            bandwidth = recorded if recorded is not None else self._bus_bw(wf, job_name)
+            out[str(group["name"])] = (_phase_passed(group.get("phase")), bandwidth, bool(job_name))
         return out
 
     @staticmethod
@@ -147,7 +160,14 @@ class DiagnoseRounds:
             return
         history = list(orchestration.get("iterationHistory") or [])
         if all(int(h.get("iteration") or 0) != iteration for h in history):
-            history.append({"iteration": iteration, "groups": [self.owner.record(g) for g in groups]})
+            records = []
+            for group in groups:
+                record = self.owner.record(group)
+                bandwidth = finished[-1].get(str(group["name"]), (False, None, False))[1]
+                if bandwidth is not None:
+                    record[BANDWIDTH_FIELD] = f"{bandwidth:g}"
+                records.append(record)
+            history.append({"iteration": iteration, "groups": records})
         orchestration["iterationHistory"] = history
         self._evidence(diagnose, replayed, finished)
         current, diagnosis = replayed.current, replayed.diagnosis

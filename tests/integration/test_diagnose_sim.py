@@ -164,3 +164,40 @@ def test_a_threshold_written_for_the_all_reduce_judges_the_groups_not_the_single
     else:
         assert (life, reason, message) == ("Succeeded", "JobCompleted", "All nodes and paths passed, no faults detected")
         assert failed == [] and succeeded == sorted(nodes)
+
+
+def test_a_diagnose_leaves_only_its_workflow_final_round_and_node_results_and_nothing_after_deletion(
+    simcluster, sim_namespace, kube, controller
+):
+    """Every object of a round (its Job, TrainJob, measurements, job-scoped dependencies) is owned by
+    the round's Job and goes with it; the bandwidth that steers the next round is kept in the
+    Workflow's iterationHistory. Deleting the Certification removes the rest."""
+    from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CONFIGMAPS, JOBS, TRAINJOBS
+
+    nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-gc")
+    wf = _diagnose(kube, sim_namespace, "leftovers", nodes)
+    history = wf["status"]["orchestration"]["iterationHistory"]
+    assert all(float(g["busBandwidthGBps"]) > 5 for h in history for g in h["groups"])
+    last = {g["jobRef"]["name"] for g in wf["status"]["orchestration"]["groups"]}
+
+    def names(resource):
+        return sorted(o["metadata"]["name"] for o in kube.list(resource, sim_namespace).items)
+
+    def settled():
+        jobs = set(names(JOBS))
+        measured = {n.removesuffix("-bandwidth") for n in names(BANDWIDTH_MEASUREMENTS)}
+        trained = {n.removesuffix("-workload") for n in names(TRAINJOBS)}
+        return jobs == last and measured <= last and trained <= last
+
+    eventually(settled, timeout=60, what="only the final round's Jobs, measurements and TrainJobs to remain")
+    results = {wf["status"][k]["name"] for k in ("succeededNodesRef", "failedNodesRef") if wf["status"].get(k)}
+    assert results and results <= set(names(CONFIGMAPS))
+
+    kube.delete(CERTIFICATIONS, "leftovers", sim_namespace)
+
+    def gone():
+        left = {r.kind: names(r) for r in (WORKFLOWS, JOBS, TRAINJOBS, BANDWIDTH_MEASUREMENTS)}
+        left["ConfigMap"] = [n for n in names(CONFIGMAPS) if n in results]
+        return all(not v for v in left.values())
+
+    eventually(gone, timeout=90, what="every object of the diagnose to go with the Certification")
