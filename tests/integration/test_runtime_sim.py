@@ -294,6 +294,10 @@ def test_an_unpinned_workloadrun_runs_one_job_of_exactly_num_nodes(simcluster, s
     job = kube.get(JOBS, group["jobRef"]["name"], sim_namespace)
     assert "nvcre.nvidia.com/group-nodes" not in (job["metadata"].get("annotations") or {})
     assert run["status"]["succeededNodesRef"]["name"].startswith("succeeded-nodes-")
+    # One launcher runs mpirun for the whole job; the workers are the TrainJob's numNodes.
+    (jobset,) = kube.list(JOBSETS, sim_namespace).items
+    sizes = {r["name"]: r["template"]["spec"]["parallelism"] for r in jobset["spec"]["replicatedJobs"]}
+    assert sizes == {"launcher": 1, "node": 3}
 
 
 def test_an_impossible_size_fails_with_partition_error(simcluster, sim_namespace, kube, controller):

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Fault injection on the controller as it ships, on the simulated GPU cluster.
+
+The controller runs as its own process, ``python -m nvcre.runtime``, with the flags the install
+gives it (leader election, INFO logging, probes on a port) and the shipped timings, except two
+bounds shortened so a run ends in minutes: ``--compute-domain-timeout 2m`` and
+``--never-schedulable-timeout 2m``. One Certification per scenario runs in a namespace of its own
+on nodes of its own; each scenario injects a node fault, a controller fault or a hostile log, and
+is judged on:
+
+- the verdict (PASSED/FAILED) and the nodes blamed, against what the fault must give;
+- time to verdict (creation to the Certification's terminal condition);
+- the controller process: peak RSS (VmHWM) against the Deployment's 512 Mi limit, ``/healthz``
+  answered within 1 s at every 3 s sample (the liveness probe), and exits other than the ones the
+  campaign caused (a restart under a Deployment).
+
+Prints a Markdown table and the totals in the reliability audit's terms.
+
+    python benchmarks/fault_campaign.py [--only NAME ...] [--log-mib 300]
+
+Needs the simulated cluster's binaries (``python tests/controlplane/build.py --sim``). Everything
+it starts is stopped when it ends, on Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+MEMORY_LIMIT_MIB = 512
+REDOS_LINE = "iteration " + "1" * 40_000 + "x"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    fault: str  # what is injected
+    variant: str  # communication/<variant>
+    profile: str = "h100"
+    nodes: int = 2
+    node_fault: str = ""  # a simulated fault on the first node (the last for imex-down)
+    action: str = ""  # kill-controller | huge-log
+    options: dict[str, Any] = field(default_factory=dict)
+    expect: str = "PASSED"
+    #: indices of the nodes that must be blamed (exactly these)
+    blamed: tuple[int, ...] = ()
+
+
+SCENARIOS = (
+    Scenario("healthy", "none", "nccl-all-reduce"),
+    Scenario("nccl-crash", "NCCL error on node 0, every attempt", "nccl-loopback", node_fault="nccl-crash",
+             expect="FAILED", blamed=(0,)),
+    # A crash during certification is a finding even if a retry would pass (the loopback's
+    # workload does not retry): the node is blamed, and only that node.
+    Scenario("crash-once", "NCCL error on node 0, first attempt only", "nccl-loopback", node_fault="crash-once",
+             expect="FAILED", blamed=(0,)),
+    Scenario("hang", "workload on node 0 never ends", "nccl-loopback", node_fault="hang",
+             options={"timeoutPerJob": "2m"}, expect="FAILED", blamed=(0,)),
+    Scenario("xid", "Xid 79 and cordon on node 0 while it runs", "nccl-loopback", node_fault="xid",
+             expect="FAILED", blamed=(0,)),
+    Scenario("slow-link", "node 0 at a tenth of its bandwidth", "nccl-loopback", node_fault="slow-link",
+             options={"thresholds": {"busBandwidthGBps": "value >= 100"}}, expect="FAILED", blamed=(0,)),
+    Scenario("cordon", "node 0 cordoned before the run", "nccl-loopback", node_fault="cordon"),
+    Scenario("no-capacity", "node 0 reports 0 allocatable GPUs", "nccl-loopback", node_fault="no-capacity"),
+    Scenario("imex-down", "gb200: node 1's IMEX daemon never joins", "nccl-all-reduce", profile="gb200",
+             node_fault="imex-down", expect="FAILED", blamed=(1,)),
+    Scenario("kill-controller", "controller SIGKILLed while the Job runs, then restarted", "nccl-all-reduce",
+             node_fault="", action="kill-controller"),
+    Scenario("huge-log", "a hung pod logs {log_mib} MiB and a 40 KB ReDoS line", "nccl-loopback",
+             node_fault="hang", action="huge-log", options={"timeoutPerJob": "2m"}, expect="FAILED", blamed=(0,)),
+)
+
+
+class Controller:
+    """The controller process, its probes and its memory, sampled every 3 s."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path) -> None:
+        self.kubeconfig, self.log_path = kubeconfig, log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.health_port = 0
+        self.peak_rss_kib = 0
+        self.probe_failures = 0
+        self.probes = 0
+        self.slowest_probe = 0.0
+        self.unexpected_exits = 0
+        self.expected_kill = False
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def start(self) -> None:
+        from nvcre.testing.processes import free_port
+
+        self.health_port = free_port()
+        args = [
+            sys.executable, "-m", "nvcre.runtime", "--kubeconfig", str(self.kubeconfig),
+            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+            "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
+            "--leader-elect", "--lease-namespace", "default", "--log-level", "info",
+            "--compute-domain-timeout", "2m", "--never-schedulable-timeout", "2m",
+        ]
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=REPO)
+        log.close()
+        self._wait_healthy()
+        if not self._sampler.is_alive():
+            self._sampler.start()
+
+    def _wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._probe()[0]:
+                return
+            time.sleep(0.3)
+        raise RuntimeError("the controller never answered /healthz")
+
+    def _probe(self) -> tuple[bool, float]:
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/healthz", timeout=1.0) as response:
+                ok = response.status == 200
+        except OSError:
+            ok = False
+        return ok, time.monotonic() - started
+
+    def _sample(self) -> None:
+        while not self._stop.wait(3.0):
+            proc = self.proc
+            if proc is None:
+                continue
+            if proc.poll() is not None:
+                if not self.expected_kill:
+                    self.unexpected_exits += 1
+                    self.start()
+                continue
+            try:
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+                self.peak_rss_kib = max(self.peak_rss_kib, hwm)
+            except (OSError, StopIteration, ValueError):
+                pass
+            ok, seconds = self._probe()
+            self.probes += 1
+            self.slowest_probe = max(self.slowest_probe, seconds)
+            if not ok or seconds > 1.0:
+                self.probe_failures += 1
+
+    def kill_and_restart(self) -> None:
+        assert self.proc is not None
+        self.expected_kill = True
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.expected_kill = False
+        self.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _certification(namespace: str, name: str, nodes: list[str], scenario: Scenario) -> dict[str, Any]:
+    category: dict[str, Any] = {"domain": "communication", "variant": scenario.variant}
+    if scenario.options:
+        category["options"] = dict(scenario.options)
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"target": {"nodeNames": nodes}, "categories": [category]},
+    }
+
+
+def _report(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
+    nvcrectl = Path(sys.executable).with_name("nvcrectl")
+    out = subprocess.run(
+        [str(nvcrectl), "certification", "report", name, "-n", namespace, "-o", "json"],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)}, capture_output=True, text=True, timeout=120, check=False,
+    )
+    return json.loads(out.stdout) if out.stdout.strip() else {"result": f"report failed: {out.stderr.strip()}"}
+
+
+def _append_log(path: Path, mib: int) -> None:
+    """CRI lines on a pod's log file: ``mib`` MiB of chatter in 1 MiB lines, then a ReDoS line."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    chunk = "x" * (1 << 20)
+    with path.open("a") as log:
+        for _ in range(mib):
+            log.write(f"{stamp} stdout F {chunk}\n")
+        log.write(f"{stamp} stdout F {REDOS_LINE}\n")
+
+
+def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kubeconfig: Path, log_mib: int) -> dict[str, Any]:
+    from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS
+    from nvcre.runtime.reconcile import conditions as cond
+
+    namespace = f"fc-{uuid.uuid4().hex[:6]}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    nodes = cluster.add_nodes(profile=scenario.profile, count=scenario.nodes, prefix=f"{namespace}-{scenario.profile}")
+    if scenario.node_fault:
+        target = nodes[-1] if scenario.node_fault == "imex-down" else nodes[0]
+        cluster.set_fault(target, scenario.node_fault)
+    name = f"campaign-{scenario.name}"
+    started = time.monotonic()
+    kube.create(_certification(namespace, name, nodes, scenario))
+    acted = False
+    verdict_at = None
+    while time.monotonic() - started < 900:
+        status = (kube.get(CERTIFICATIONS, name, namespace).get("status") or {})
+        if cond.lifecycle(status) in (cond.SUCCEEDED, cond.FAILED):
+            verdict_at = time.monotonic()
+            break
+        if not acted and scenario.action:
+            running = [p for p in kube.list(PODS, namespace).items if (p.get("status") or {}).get("phase") == "Running"]
+            if running:
+                if scenario.action == "kill-controller":
+                    controller.kill_and_restart()
+                elif scenario.action == "huge-log":
+                    pod = running[0]["metadata"]["name"]
+                    _append_log(cluster.workdir / "podlogs" / namespace / f"{pod}.log", log_mib)
+                acted = True
+        time.sleep(1.0)
+    report = _report(kubeconfig, name, namespace)
+    blamed = sorted(report.get("failedNodes") or [])
+    expected = sorted(nodes[i] for i in scenario.blamed)
+    jobs = len(kube.list(JOBS, namespace).items)
+    row = {
+        "scenario": scenario.name,
+        "fault": scenario.fault.format(log_mib=log_mib),
+        "expected": scenario.expect,
+        "result": report.get("result"),
+        "blamed": blamed,
+        "expected_blamed": expected,
+        "healthy_blamed": len(set(blamed) - set(expected)),
+        "seconds": round(verdict_at - started) if verdict_at else None,
+        "jobs": jobs,
+        "reason": next((c.get("failureReason") for c in report.get("categories") or [] if c.get("failureReason")), ""),
+    }
+    row["ok"] = row["result"] == scenario.expect and blamed == expected
+    kube.delete(CERTIFICATIONS, name, namespace)
+    cluster.set_fault(nodes[0], "none")
+    if scenario.node_fault == "imex-down":
+        cluster.set_fault(nodes[-1], "none")
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--only", nargs="*", default=None, help="scenario names to run")
+    parser.add_argument("--log-mib", type=int, default=300, help="size of the huge-log scenario's injected log")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+    chosen = [s for s in SCENARIOS if args.only is None or s.name in args.only]
+
+    from nvcre.runtime.kube.client import ApiServerClient
+    from nvcre.testing.simcluster import SimCluster
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nvcre-faults-") as tmp, SimCluster() as cluster:
+        kube = ApiServerClient.from_kubeconfig(str(cluster.kubeconfig))
+        controller = Controller(cluster.kubeconfig, Path(tmp) / "controller.log")
+        try:
+            controller.start()
+            for scenario in chosen:
+                row = run(scenario, cluster, kube, controller, cluster.kubeconfig, args.log_mib)
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+        finally:
+            controller.stop()
+            kube.close()
+        errors = sum(1 for line in (Path(tmp) / "controller.log").read_text(errors="replace").splitlines()
+                     if '"level": "error"' in line)
+    print("| scenario | fault | expected | result | nodes blamed | time to verdict | verdict right |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        blamed = ", ".join(b.rsplit("-", 2)[-2] + "-" + b.rsplit("-", 1)[-1] for b in r["blamed"]) or "none"
+        seconds = f"{r['seconds']} s" if r["seconds"] is not None else "no verdict"
+        print(f"| {r['scenario']} | {r['fault']} | {r['expected']} | {r['result']} | {blamed} | {seconds} | "
+              f"{'yes' if r['ok'] else '**no**'} |")
+    wrong = sum(1 for r in rows if not r["ok"])
+    print()
+    print(f"- scenarios: {len(rows)}; wrong verdicts or blame: {wrong}; healthy nodes blamed: "
+          f"{sum(r['healthy_blamed'] for r in rows)}")
+    print(f"- controller: peak RSS {controller.peak_rss_kib / 1024:.0f} MiB (limit {MEMORY_LIMIT_MIB} Mi); "
+          f"/healthz {controller.probes} samples, {controller.probe_failures} failed or over 1 s "
+          f"(slowest {controller.slowest_probe:.2f} s); unexpected exits (restarts) {controller.unexpected_exits}; "
+          f"ERROR log lines {errors}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "peak_rss_mib": controller.peak_rss_kib / 1024,
+                                         "probe_failures": controller.probe_failures,
+                                         "restarts": controller.unexpected_exits}, indent=2))
+    bad = wrong or controller.unexpected_exits or controller.probe_failures or controller.peak_rss_kib > MEMORY_LIMIT_MIB * 1024
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
