@@ -35,6 +35,8 @@ __all__ = [
     "expand_workloadrun",
     "failure_of",
     "plan_workflow",
+    "RENDER_EVENTS",
+    "render_events",
     "planned_group",
     "stored_plan",
     "stored_failed_nodes",
@@ -145,12 +147,35 @@ def stored_plan(workflow: Mapping[str, Any], facts: ClusterFacts, *, cordoned_op
         )
 
 
-def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts) -> list[dict[str, Any]]:
-    return list(_expand_module().expand_certification(certification, facts))
+def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts, notes: list[Any] | None = None) -> list[dict[str, Any]]:
+    return list(_expand_module().expand_certification(certification, facts, notes=notes))
 
 
-def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts) -> dict[str, Any]:
-    return dict(_expand_module().expand_workloadrun(workloadrun, facts))
+def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts, notes: list[Any] | None = None) -> dict[str, Any]:
+    return dict(_expand_module().expand_workloadrun(workloadrun, facts, notes=notes))
+
+
+#: render notes NVCRE's controllers turn into Events on the Certification / WorkloadRun, and their type
+RENDER_EVENTS = {
+    "GPUArchitectureDefaults": "Warning",
+    "NICResourceDetection": "Normal",
+    "GKENetworkDetection": "Warning",
+    "TCPXOPluginDetection": "Warning",
+}
+
+
+def render_events(notes: Sequence[Any]) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of each render note that becomes an Event, with the text the CLI
+    prints: the NIC detection's outcome (a Normal Event either way) and the fallbacks NVCRE warns
+    about (a GPU architecture without defaults, GKE networks or the TCPXO plugin not detected)."""
+    out: list[tuple[str, str, str]] = []
+    for note in notes:
+        code = str(getattr(note, "code", ""))
+        if code in RENDER_EVENTS and (RENDER_EVENTS[code] == "Normal" or getattr(note, "severity", "") != "info"):
+            event = (RENDER_EVENTS[code], code, str(getattr(note, "message", "")))
+            if event not in out:
+                out.append(event)
+    return out
 
 
 def expand_workflow_dependencies(workflow: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -101,7 +101,11 @@ def test_one_workflow_named_and_labelled_after_the_run(framework):
     wf = workflow_of(run_doc(framework, name="my-run"))
     assert wf["kind"] == "Workflow" and wf["apiVersion"] == "nvcre.nvidia.com/v1alpha1"
     assert wf["metadata"]["name"] == "my-run"
-    assert wf["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "nvcre", "nvcre.nvidia.com/workloadrun": "my-run"}
+    assert wf["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "nvcre",
+        "nvcre.nvidia.com/workloadrun": "my-run",
+        "nvcre.nvidia.com/workload-run": "my-run",  # NVCRE's selector
+    }
     assert runtime(wf)["metadata"]["name"] == "my-run-runtime"
     train_job = wf["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]
     assert train_job["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": "my-run-runtime"}
@@ -447,7 +451,7 @@ def test_orchestration_defaults():
     orchestration = workflow_of(run_doc())["spec"]["orchestration"]
     assert orchestration == {
         "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-        "execution": {"timeoutPerJob": "1h"},
+        "execution": {"timeoutPerJob": "24h"},
         "iterations": 1,
     }
 

@@ -30,12 +30,10 @@ from .common import (
     Conditions,
     Duration,
     EnvList,
-    FailedNodeList,
     GangSchedulerSpec,
     Int32,
     Int64,
     LocalObjectReference,
-    NodeNameSet,
     Phase,
     Quantity,
     TargetSpec,
@@ -163,10 +161,9 @@ class CategoryStatus(ApiModel):
     status: Phase
     workflow_ref: Optional[WorkflowReference] = None
     succeeded_nodes_ref: Optional[TypedLocalObjectReference] = None
-    failed_nodes_ref: Optional[TypedLocalObjectReference] = None
-    failed_nodes: Optional[NodeNameSet] = Field(None, description="Names of the nodes blamed for a failure.")
-    failed_node_details: Optional[FailedNodeList] = Field(None, description="Each failed node with its reason.")
-    failure_reason: Optional[str] = None
+    failed_nodes_ref: Optional[TypedLocalObjectReference] = Field(
+        None, description="The ConfigMap listing the nodes blamed for a failure, each with its reason."
+    )
 
 
 class CertificationStatus(ApiModel):

@@ -21,13 +21,11 @@ from .common import (
     Conditions,
     Duration,
     EnvList,
-    FailedNodeList,
     GangSchedulerSpec,
     GoodputMeasurementConfig,
     Int32,
     Int64,
     LocalObjectReference,
-    NodeNameSet,
     Phase,
     PrinterColumn,
     Quantity,
@@ -217,8 +215,6 @@ class WorkloadRunStatus(ApiModel):
     resolved_gpus_per_node: Optional[Int32] = None
     succeeded_nodes_ref: Optional[TypedLocalObjectReference] = None
     failed_nodes_ref: Optional[TypedLocalObjectReference] = None
-    failed_nodes: Optional[NodeNameSet] = None
-    failed_node_details: Optional[FailedNodeList] = None
 
 
 class WorkloadRun(ApiObject):

@@ -5,7 +5,9 @@ order) plus what a live object adds: the Certification's namespace, a controller
 to it (UID from its ``metadata.uid``) and the ``nvcre.nvidia.com/requested-test-scale``
 annotation. ``expand_workloadrun`` does the same for the one Workflow of a WorkloadRun (the
 annotation is omitted under Unpinned, which has no scale). Fields the API server adds to the
-source (``status``, ``uid``, ``resourceVersion``...) are not part of the render's input.
+source (``status``, ``uid``, ``resourceVersion``...) are not part of the render's input. Both
+take an optional ``notes`` list that receives the render's warnings and notices (the diagnostics
+the CLI prints beside a render), for the controller to turn into Events.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ..diagnostics import CompileError, error
+from ..diagnostics import CompileError, Diagnostic, error
 from ..facts import ClusterFacts
 from .meta import ANNOTATION_REQUESTED_TEST_SCALE, namespace_of, owner_reference, sub
 
@@ -51,7 +53,7 @@ def _category_scale(spec: Mapping[str, Any], category: Mapping[str, Any]) -> str
 
 
 def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts | None, *,
-                         check_purity: bool = False) -> list[dict[str, Any]]:
+                         check_purity: bool = False, notes: list[Diagnostic] | None = None) -> list[dict[str, Any]]:
     """One Workflow per category, rendered from ``certification`` and ``facts``; raises CompileError."""
     from ..render import render_certification
 
@@ -59,6 +61,8 @@ def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts |
     namespace_of(certification, "Certification")
     owner_reference(certification, "Certification")
     rendered = render_certification(as_written(certification, "Certification"), facts=facts, check_purity=check_purity)
+    if notes is not None:
+        notes.extend(d for d in rendered.diagnostics if not d.is_error)
     spec = certification.get("spec") or {}
     categories = spec.get("categories") or []
     return [
@@ -67,13 +71,16 @@ def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts |
     ]
 
 
-def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts | None, *, check_purity: bool = False) -> dict[str, Any]:
+def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts | None, *, check_purity: bool = False,
+                       notes: list[Diagnostic] | None = None) -> dict[str, Any]:
     """The WorkloadRun's one Workflow, rendered from ``workloadrun`` and ``facts``; raises CompileError."""
     from ..workloadrun import render_workloadrun
 
     namespace_of(workloadrun, "WorkloadRun")
     owner_reference(workloadrun, "WorkloadRun")
     rendered = render_workloadrun(as_written(workloadrun, "WorkloadRun"), facts=facts, check_purity=check_purity)
+    if notes is not None:
+        notes.extend(d for d in rendered.diagnostics if not d.is_error)
     orchestration = (workloadrun.get("spec") or {}).get("orchestration") or {}
     scale = None if orchestration.get("placement") == "Unpinned" else str(orchestration.get("testScale") or DEFAULT_TEST_SCALE)
     return _place(rendered.workflows[0], workloadrun, "WorkloadRun", scale)

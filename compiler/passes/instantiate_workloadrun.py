@@ -47,10 +47,13 @@ __all__ = [
     "BANDWIDTH_METRICS",
     "GOODPUT_METRICS",
     "WORKLOADRUN_LABEL",
+    "NVCRE_WORKLOADRUN_LABEL",
     "MAX_LABEL_VALUE",
 ]
 
 WORKLOADRUN_LABEL = f"{GROUP}/workloadrun"
+#: the label NVCRE gives a WorkloadRun's Workflow (``kubectl get workflows -l nvcre.nvidia.com/workload-run=X``)
+NVCRE_WORKLOADRUN_LABEL = f"{GROUP}/workload-run"
 MAX_LABEL_VALUE = 63
 WORKER_CONTAINER = "node"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -276,6 +279,7 @@ def instantiate_workloadrun(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagno
         "labels": {
             "app.kubernetes.io/managed-by": MANAGED_BY,
             WORKLOADRUN_LABEL: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
+            NVCRE_WORKLOADRUN_LABEL: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
         },
     }
     workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}

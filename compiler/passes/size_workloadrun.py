@@ -4,7 +4,7 @@
   size of the one job under Unpinned. ``testScale: intra-node`` runs every job on one node
   (a warning says so when ``numNodes`` asked for more).
 * defaults: ``testScale`` full-scale, ``repeatCount`` 1, ``maxConcurrent`` 0 (no limit),
-  ``timeoutPerJob`` from the framework's entry (1h), ``measurementTimeout`` 5m.
+  ``timeoutPerJob`` from the framework's entry (24h, NVCRE's default), ``measurementTimeout`` 5m.
 * with cluster facts: target nodes that cannot supply ``gpusPerNode`` GPUs leave the run (the
   run fails when none is left), the NIC resource is detected where the platform asks for it,
   and an Unpinned run whose size is more than the qualifying nodes fails now rather than with

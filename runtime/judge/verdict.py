@@ -780,8 +780,8 @@ def certification_verdict(
             used.append(workflow)
         entries = entries_of.get(wf_key, [])
         wf_jobs = jobs_of.get(wf_key, [])
-        fallback = str(row.get("failureReason") or "")
-        if not fallback and workflow is None and wf_name and row.get("status") == "Failed":
+        fallback = ""
+        if workflow is None and wf_name and row.get("status") == "Failed":
             fallback = f"its Workflow {wf_name} was deleted before it finished"
         categories.append(
             _category(
@@ -798,8 +798,6 @@ def certification_verdict(
                 now,
             )
         )
-        failed_entries.extend(_list(row.get("failedNodeDetails")))
-        failed_entries.extend({"name": n} for n in _list(row.get("failedNodes")))
         failed_entries.extend(entries)
         if workflow is None or not _is_diagnose(workflow):
             # Under diagnose a failed Job is evidence, not blame: only the confirmed nodes count.
@@ -858,8 +856,7 @@ def workloadrun_verdict(
     if failed_cond is not None:
         fallback = str(failed_cond.get("message") or "")
     category = _category("workloadrun", name, status, workflow, list(jobs), list(measurements), entries, spec, {}, fallback, now)
-    failed_entries: list[Mapping[str, Any]] = [*_list(run_status.get("failedNodeDetails")), *entries]
-    failed_entries.extend({"name": n} for n in _list(run_status.get("failedNodes")))
+    failed_entries: list[Mapping[str, Any]] = list(entries)
     for job in jobs:
         failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
     failed = _dedupe_failed(failed_entries)

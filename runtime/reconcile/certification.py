@@ -142,8 +142,9 @@ class CertificationReconciler:
         category = categories[index]
         label = f"{category['domain']}/{category['variant']}"
         now = ctx.clock.stamp()
+        notes: list[Any] = []
         try:
-            workflows = compiler.expand_certification(cert, self.facts())
+            workflows = compiler.expand_certification(cert, self.facts(), notes)
             manifest = workflows[index]
         except compiler.CompileError as exc:
             self._write(cert, cond.set_lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
@@ -165,6 +166,10 @@ class CertificationReconciler:
             message = f"Failed to create Workflow {name_of(manifest)}: {outcome.error}"
             self._write(cert, cond.set_lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
             return Result()
+        if index == 0 and outcome.created:
+            # the render's fallbacks, once per Certification, as NVCRE's controller reports them
+            for type_, reason, text in compiler.render_events(notes):
+                ctx.event(cert, type_, reason, text)
         category["status"] = "InProgress"
         category["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
         message = f"Created Workflow for category {label} ({index + 1} of {len(categories)})"

@@ -55,7 +55,10 @@ log = logging.getLogger("nvcre.runtime.reconcile.measurement")
 JOB_UID_ANNOTATION = "nvcre.nvidia.com/job-uid"
 MEASURING = "Measuring"
 COMPLETE = "Complete"
-_TRANSPORTS = ("IB", "Socket")
+#: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as
+#: NVCRE merges them, within the CRD's bounds: at most 16 names of at most 63 characters
+MAX_TRANSPORTS = 16
+MAX_TRANSPORT_LENGTH = 63
 DEFAULT_SAMPLE_INTERVAL = 60.0
 #: provisional BandwidthMeasurement log reads per second, across every running measurement
 PROVISIONAL_READS_PER_SECOND = 5.0
@@ -63,6 +66,11 @@ PROVISIONAL_READS_PER_SECOND = 5.0
 IDLE_RESYNC_POLLS = SAFETY_NET_POLLS
 #: a provisional read goes back at most this far, however old its cursor (NVCRE's maxLogLookback)
 MAX_LOG_LOOKBACK_SECONDS = 1800.0
+
+
+def _transports(names: Any) -> list[str]:
+    """The network names to record, sorted, within the CRD's bounds."""
+    return sorted({str(t) for t in names if t and len(str(t)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
 
 
 @dataclass(frozen=True)
@@ -308,7 +316,7 @@ class MeasurementReconciler:
         if not tail.rows:
             return {}
         fields: dict[str, Any] = {"results": [row.to_status() for row in tail.rows]}
-        transport = sorted(t for t in tail.transports if t in _TRANSPORTS)
+        transport = _transports(tail.transports)
         if transport:
             fields["transport"] = transport
         return fields
@@ -394,7 +402,7 @@ class MeasurementReconciler:
             if not parsed.results:
                 return {}
             fields: dict[str, Any] = {"results": [row.to_status() for row in parsed.results]}
-            transport = sorted({t for t in parsed.transport if t in _TRANSPORTS})
+            transport = _transports(parsed.transport)
             if transport:
                 fields["transport"] = transport
             return fields

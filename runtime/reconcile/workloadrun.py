@@ -62,8 +62,9 @@ class WorkloadRunReconciler:
         ctx = self.ctx
         now = ctx.clock.stamp()
         facts = compiler.cluster_facts(ctx.store(NODES).list(), ctx.store(RESOURCE_SLICES).list())
+        notes: list[Any] = []
         try:
-            manifest = compiler.expand_workloadrun(run, facts)
+            manifest = compiler.expand_workloadrun(run, facts, notes)
         except compiler.CompileError as exc:
             self._write(run, cond.set_lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
             return Result()
@@ -79,6 +80,9 @@ class WorkloadRunReconciler:
             ctx.event(run, "Warning", "WorkflowCreationError", message)
             self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
             return Result()
+        if outcome.created:
+            for type_, reason, text in compiler.render_events(notes):
+                ctx.event(run, type_, reason, text)
         status["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
         message = f"Created Workflow {name_of(outcome.obj)}"
         self._write(run, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", message, now))

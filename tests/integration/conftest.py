@@ -51,6 +51,18 @@ def controller_logging_as_shipped(request):
 
 
 @pytest.fixture
+def kube(simcluster):
+    """The runtime's own client of the simulated cluster, closed afterwards."""
+    from nvcre.runtime.kube.client import ApiServerClient
+
+    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
 def namespace(controlplane):
     """A namespace of its own for one test, deleted afterwards."""
     from kubernetes import client

@@ -64,3 +64,16 @@ def remove_cluster_objects(admin: Any, objects: list[dict[str, Any]]) -> None:
             meta = obj["metadata"]
             with contextlib.suppress(ApiError):  # already gone, or going with its namespace
                 admin.delete(admin.resource_for(obj["apiVersion"], obj["kind"]), meta["name"], meta.get("namespace"))
+
+
+@contextlib.contextmanager
+def scoped_controller(kube: Any, namespace: str, settings: Any, **config: Any):
+    """The controller in this process, watching ``namespace`` only, stopped on the way out."""
+    from nvcre.runtime.controller import Controller, ControllerConfig
+
+    options = {"metrics_address": "127.0.0.1:0", "health_address": "127.0.0.1:0", "leader_elect": False, **config}
+    ctl = Controller(kube, ControllerConfig(namespace=namespace, settings=settings, **options)).start()
+    try:
+        yield ctl
+    finally:
+        ctl.stop()

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, scoped_controller
 
-from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.kube.client import ApiServerClient
+from nvcre.runtime.controller import Controller
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS, WORKFLOWS, Resource
 from nvcre.runtime.reconcile import conditions as cond
@@ -38,28 +37,9 @@ FAST = Settings(
 
 
 @pytest.fixture
-def kube(simcluster) -> Iterator[ApiServerClient]:
-    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
 def controller(kube, sim_namespace) -> Iterator[Controller]:
-    config = ControllerConfig(
-        namespace=sim_namespace,
-        metrics_address="127.0.0.1:0",
-        health_address="127.0.0.1:0",
-        leader_elect=False,
-        settings=FAST,
-    )
-    ctl = Controller(kube, config).start()
-    try:
+    with scoped_controller(kube, sim_namespace, FAST) as ctl:
         yield ctl
-    finally:
-        ctl.stop()
 
 
 @pytest.fixture

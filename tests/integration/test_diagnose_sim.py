@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, scoped_controller
 from test_runtime_sim import FAST, certification, lifecycle_of, node_results, wait_terminal
 
 from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.kube.client import ApiServerClient
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
 
 pytestmark = pytest.mark.integration
@@ -26,23 +25,9 @@ THRESHOLD = {"busBandwidthGBps": "value >= 5"}
 
 
 @pytest.fixture
-def kube(simcluster) -> Iterator[ApiServerClient]:
-    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
 def controller(kube, sim_namespace) -> Iterator[Controller]:
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, settings=FAST)
-    ctl = Controller(kube, config).start()
-    try:
+    with scoped_controller(kube, sim_namespace, FAST) as ctl:
         yield ctl
-    finally:
-        ctl.stop()
 
 
 def _diagnose(kube, namespace: str, name: str, nodes: list[str], threshold: dict[str, str] = THRESHOLD) -> dict[str, Any]:

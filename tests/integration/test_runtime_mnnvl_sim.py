@@ -13,11 +13,10 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, scoped_controller
 from test_runtime_sim import FAST, certification, node_results, wait_terminal
 
-from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.kube.client import ApiServerClient
+from nvcre.runtime.controller import Controller
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CERTIFICATIONS, JOBS, WORKFLOWS
 from nvcre.runtime.reconcile import conditions as cond
 
@@ -27,28 +26,9 @@ DOMAIN_TIMEOUT = 12.0
 
 
 @pytest.fixture
-def kube(simcluster) -> Iterator[ApiServerClient]:
-    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture
 def controller(kube, sim_namespace) -> Iterator[Controller]:
-    config = ControllerConfig(
-        namespace=sim_namespace,
-        metrics_address="127.0.0.1:0",
-        health_address="127.0.0.1:0",
-        leader_elect=False,
-        settings=dataclasses.replace(FAST, compute_domain_timeout=DOMAIN_TIMEOUT),
-    )
-    ctl = Controller(kube, config).start()
-    try:
+    with scoped_controller(kube, sim_namespace, dataclasses.replace(FAST, compute_domain_timeout=DOMAIN_TIMEOUT)) as ctl:
         yield ctl
-    finally:
-        ctl.stop()
 
 
 def _domains(kube, namespace: str) -> list[dict]:
@@ -149,3 +129,20 @@ def _served(api_client) -> bool:
     from kubernetes import client
 
     return any(g.name == "resource.nvidia.com" for g in client.ApisApi(api_client).get_api_versions().groups)
+
+
+def test_the_renders_nic_fallback_is_an_event_on_the_certification(simcluster, sim_namespace, kube, controller):
+    """On-prem GB200 nodes with no RDMA resource: the render requests no NIC and says so; the
+    controller reports that note as NVCRE's Normal NICResourceDetection Event, once."""
+    from nvcre.runtime.kube.resources import EVENTS
+
+    nodes = simcluster.add_nodes(profile="gb200", count=2, prefix=f"{sim_namespace}-nonic", nic="")
+    name = "no-nic"
+    kube.create(certification(sim_namespace, name, nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}]))
+    wait_terminal(kube, CERTIFICATIONS, name, sim_namespace, timeout=180)
+    events = [
+        e for e in kube.list(EVENTS, sim_namespace).items
+        if (e.get("involvedObject") or {}).get("kind") == "Certification" and e.get("reason") == "NICResourceDetection"
+    ]
+    assert len(events) == 1 and events[0]["type"] == "Normal", events
+    assert events[0]["message"].startswith("NIC resource not chosen: no target node has an rdma/*")

@@ -22,7 +22,6 @@ import pytest
 from integration_helpers import eventually
 
 from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.kube.client import ApiServerClient
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import (
     BANDWIDTH_MEASUREMENTS,
@@ -51,15 +50,6 @@ FAST = Settings(
     scheduling_stall_grace=5.0,
     max_sample_interval=1.0,
 )
-
-
-@pytest.fixture
-def kube(simcluster) -> Iterator[ApiServerClient]:
-    client = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture
@@ -286,6 +276,9 @@ def test_an_unpinned_workloadrun_runs_one_job_of_exactly_num_nodes(simcluster, s
     assert (life, reason) == ("Succeeded", "JobCompleted")
     run = kube.get(WORKLOADRUNS, "unpinned", sim_namespace)
     workflow = kube.get(WORKFLOWS, run["status"]["workflowRef"]["name"], sim_namespace)
+    # NVCRE's selector finds the run's Workflow
+    found = kube.list(WORKFLOWS, sim_namespace, label_selector="nvcre.nvidia.com/workload-run=unpinned").items
+    assert [w["metadata"]["name"] for w in found] == [workflow["metadata"]["name"]]
     orchestration = workflow["status"]["orchestration"]
     assert orchestration["placement"] == "Unpinned"
     (group,) = orchestration["groups"]
