@@ -32,6 +32,8 @@ KubeconfigOption = Annotated[Path | None, typer.Option("--kubeconfig", help="Pat
 ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n")]
 RunResultsFileOption = Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")]
+RunJunitOption = Annotated[Path | None, typer.Option("--junit", help="With --wait: write the report as JUnit XML here.")]
+JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")]
 WorkloadRegistryOption = Annotated[str | None, typer.Option("--workload-registry")]
 WorkloadRegistryUsernameOption = Annotated[str | None, typer.Option("--workload-registry-username")]
 WorkloadRegistryPasswordOption = Annotated[str | None, typer.Option(
@@ -113,13 +115,28 @@ def render_report(verdicts: list[Any], output: ReportFormat) -> str:
     return "\n".join(report_text.render(v) for v in verdicts)
 
 
-def write_results(path: Path, verdicts: list[Any]) -> None:
-    text = _json_report(verdicts)
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where a command also writes its report: JSON (``--results-file``) and JUnit XML (``--junit``)."""
+
+    results: Path | None = None
+    junit: Path | None = None
+
+    def write(self, verdicts: list[Any]) -> None:
+        from nvcre.runtime.report import junit as report_junit
+
+        if self.results is not None:
+            _write_file(self.results, _json_report(verdicts), "Results", "results file")
+        if self.junit is not None:
+            _write_file(self.junit, report_junit.dumps(verdicts), "JUnit report", "JUnit report")
+
+
+def _write_file(path: Path, text: str, label: str, what: str) -> None:
     try:
         path.write_text(text)
-        sys.stderr.write(f"Results written to {path}\n")
+        sys.stderr.write(f"{label} written to {path}\n")
     except OSError as exc:
-        sys.stderr.write(f"Warning: failed to write results file {path}: {exc}\n")
+        sys.stderr.write(f"Warning: failed to write {what} {path}: {exc}\n")
 
 
 def _run_not_found(kube: Any, error: Exception, kind: str, name: str, namespace: str) -> typer.Exit:
@@ -146,7 +163,7 @@ def _wrong_namespace_hint(kube: Any, kind: str, name: str, namespace: str) -> st
     )
 
 
-def report_runs(kind: str, names: list[str], namespace: str, output: ReportFormat, results_file: Path | None,
+def report_runs(kind: str, names: list[str], namespace: str, output: ReportFormat, files: ReportFiles,
                 kubeconfig: Path | None, context: str | None) -> None:
     from nvcre.runtime.ops.collect import RunNotFound
 
@@ -158,8 +175,7 @@ def report_runs(kind: str, names: list[str], namespace: str, output: ReportForma
         except RunNotFound as exc:
             raise _run_not_found(kube, exc, kind, name, namespace) from None
     sys.stdout.write(render_report(verdicts, output))
-    if results_file is not None:
-        write_results(results_file, verdicts)
+    files.write(verdicts)
     problems = []
     for name, verdict in zip(names, verdicts):
         result = verdict_result(verdict)
@@ -333,7 +349,7 @@ def run_certification(
     namespace: str | None,
     wait: bool,
     timeout: str | None,
-    results_file: Path | None,
+    files: ReportFiles,
     flags: Any,
     stall_changed: bool,
     registry: tuple[str | None, str | None, str | None],
@@ -373,7 +389,7 @@ def run_certification(
             sys.stderr.write(f"  - {cat['domain']}/{cat['variant']}\n")
 
     plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
-                   derived=derived, results_file=results_file, setup=setup, image=image,
+                   derived=derived, files=files, setup=setup, image=image,
                    controller_pull_secret=controller_pull_secret, cleanup=cleanup)
     _execute(plan, kubeconfig, context, on_submitted=submitted)
 
@@ -388,7 +404,7 @@ class RunPlan:
     wait: bool
     budget: float
     derived: bool
-    results_file: Path | None
+    files: ReportFiles
     setup: bool
     image: str | None
     controller_pull_secret: str | None
@@ -446,7 +462,7 @@ def execute_run(kube: Any, plan: RunPlan, *, on_submitted: Any = None) -> int:
             if plan.timeout_text is not None:
                 sys.stderr.write(f"Waiting for completion (timeout: {plan.timeout_text})...\n")
             code, last_words = _wait_and_report(plan.kind, result.name, result.namespace, plan.budget, plan.derived,
-                                                plan.results_file, kube, cleanup=plan.cleanup)
+                                                plan.files, kube, cleanup=plan.cleanup)
         except KeyboardInterrupt:
             code, last_words = 130, "interrupted"
         except typer.Exit as exc:
@@ -513,7 +529,7 @@ def _still_running(kind: str, name: str, namespace: str) -> str:
     )
 
 
-def _unfinished(kind: str, name: str, namespace: str, results_file: Path | None, kube: Any, cleanup: bool) -> None:
+def _unfinished(kind: str, name: str, namespace: str, files: ReportFiles, kube: Any, cleanup: bool) -> None:
     """After a timeout or Ctrl-C: the partial report (stderr), the results file, and what to do next."""
     from nvcre.runtime.ops.collect import RunNotFound
 
@@ -529,8 +545,7 @@ def _unfinished(kind: str, name: str, namespace: str, results_file: Path | None,
                              f"Check its status:\n  kubectl get {lower} {name} -n {namespace}\n")
         return
     sys.stderr.write(render_report([verdict], ReportFormat.text))
-    if results_file is not None:
-        write_results(results_file, [verdict])
+    files.write([verdict])
     if cleanup:
         return
     if verdict_result(verdict) != "IN PROGRESS":
@@ -539,7 +554,7 @@ def _unfinished(kind: str, name: str, namespace: str, results_file: Path | None,
     sys.stderr.write(_still_running(kind, name, namespace))
 
 
-def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derived: bool, results_file: Path | None,
+def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derived: bool, files: ReportFiles,
                      kube: Any, *, cleanup: bool = False) -> tuple[int, str]:
     """Watch, then print the report; returns the exit code and the error line to print last (after
     any cleanup), as ``error: ...`` or ``interrupted``."""
@@ -555,30 +570,30 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
         outcome = wait_for_run(kube, kind, name, namespace, timeout=budget, on_progress=view)
     except KeyboardInterrupt:
         view.close()
-        _unfinished(kind, name, namespace, results_file, kube, cleanup)
+        _unfinished(kind, name, namespace, files, kube, cleanup)
         return 130, "interrupted"
     view.close()
     if outcome.result == "gone":
         return EXIT_FAILURE, f'error: {kind} "{name}" no longer exists; no report is available'
     if outcome.result == "timeout":
-        _unfinished(kind, name, namespace, results_file, kube, cleanup)
+        _unfinished(kind, name, namespace, files, kube, cleanup)
         return EXIT_TIMEOUT, (f"error: {kind.lower()} did not complete within {_elapsed(budget)} "
                               f"(ran for {_elapsed(outcome.elapsed)})")
     verdict = build_verdict(kube, kind, name, namespace)
     report = render_report([verdict], ReportFormat.text)
+    # The report goes to standard output whatever the verdict, progress to standard error, so
+    # `run --wait > report.txt` keeps the report.
     if verdict_result(verdict) == "PASSED":
         sys.stderr.write(f"[watch] {kind} succeeded. ({_elapsed(outcome.elapsed)})\n")
-        (sys.stderr if kind == "WorkloadRun" else sys.stdout).write(report)
         code = 0
     else:
         sys.stderr.write(f"[watch] {kind} failed. ({_elapsed(outcome.elapsed)})\n")
         failed = sorted({n.name for n in getattr(verdict, "failed_nodes", ())})
         if failed:
             sys.stderr.write("Failed nodes: " + ", ".join(failed) + "\n")
-        sys.stderr.write(report)
         code = EXIT_FAILURE
-    if results_file is not None:
-        write_results(results_file, [verdict])
+    sys.stdout.write(report)
+    files.write([verdict])
     return code, (f"error: {_failure_message(kind, outcome.run)}" if code else "")
 
 
@@ -644,6 +659,7 @@ def run_command(
     wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
     timeout: Annotated[str | None, typer.Option("--timeout", help="With --wait: how long to wait (Go duration); derived from the categories when omitted.")] = None,
     results_file: RunResultsFileOption = None,
+    junit: RunJunitOption = None,
     nodes_per_job: Annotated[int, typer.Option("--nodes-per-job", help="0 = automatic.")] = 0,
     placement: Annotated[str, typer.Option("--placement", help="Pinned (default) or Unpinned.")] = "",
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0 = from the GPU architecture.")] = 0,
@@ -690,7 +706,7 @@ def run_command(
         namespace=namespace,
         wait=wait,
         timeout=timeout,
-        results_file=results_file,
+        files=ReportFiles(results_file, junit),
         flags=flags,
         stall_changed=startup_stall_timeout_seconds is not None,
         registry=(workload_registry, workload_registry_username, workload_registry_password),
@@ -710,11 +726,12 @@ def report_command(
     namespace: NamespaceOption = "default",
     output: OutputOption = ReportFormat.text,
     results_file: Annotated[Path | None, typer.Option("--results-file", help="Also write the JSON report here.")] = None,
+    junit: JunitOption = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
     """Print a Certification's report; exit 0 only when every one PASSED."""
-    report_runs("Certification", names, namespace, output, results_file, kubeconfig, context)
+    report_runs("Certification", names, namespace, output, ReportFiles(results_file, junit), kubeconfig, context)
 
 
 @guarded
@@ -792,9 +809,10 @@ def workloadrun_run_command(
     file: Annotated[Path, typer.Argument(help="A WorkloadRun YAML.")],
     name: Annotated[str | None, typer.Option("--name", help="Overrides metadata.name.")] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Default: metadata.namespace, else default.")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report (on stderr).")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
     timeout: Annotated[str, typer.Option("--timeout", help="With --wait: how long to wait (Go duration).")] = "30m",
     results_file: RunResultsFileOption = None,
+    junit: RunJunitOption = None,
     workload_registry: WorkloadRegistryOption = None,
     workload_registry_username: WorkloadRegistryUsernameOption = None,
     workload_registry_password: WorkloadRegistryPasswordOption = None,
@@ -818,7 +836,7 @@ def workloadrun_run_command(
     _require_valid(document)
 
     plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
-                   derived=False, results_file=results_file, setup=setup, image=image,
+                   derived=False, files=ReportFiles(results_file, junit), setup=setup, image=image,
                    controller_pull_secret=controller_pull_secret, cleanup=cleanup, timeout_text=timeout)
     _execute(plan, kubeconfig, context)
 
@@ -829,11 +847,12 @@ def workloadrun_report_command(
     namespace: NamespaceOption = "default",
     output: OutputOption = ReportFormat.text,
     results_file: Annotated[Path | None, typer.Option("--results-file")] = None,
+    junit: JunitOption = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
     """Print a WorkloadRun's report; exit 0 only when it PASSED."""
-    report_runs("WorkloadRun", [name], namespace, output, results_file, kubeconfig, context)
+    report_runs("WorkloadRun", [name], namespace, output, ReportFiles(results_file, junit), kubeconfig, context)
 
 
 @guarded

@@ -202,8 +202,9 @@ def _placeholders(objects: list[dict[str, Any]], tmp_path: Path, results: Path) 
 
 
 def _report_stream(kind: str, code: int, stdout: str, stderr: str) -> str:
-    """Where the CLI prints the report: stdout for a passed Certification, stderr otherwise."""
-    return stdout if code == 0 and kind == "Certification" else stderr
+    """Where the CLI prints the report: stdout once the run ended (so `run --wait > report.txt`
+    keeps it, whatever the verdict), stderr for the partial report of a wait that timed out."""
+    return stderr if code == 3 else stdout
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list[str]) -> tuple[int, str, str]:

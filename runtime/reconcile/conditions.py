@@ -107,14 +107,16 @@ def set_condition(
 
 
 def set_lifecycle(
-    status: Mapping[str, Any], type_: str, reason: str, message: str, now: str, generation: int | None = None
+    status: Mapping[str, Any], type_: str, reason: str, message: str, now: str, generation: int | None = None,
+    *, inactive_reason: str = NOT_APPLICABLE,
 ) -> dict[str, Any]:
-    """Set one exclusive type True and the others False/NotApplicable; also refresh ``phase``."""
+    """Set one exclusive type True and the others False with ``inactive_reason`` (NotApplicable,
+    or a WorkloadRun's Superseded); also refresh ``phase``."""
     if type_ not in EXCLUSIVE:
         raise ValueError(f"{type_} is not a lifecycle condition")
     new = set_condition(status, type_, "True", reason, message, now, generation)
     for other in EXCLUSIVE:
         if other != type_:
-            new = set_condition(new, other, "False", NOT_APPLICABLE, "", now, generation)
+            new = set_condition(new, other, "False", inactive_reason, "", now, generation)
     new["phase"] = phase_of(new)
     return new

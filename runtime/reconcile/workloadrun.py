@@ -1,10 +1,14 @@
 """The WorkloadRun tier: one Workflow from the inline spec, followed to its verdict.
 
-The Workflow comes from the compiler's ``expand_workloadrun``. While it runs the WorkloadRun is
-``InProgress``; when it ends, the WorkloadRun takes the Workflow's terminal condition — reason
-and message unchanged, so a ``PartitionError`` or ``IterationsFailed`` reads the same on both —
-and the node-results ConfigMap references. Deleting the WorkloadRun deletes its Workflow; the
-finalizer holds until the Workflow (and with it every TrainJob and pod) is gone, bounded.
+The Workflow comes from the compiler's ``expand_workloadrun``. The WorkloadRun's conditions are
+NVCRE's: ``InProgress/WorkflowCreated "Workflow X created"`` from creation until the Workflow
+ends; then ``Succeeded/WorkflowSucceeded "Workflow completed successfully"``, or
+``Failed/WorkflowFailed`` with the Workflow's message (``WorkflowValidationFailed`` when the
+Workflow's thresholds failed, mirrored as ``ValidationFailed=True/ThresholdViolation``);
+``Failed/WorkflowDeleted "Workflow was deleted"`` when it vanished. The inactive lifecycle types
+read ``Superseded``. The node-results ConfigMap references are copied. Deleting the WorkloadRun
+deletes its Workflow; the finalizer holds until the Workflow (and with it every TrainJob and pod)
+is gone, bounded.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ from .context import Context, Result, owned_by
 __all__ = ["FINALIZER", "WorkloadRunReconciler"]
 
 FINALIZER = "nvcre.nvidia.com/workloadrun-finalizer"
+#: what NVCRE writes on a WorkloadRun's lifecycle types that are not the current one
+SUPERSEDED = "Superseded"
+
+
+def _lifecycle(status: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> dict[str, Any]:
+    return cond.set_lifecycle(status, type_, reason, message, now, inactive_reason=SUPERSEDED)
 
 
 class WorkloadRunReconciler:
@@ -66,26 +76,26 @@ class WorkloadRunReconciler:
         try:
             manifest = compiler.expand_workloadrun(run, facts, notes)
         except compiler.CompileError as exc:
-            self._write(run, cond.set_lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
+            self._write(run, _lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
             return Result()
         outcome = create_or_adopt(ctx, manifest, run)
         if outcome.collision:
             message = f"Workflow {name_of(manifest)} already exists and is not owned by this WorkloadRun"
-            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowNameCollision", message, now))
+            self._write(run, _lifecycle(status, cond.FAILED, "WorkflowNameCollision", message, now))
             return Result()
         if outcome.obj is None:
             if outcome.retry:
                 return Result(1.0)
             message = f"Failed to create Workflow {name_of(manifest)}: {outcome.error}"
             ctx.event(run, "Warning", "WorkflowCreationError", message)
-            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
+            self._write(run, _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
             return Result()
         if outcome.created:
             for type_, reason, text in compiler.render_events(notes):
                 ctx.event(run, type_, reason, text)
         status["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
-        message = f"Created Workflow {name_of(outcome.obj)}"
-        self._write(run, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", message, now))
+        message = f"Workflow {name_of(outcome.obj)} created"
+        self._write(run, _lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", message, now))
         return Result(ctx.settings.poll_interval)
 
     def _poll(self, run: dict[str, Any], status: dict[str, Any]) -> Result:
@@ -94,8 +104,7 @@ class WorkloadRunReconciler:
         now = ctx.clock.stamp()
         workflow = ctx.read(WORKFLOWS, str(ref.get("name")), ref.get("namespace") or namespace_of(run))
         if workflow is None:
-            message = f"Workflow {ref.get('name')} not found"
-            self._write(run, cond.set_lifecycle(status, cond.FAILED, "WorkflowNotFound", message, now))
+            self._write(run, _lifecycle(status, cond.FAILED, "WorkflowDeleted", "Workflow was deleted", now))
             return Result()
         wf_status = workflow.get("status") or {}
         orchestration = wf_status.get("orchestration") or {}
@@ -107,12 +116,22 @@ class WorkloadRunReconciler:
             if wf_status.get(key):
                 status[key] = wf_status[key]
         life = cond.lifecycle(wf_status)
-        if life in (cond.SUCCEEDED, cond.FAILED):
-            found = cond.condition(wf_status, life) or {}
-            new = cond.set_lifecycle(status, life, str(found.get("reason") or life), str(found.get("message") or ""), now)
+        if life == cond.SUCCEEDED:
+            self._write(run, _lifecycle(status, cond.SUCCEEDED, "WorkflowSucceeded", "Workflow completed successfully", now))
+            return Result()
+        if life == cond.FAILED:
+            message = str((cond.condition(wf_status, cond.FAILED) or {}).get("message") or "")
+            validation = cond.condition(wf_status, cond.VALIDATION_FAILED) or {}
+            if validation.get("status") == "True":
+                new = _lifecycle(status, cond.FAILED, "WorkflowValidationFailed", message, now)
+                new = cond.set_condition(new, cond.VALIDATION_FAILED, "True", "ThresholdViolation",
+                                         str(validation.get("message") or message), now)
+            else:
+                new = _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now)
             self._write(run, new)
             return Result()
-        self._write(run, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowRunning", f"Workflow {ref.get('name')} is running", now))
+        if (cond.condition(status, cond.IN_PROGRESS) or {}).get("reason") != "WorkflowCreated":
+            self._write(run, _lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", f"Workflow {ref.get('name')} created", now))
         return Result(ctx.settings.poll_interval)
 
     def _finalize(self, run: dict[str, Any]) -> Result:

@@ -117,21 +117,28 @@ def test_run_wait_with_a_crashing_node_prints_failed_naming_it(simcluster, sim_n
         "  categories: [{domain: communication, variant: nccl-all-reduce}]\n"
     )
     results = tmp_path / "r.json"
+    junit = tmp_path / "junit.xml"
     run = nvcrectl(simcluster, "certification", "run", "--cert-file", str(cert), "--grant-run-access",
-                   "--wait", "--timeout", "4m", "--results-file", str(results))
+                   "--wait", "--timeout", "4m", "--results-file", str(results), "--junit", str(junit))
     assert run.returncode == 1, run.stderr
     assert "[watch] Certification failed." in run.stderr
     assert f"Failed nodes: {nodes[1]}" in run.stderr
-    assert "Result:       FAILED" in run.stderr
+    assert "Result:       FAILED" in run.stdout  # the report on stdout, progress on stderr
+    from junitparser import Failure, JUnitXml
+
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    (case,) = list(suite)
+    (failure,) = case.result
+    assert isinstance(failure, Failure) and f"node {nodes[1]}: WorkloadFailed" in failure.text
     data = json.loads(results.read_text())
     details = data["failedNodeDetails"]
     assert [d["name"] for d in details] == [nodes[1]]
     assert details[0]["reason"] == "WorkloadFailed"
     # The launcher crashes the same way twice on the node: the group ends then, well inside its
     # 40 s budget, and the report says why and keeps the crash log as the failure excerpt.
-    assert "Job exceeded timeoutPerJob" not in run.stderr
+    assert "Job exceeded timeoutPerJob" not in run.stdout
     assert f"times on node {nodes[1]} with exit code" in json.dumps(data)
-    assert f"Node: {nodes[1]}" in run.stderr
+    assert f"Node: {nodes[1]}" in run.stdout
 
 
 def test_cluster_info_and_render_dry_run_read_the_live_cluster(simcluster, sim_namespace):

@@ -272,9 +272,12 @@ def test_a_training_run_whose_steps_stop_fails_as_stalled(simcluster, sim_namesp
 def test_an_unpinned_workloadrun_runs_one_job_of_exactly_num_nodes(simcluster, sim_namespace, kube, controller):
     nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-wr")
     kube.create(nccl_workloadrun(sim_namespace, "unpinned", nodes, 3))
-    life, reason, _ = wait_terminal(kube, WORKLOADRUNS, "unpinned", sim_namespace, timeout=90)
-    assert (life, reason) == ("Succeeded", "JobCompleted")
+    life, reason, message = wait_terminal(kube, WORKLOADRUNS, "unpinned", sim_namespace, timeout=90)
+    assert (life, reason, message) == ("Succeeded", "WorkflowSucceeded", "Workflow completed successfully")
     run = kube.get(WORKLOADRUNS, "unpinned", sim_namespace)
+    # NVCRE's condition shapes: the lifecycle types that are not current read Superseded
+    inactive = {c["type"]: c["reason"] for c in run["status"]["conditions"] if c["status"] == "False"}
+    assert inactive == {"InProgress": "Superseded", "Failed": "Superseded"}
     workflow = kube.get(WORKFLOWS, run["status"]["workflowRef"]["name"], sim_namespace)
     # NVCRE's selector finds the run's Workflow
     found = kube.list(WORKFLOWS, sim_namespace, label_selector="nvcre.nvidia.com/workload-run=unpinned").items
@@ -293,14 +296,26 @@ def test_an_unpinned_workloadrun_runs_one_job_of_exactly_num_nodes(simcluster, s
     assert sizes == {"launcher": 1, "node": 3}
 
 
+def test_a_workloadrun_below_its_threshold_fails_with_nvcres_validation_conditions(simcluster, sim_namespace, kube, controller):
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-slowwr")
+    run = nccl_workloadrun(sim_namespace, "below", nodes, 2)
+    run["spec"]["thresholds"] = {"busBandwidthGBps": "value >= 100"}  # sockets give about 11 GB/s
+    kube.create(run)
+    life, reason, _ = wait_terminal(kube, WORKLOADRUNS, "below", sim_namespace, timeout=120)
+    assert (life, reason) == ("Failed", "WorkflowValidationFailed")
+    validation = cond.condition(kube.get(WORKLOADRUNS, "below", sim_namespace)["status"], cond.VALIDATION_FAILED) or {}
+    assert (validation.get("status"), validation.get("reason")) == ("True", "ThresholdViolation")
+
+
 def test_an_impossible_size_fails_with_partition_error(simcluster, sim_namespace, kube, controller):
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-small")
     kube.create(nccl_workloadrun(sim_namespace, "too-big", nodes, 5))
     life, reason, message = wait_terminal(kube, WORKLOADRUNS, "too-big", sim_namespace, timeout=60)
-    assert (life, reason) == ("Failed", "PartitionError")
+    assert (life, reason) == ("Failed", "WorkflowFailed")  # NVCRE's reason, with the Workflow's message
     assert "5" in message and "2" in message
     assert names(kube, JOBS, sim_namespace) == []
-    assert "PartitionError" in event_reasons(kube, sim_namespace, "WorkloadRun")
+    assert "WorkflowFailed" in event_reasons(kube, sim_namespace, "WorkloadRun")
+    assert "PartitionError" in event_reasons(kube, sim_namespace, "Workflow")
 
 
 def test_no_capacity_is_reported_blocked_with_the_schedulers_message(simcluster, sim_namespace, kube, controller):
