@@ -58,7 +58,10 @@ def test_a_matching_override_changes_sizing_capacity_and_the_job() -> None:
     assert [(e.reason, e.message) for e in plan.events][0] == (
         "OverrideApplied", "Override[1] matched (gpuArchitecture=in [h100,h200], platform=onprem), patching jobTemplate, 1 dependencies, orchestration"
     )
-    assert plan.applied_overrides == ({"index": 1, "when": ONPREM_H100, "patches": ["jobTemplate", "1 dependencies", "orchestration"]},)
+    # NVCRE's shape: strings a client built from its Go types decodes
+    assert plan.applied_overrides == (
+        {"index": 1, "when": "gpuArchitecture=in [h100,h200], platform=onprem", "patches": "jobTemplate, 1 dependencies, orchestration"},
+    )
     assert plan.as_status()["appliedOverrides"][0]["index"] == 1
     job = expand_job(document, plan, plan.groups[0], 1)
     assert job["spec"]["schedulingStallGraceSeconds"] == 900

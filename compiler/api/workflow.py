@@ -257,8 +257,8 @@ class AppliedOverride(ApiModel):
     """An override that matched, with a summary of what it changed."""
 
     index: Int32
-    when: Optional[FreeFormObject] = None
-    patches: Optional[list[str]] = None
+    when: str = Field(max_length=4096, description="The override's conditions, e.g. gpuArchitecture=h100, platform=aws.")
+    patches: str = Field(max_length=1024, description="What it patched, e.g. jobTemplate, 2 dependencies.")
     no_op: Optional[bool] = None
 
 

@@ -193,7 +193,8 @@ def apply_overrides(spec: Mapping[str, Any], ctx: OverrideContext) -> OverrideRe
         current = updated
         summary = summarize_when(when)
         patches = _patches(override)
-        record: dict[str, Any] = {"index": index, "when": copy.deepcopy(dict(when)), "patches": patches}
+        # NVCRE's shape: both are strings ("gpuArchitecture=h100, platform=aws"; "jobTemplate, 2 dependencies")
+        record: dict[str, Any] = {"index": index, "when": summary, "patches": ", ".join(patches) or "none"}
         if no_op:
             record["noOp"] = True
             events.append(PlanEvent("Warning", "OverrideNoOp",
