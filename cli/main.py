@@ -76,6 +76,12 @@ def main(
     """nvcre command line."""
 
 
+@app.command("version")
+def version_command() -> None:
+    """Print the version (NVCRE's `nvcrectl version`; `--version` does the same)."""
+    typer.echo(f"nvcrectl {__version__}")
+
+
 def needs_every_group(argv: list[str]) -> bool:
     """False when ``argv`` names a command of ``certification`` itself (``render``, ``validate``...):
     that command runs the same with the other groups unmounted, and mounting them (importing

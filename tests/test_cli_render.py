@@ -88,6 +88,7 @@ def test_help_and_version() -> None:
     assert run("--help").returncode == 0
     assert "render" in run("certification", "--help").stdout
     assert run("--version").stdout.startswith("nvcrectl ")
+    assert run("version").stdout == run("--version").stdout  # NVCRE's `nvcrectl version`
 
 
 def test_render_path_never_imports_the_kubernetes_client() -> None:
