@@ -31,7 +31,7 @@ from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE, format_duration, parse
 
 from .. import compile as compiler
 from ..clock import parse_time
-from ..judge import domains
+from ..judge import domains, tracking
 from ..kube.errors import ApiError, NotFound
 from ..kube.resources import (
     CONFIGMAPS,
@@ -211,7 +211,8 @@ class WorkflowReconciler:
 
     def _write(self, wf: Mapping[str, Any], status: dict[str, Any]) -> None:
         # ``status`` is this reconcile's own copy (taken when it read the Workflow): no second one
-        self.ctx.write_status(WORKFLOWS, wf, lambda _old: status, based_on=wf)
+        tracked = tracking.with_tracking(wf, status)
+        self.ctx.write_status(WORKFLOWS, wf, lambda _old: tracked, based_on=wf)
 
     # ------------------------------------------------------------------ planning
 
