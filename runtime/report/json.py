@@ -4,7 +4,8 @@ Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes
 ``categories[]`` (with ``failedGroups[].failureLog``, ``bandwidth[]``, ``transport[]``,
 ``groupBandwidth[]``, ``iterations[]``, ``diagnosis`` for ``testScale: diagnose``,
 ``restartedGroups[]`` for groups whose Job restarted from a checkpoint), ``failedNodes`` (names, ``[]`` when none),
-``failedNodeDetails`` (each node with its reason and message) and ``result``. Optional fields
+``failedNodeDetails`` (each node with its reason and message) and ``result``; ``title`` only for a
+WorkloadRun, and a category in progress is ``Running``, as in NVCRE's report. Optional fields
 are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes it with
 2-space indentation.
 """
@@ -139,7 +140,9 @@ def _diagnosis(diagnosis: DiagnosisVerdict) -> dict[str, Any]:
 
 
 def _category(category: CategoryVerdict) -> dict[str, Any]:
-    out: dict[str, Any] = {"domain": category.domain, "variant": category.variant, "status": category.status}
+    # NVCRE's report says Running for a category in progress, in the JSON as in the text
+    status = "Running" if category.status == "InProgress" else category.status
+    out: dict[str, Any] = {"domain": category.domain, "variant": category.variant, "status": status}
     optional: list[tuple[str, Any]] = [
         ("failureReason", category.failure_reason if category.status == "Failed" else ""),
         ("statusDetail", category.blocked),
@@ -195,13 +198,13 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
 
 def to_dict(verdict: CertificationVerdict) -> dict[str, Any]:
     """The report object for one verdict."""
-    out: dict[str, Any] = {
-        "title": verdict.title,
+    out: dict[str, Any] = {"title": verdict.title} if verdict.kind == "WorkloadRun" else {}  # NVCRE: no title for a Certification
+    out.update({
         "name": verdict.name,
         "platform": verdict.platform,
         "gpu": verdict.gpu,
         "totalNodes": verdict.total_nodes,
-    }
+    })
     if verdict.excluded_nodes:
         out["excludedNodes"] = list(verdict.excluded_nodes)
     if verdict.exclusion_reason:
