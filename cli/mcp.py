@@ -52,13 +52,11 @@ def build_server(kubeconfig: str | None = None, context: str | None = None) -> A
             raise ToolError(f"the API server refused the read: {exc}") from None
 
     @server.tool(description="List the catalog's certification categories (domain, variant, description).")
-    def list_categories() -> list[dict[str, str]]:
+    def list_categories() -> dict[str, Any]:
         from nvcre.compiler.catalog import load_catalog
+        from nvcre.runtime.ops import queries
 
-        return [
-            {"domain": e.domain, "variant": e.variant, "description": e.description}
-            for e in load_catalog().entries
-        ]
+        return queries.categories(load_catalog().entries)
 
     @server.tool(description="Phase, result (PASSED / FAILED / IN PROGRESS) and per-category status of a Certification.")
     def get_certification_status(name: str, namespace: str = "default") -> dict[str, Any]:
@@ -73,7 +71,7 @@ def build_server(kubeconfig: str | None = None, context: str | None = None) -> A
         return ask(queries.report, name, namespace)
 
     @server.tool(description="Every node a Certification blamed, with its reason and message.")
-    def list_failed_nodes(name: str, namespace: str = "default") -> list[dict[str, str]]:
+    def list_failed_nodes(name: str, namespace: str = "default") -> dict[str, Any]:
         from nvcre.runtime.ops import queries
 
         return ask(queries.failed_nodes, name, namespace)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -133,7 +134,8 @@ def test_mcp_tools_are_the_four_read_only_ones_and_errors_are_tool_errors(tmp_pa
     ]
     assert not categories.is_error
     text = "".join(getattr(c, "text", "") for c in categories.content)
-    assert "nccl-all-reduce" in text and "dcgm-level4" in text
+    listed = json.loads(text)["categories"]  # NVCRE's shape: {"categories": [{domain, variant}, ...]}
+    assert {"communication/nccl-all-reduce", "diagnostics/dcgm-level4"} <= {f"{c['domain']}/{c['variant']}" for c in listed}
     assert missing.is_error
     assert "cannot load cluster credentials" in "".join(getattr(c, "text", "") for c in missing.content)
 

@@ -2,7 +2,9 @@
 
 ``nvcrectl certification report|status`` and the MCP tools both call these, so the words a person
 reads and the JSON an agent reads cannot disagree: each answer is a projection of
-:func:`nvcre.runtime.judge.verdict.certification_verdict` (or the WorkloadRun twin).
+:func:`nvcre.runtime.judge.verdict.certification_verdict` (or the WorkloadRun twin). The shapes are
+NVCRE's MCP answers (``{"categories": [...]}``, ``{"report": ...}``, the status object, the failed
+nodes object); fields of ours are added beside NVCRE's, never in their place.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from ..kube.client import Kube
 from ..report import json as report_json
 from .collect import collect_run
 
-__all__ = ["failed_nodes", "report", "status", "verdict_of"]
+__all__ = ["categories", "failed_nodes", "report", "status", "verdict_of"]
+
+#: NVCRE's words for a run or a category still going
+_RUNNING = {"IN PROGRESS": "RUNNING", "InProgress": "Running"}
 
 
 def verdict_of(kube: Kube, kind: str, name: str, namespace: str) -> Any:
@@ -27,30 +32,42 @@ def verdict_of(kube: Kube, kind: str, name: str, namespace: str) -> Any:
     return workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed)
 
 
+def categories(entries: Any) -> dict[str, Any]:
+    """``{"categories": [{domain, variant, description}]}`` from the catalog's entries."""
+    return {"categories": [{"domain": e.domain, "variant": e.variant, "description": e.description} for e in entries]}
+
+
 def report(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    """The JSON report (the same document ``report -o json`` prints)."""
-    return report_json.to_dict(verdict_of(kube, kind, name, namespace))
+    """``{"report": <the JSON report>}``, the same document ``report -o json`` prints."""
+    return {"report": report_json.to_dict(verdict_of(kube, kind, name, namespace))}
 
 
 def status(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    """Phase, result and one line per category."""
+    """Result (PASSED / FAILED / RUNNING...), one entry per category, failed node names; plus our
+    ``kind``, ``status`` (the lifecycle phase) and per-category ``workflow``/``reason``/``blocked``."""
     verdict = verdict_of(kube, kind, name, namespace)
     return {
-        "kind": verdict.kind,
         "name": verdict.name,
         "namespace": verdict.namespace,
-        "status": verdict.status or "Pending",
-        "result": verdict.result,
+        "result": _RUNNING.get(verdict.result, verdict.result),
         "categories": [
-            {"category": f"{c.domain}/{c.variant}", "status": c.status, "workflow": c.workflow,
-             "reason": c.failure_reason, "blocked": c.blocked}
+            {"domain": c.domain, "variant": c.variant, "status": _RUNNING.get(c.status, c.status),
+             "workflow": c.workflow, "reason": c.failure_reason, "blocked": c.blocked}
             for c in verdict.categories
         ],
         "failedNodes": list(verdict.failed_node_names),
+        "kind": verdict.kind,
+        "status": verdict.status or "Pending",
     }
 
 
-def failed_nodes(kube: Kube, kind: str, name: str, namespace: str) -> list[dict[str, str]]:
-    """Every failed node with its reason and message."""
+def failed_nodes(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    """``{name, namespace, failedNodes: [{name, reason, message?}]}``, one entry per node and
+    reason, sorted by name, reason and message."""
     verdict = verdict_of(kube, kind, name, namespace)
-    return [{"name": n.name, "reason": n.reason, "message": n.message} for n in verdict.failed_nodes]
+    entries = sorted({(n.name, n.reason, n.message) for n in verdict.failed_nodes})
+    return {
+        "name": verdict.name,
+        "namespace": verdict.namespace,
+        "failedNodes": [{"name": n, "reason": r, **({"message": m} if m else {})} for n, r, m in entries],
+    }

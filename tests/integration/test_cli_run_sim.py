@@ -76,9 +76,12 @@ def test_run_wait_prints_a_passed_report_and_report_prints_it_again(simcluster, 
     assert json.loads(status.stdout)["phase"] == "Succeeded"
 
     tools = asyncio.run(asyncio.wait_for(_mcp(simcluster, sim_namespace), 90))
+    # NVCRE's MCP shapes
     assert tools["status"]["result"] == "PASSED"
-    assert tools["report"] == data
-    assert tools["failed"] == []
+    assert [(c["domain"], c["variant"], c["status"]) for c in tools["status"]["categories"]] == [
+        ("communication", "nccl-all-reduce", "Succeeded")]
+    assert tools["report"] == {"report": data}
+    assert tools["failed"] == {"name": "day-one", "namespace": sim_namespace, "failedNodes": []}
 
     delete = nvcrectl(simcluster, "certification", "delete", "day-one", "-n", sim_namespace)
     assert delete.returncode == 0, delete.stderr
