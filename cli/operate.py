@@ -768,8 +768,18 @@ def status_of(kind: str, name: str, namespace: str, output: ReportFormat, kubeco
         for c in status.get("categoryStatuses") or []
     ]
     if output is ReportFormat.json:
-        sys.stdout.write(json.dumps({"name": name, "namespace": namespace, "phase": phase, "reason": reason,
-                                     "message": message, "categories": rows}, indent=2, sort_keys=True) + "\n")
+        answer = {"name": name, "namespace": namespace, "status": phase, "phase": phase, "reason": reason,
+                  "message": message, "categories": rows}
+        if kind == "WorkloadRun" and phase == "Failed":
+            from nvcre.runtime.ops import queries
+
+            failed = list(queries.verdict_of(kube, kind, name, namespace).failed_node_names)
+            if failed:
+                answer["failedNodes"] = failed
+        sys.stdout.write(json.dumps(answer, indent=2, sort_keys=True) + "\n")
+        return
+    if kind == "WorkloadRun":
+        sys.stdout.write(f"{phase}\n")  # NVCRE's one word, for scripts
         return
     sys.stdout.write(f"{kind} {namespace}/{name}: {phase}" + (f" ({reason}: {message})" if reason else "") + "\n")
     for row in rows:
@@ -863,7 +873,7 @@ def workloadrun_status_command(
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
-    """Print Pending, InProgress, Succeeded or Failed."""
+    """Print Pending, InProgress, Succeeded or Failed (one word, as NVCRE); -o json adds reason and failed nodes."""
     status_of("WorkloadRun", name, namespace, output, kubeconfig, context)
 
 

@@ -259,6 +259,21 @@ def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeyp
         assert not any(call.startswith("delete ") for call in cluster.calls), "a timed-out wait deleted something"
 
 
+def test_workloadrun_status_prints_nvcres_one_word_and_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = yaml.safe_load((GOLDEN / "cli" / "workloadrun" / "case.yaml").read_text(encoding="utf-8"))
+    cluster = ScriptedCluster(_golden_objects(spec["objects"]))
+    run = cluster._golden_run()
+    name, namespace = run["metadata"]["name"], run["metadata"]["namespace"]
+    cluster.create(run)
+    code, stdout, _ = invoke(monkeypatch, cluster, ["workloadrun", "status", name, "-n", namespace])
+    word = stdout.strip()
+    assert code == 0 and stdout == f"{word}\n" and word in ("Pending", "InProgress", "Succeeded", "Failed")
+    code, stdout, _ = invoke(monkeypatch, cluster, ["workloadrun", "status", name, "-n", namespace, "-o", "json"])
+    answer = json.loads(stdout)
+    assert (answer["name"], answer["namespace"]) == (name, namespace)
+    assert answer["status"] in ("Pending", "InProgress", "Succeeded", "Failed") and "failedNodes" not in answer
+
+
 def test_the_filter_hides_only_volatile_parts() -> None:
     assert normalise(f"reading {REPO}/examples/w.yaml") == "reading <REPO>/examples/w.yaml"
     raw = ("Certification nvcrectl-20261202-200501 created in namespace nvcrectl-20261202-200501.\n"
