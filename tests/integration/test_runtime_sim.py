@@ -311,11 +311,11 @@ def test_an_impossible_size_fails_with_partition_error(simcluster, sim_namespace
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-small")
     kube.create(nccl_workloadrun(sim_namespace, "too-big", nodes, 5))
     life, reason, message = wait_terminal(kube, WORKLOADRUNS, "too-big", sim_namespace, timeout=60)
-    assert (life, reason) == ("Failed", "WorkflowFailed")  # NVCRE's reason, with the Workflow's message
+    # the render already finds no room: no Workflow is created, and the WorkloadRun says why
+    assert (life, reason) == ("Failed", "PartitionError")
     assert "5" in message and "2" in message
-    assert names(kube, JOBS, sim_namespace) == []
-    assert "WorkflowFailed" in event_reasons(kube, sim_namespace, "WorkloadRun")
-    assert "PartitionError" in event_reasons(kube, sim_namespace, "Workflow")
+    assert names(kube, JOBS, sim_namespace) == [] and names(kube, WORKFLOWS, sim_namespace) == []
+    assert "PartitionError" in event_reasons(kube, sim_namespace, "WorkloadRun")
 
 
 def test_no_capacity_is_reported_blocked_with_the_schedulers_message(simcluster, sim_namespace, kube, controller):
