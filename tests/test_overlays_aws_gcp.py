@@ -223,9 +223,16 @@ def test_aws_efa_loopbacks_run_the_nccl_tests_binary_with_the_provider_env(arch,
     assert spec["image"] == EFA_IMAGE and container(wf)["image"] == EFA_IMAGE
     assert spec["command"] == ["/opt/nccl-tests/build/all_reduce_perf"]
     env = env_of(spec)
-    assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "NCCL_SOCKET_IFNAME")} == {
-        "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
-    assert "PATH" not in env and "LD_LIBRARY_PATH" not in env
+    assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE")} == {
+        "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
+    if arch == "gb200":
+        # NVCRE's GB200 EFA env: the aarch64 OFI plugin directory and the EFA tools, no socket pin
+        assert env["LD_LIBRARY_PATH"].endswith(":/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu")
+        assert env["PATH"].endswith(":/opt/amazon/efa/bin") and "$" not in env["PATH"]
+        assert "NCCL_SOCKET_IFNAME" not in env
+    else:
+        assert env["NCCL_SOCKET_IFNAME"] == "eth0"
+        assert "PATH" not in env and "LD_LIBRARY_PATH" not in env
     # the plain loopback still routes through the NIC
     if entry == "communication/nccl-loopback":
         assert env["NCCL_SHM_DISABLE"] == "1" and env["NCCL_P2P_DISABLE"] == "1"

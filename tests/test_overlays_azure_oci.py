@@ -274,9 +274,14 @@ def test_azure_nics_omitted_at_zero_but_topology_kept() -> None:
     assert_topology_mount(workflow, "nccl-all-reduce-azure-topo")
 
 
-@pytest.mark.parametrize("arch,overlay", [("h100", "azure-h100-ib-training"), ("gb200", "azure-h100-ib-training"),
-                                          ("a100", "azure-a100-ib-training")])  # fmt: skip
-@pytest.mark.parametrize("key", TRAINING)
+# NVCRE's 56B has no Azure GB200 arm (test_azure_gb_56b_takes_the_plain_gb200_base)
+@pytest.mark.parametrize(("arch", "overlay", "key"), [
+    (arch, overlay, key)
+    for arch, overlay in (("h100", "azure-h100-ib-training"), ("gb200", "azure-h100-ib-training"),
+                          ("a100", "azure-a100-ib-training"))
+    for key in TRAINING
+    if not (arch == "gb200" and key == "training/nemotron5-56b")
+])  # fmt: skip
 def test_azure_training(arch: str, overlay: str, key: str) -> None:
     workflow = render("azure", arch, key)
     assert {"azure-ib-topo", overlay} <= set(applied(workflow))
@@ -292,6 +297,18 @@ def test_azure_training(arch: str, overlay: str, key: str) -> None:
     assert topo == (PLATFORMS_ROOT / "azure" / expected_file).read_text()
     # The mount joins the catalog's own mounts and volumes.
     assert {m["name"] for m in node["volumeMounts"]} >= {"workspace", "shmem", "training-config", "nccl-topo"}
+
+
+@pytest.mark.parametrize("arch", ["gb200", "gb300"])
+def test_azure_gb_56b_takes_the_plain_gb200_base(arch: str) -> None:
+    """NVCRE's nemotron5-56b has Azure arms for A100 and H100 only; on GB200/GB300 it renders the
+    GB200 base (ComputeDomain, clique topology), never the 8B's H100 InfiniBand arm."""
+    workflow = render("azure", arch, "training/nemotron5-56b")
+    assert not {"azure-ib-topo", "azure-h100-ib-training"} & set(applied(workflow))
+    assert "gb200-gb300-compute-domain" in applied(workflow)
+    env = env_map(container(workflow).get("env") or [])
+    assert "NCCL_TOPO_FILE" not in env and "NCCL_COLLNET_ENABLE" not in env and "NCCL_IB_HCA" not in env
+    assert_nics(workflow, 0)
 
 
 # --- OCI ----------------------------------------------------------------------------------
