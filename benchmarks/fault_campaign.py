@@ -53,7 +53,7 @@ class Scenario:
     profile: str = "h100"
     nodes: int = 2
     node_fault: str = ""  # a simulated fault on the first node (the last for imex-down)
-    action: str = ""  # kill-controller | huge-log
+    action: str = ""  # kill-controller | kill-controller-3x | delete-trainjob | pause-apiserver | huge-log
     options: dict[str, Any] = field(default_factory=dict)
     expect: str = "PASSED"
     #: indices of the nodes that must be blamed (exactly these)
@@ -86,6 +86,14 @@ SCENARIOS = (
              node_fault="imex-down", expect="FAILED", blamed=(1,)),
     Scenario("kill-controller", "controller SIGKILLed while the Job runs, then restarted", "nccl-all-reduce",
              node_fault="", action="kill-controller"),
+    Scenario("kill-controller-3x", "controller SIGKILLed three times, 3 s apart, while node 0 hangs", "nccl-loopback",
+             node_fault="hang", action="kill-controller-3x", options={"timeoutPerJob": "1m"}, expect="FAILED",
+             blamed=(0,)),
+    # A TrainJob deleted by hand is no fault of the nodes: the Job fails and blames none.
+    Scenario("delete-trainjob", "the running TrainJob deleted by hand", "nccl-all-reduce", node_fault="hang",
+             action="delete-trainjob", options={"timeoutPerJob": "5m"}, expect="FAILED"),
+    Scenario("pause-apiserver", "kube-apiserver stopped (SIGSTOP) for 8 s while the Job runs", "nccl-all-reduce",
+             action="pause-apiserver"),
     Scenario("huge-log", "a hung pod logs {log_mib} MiB and a 40 KB ReDoS line", "nccl-loopback",
              node_fault="hang", action="huge-log", options={"timeoutPerJob": "2m"}, expect="FAILED", blamed=(0,)),
 )
@@ -103,6 +111,7 @@ class Controller:
         self.probes = 0
         self.slowest_probe = 0.0
         self.unexpected_exits = 0
+        self.exit_codes: list[int] = []
         self.expected_kill = False
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -148,8 +157,9 @@ class Controller:
             if proc is None:
                 continue
             if proc.poll() is not None:
-                if not self.expected_kill:
+                if not self.expected_kill and proc is self.proc:
                     self.unexpected_exits += 1
+                    self.exit_codes.append(proc.returncode)
                     self.start()
                 continue
             try:
@@ -158,6 +168,8 @@ class Controller:
                 self.peak_rss_kib = max(self.peak_rss_kib, hwm)
             except (OSError, StopIteration, ValueError):
                 pass
+            if self.expected_kill:
+                continue  # the campaign is restarting it: not a probe failure
             ok, seconds = self._probe()
             self.probes += 1
             self.slowest_probe = max(self.slowest_probe, seconds)
@@ -166,11 +178,11 @@ class Controller:
 
     def kill_and_restart(self) -> None:
         assert self.proc is not None
-        self.expected_kill = True
+        self.expected_kill = True  # the sampler leaves a process the campaign killed alone
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
-        self.expected_kill = False
         self.start()
+        self.expected_kill = False
 
     def stop(self) -> None:
         self._stop.set()
@@ -239,6 +251,22 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
             if running:
                 if scenario.action == "kill-controller":
                     controller.kill_and_restart()
+                elif scenario.action == "kill-controller-3x":
+                    for _ in range(3):
+                        controller.kill_and_restart()
+                        time.sleep(3)
+                elif scenario.action == "delete-trainjob":
+                    from nvcre.runtime.kube.resources import TRAINJOBS
+
+                    for trainjob in kube.list(TRAINJOBS, namespace).items:
+                        kube.delete(TRAINJOBS, trainjob["metadata"]["name"], namespace)
+                elif scenario.action == "pause-apiserver":
+                    pid = cluster.pids["kube-apiserver"]
+                    os.kill(pid, signal.SIGSTOP)
+                    try:
+                        time.sleep(8)
+                    finally:
+                        os.kill(pid, signal.SIGCONT)
                 elif scenario.action == "huge-log":
                     pod = running[0]["metadata"]["name"]
                     _append_log(cluster.workdir / "podlogs" / namespace / f"{pod}.log", log_mib)
@@ -307,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(r['healthy_blamed'] for r in rows)}")
     print(f"- controller: peak RSS {controller.peak_rss_kib / 1024:.0f} MiB (limit {MEMORY_LIMIT_MIB} Mi); "
           f"/healthz {controller.probes} samples, {controller.probe_failures} failed or over 1 s "
-          f"(slowest {controller.slowest_probe:.2f} s); unexpected exits (restarts) {controller.unexpected_exits}; "
+          f"(slowest {controller.slowest_probe:.2f} s); unexpected exits (restarts) {controller.unexpected_exits} "
+          f"{controller.exit_codes or ''}; "
           f"ERROR log lines {errors}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "peak_rss_mib": controller.peak_rss_kib / 1024,
