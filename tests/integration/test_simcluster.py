@@ -318,8 +318,11 @@ def test_dra_nodes_publish_resource_slices_without_a_product_label(simcluster, s
             "resource.k8s.io", "v1", "resourceslices", field_selector=f"spec.nodeName={node}"
         )["items"]
         labels = client.CoreV1Api(api_client).read_node(node).metadata.labels
-    assert len(found) == 1 and found[0]["spec"]["driver"] == "gpu.nvidia.com"
-    assert len(found[0]["spec"]["devices"]) == 4
+    # the GPU driver's slice, and (GB200: multi-node NVLink) the compute-domain driver's IMEX channel
+    by_driver = {s["spec"]["driver"]: s for s in found}
+    assert sorted(by_driver) == ["compute-domain.nvidia.com", "gpu.nvidia.com"]
+    assert len(by_driver["gpu.nvidia.com"]["spec"]["devices"]) == 4
+    assert [d["name"] for d in by_driver["compute-domain.nvidia.com"]["spec"]["devices"]] == ["channel-0"]
     assert "nvidia.com/gpu.product" not in labels
 
 
