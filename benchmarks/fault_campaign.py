@@ -25,6 +25,7 @@ it starts is stopped when it ends, on Ctrl-C too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -162,12 +163,11 @@ class Controller:
                     self.exit_codes.append(proc.returncode)
                     self.start()
                 continue
-            try:
+            # a process that exits between poll() and the read has no status to sample: skip it
+            with contextlib.suppress(OSError, StopIteration, ValueError):
                 status = Path(f"/proc/{proc.pid}/status").read_text()
                 hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
                 self.peak_rss_kib = max(self.peak_rss_kib, hwm)
-            except (OSError, StopIteration, ValueError):
-                pass
             if self.expected_kill:
                 continue  # the campaign is restarting it: not a probe failure
             ok, seconds = self._probe()
