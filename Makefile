@@ -48,6 +48,7 @@ test-fast: setup lint typecheck
 
 lint: setup
 	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 # The source folders are not named after their packages (compiler/ is nvcre.compiler), so mypy
 # reads them through a tree of links laid out as the installed package.

@@ -45,9 +45,7 @@ def bench_queue(keys: int) -> dict[str, float]:
 
 
 def bench_store(pods: int) -> dict[str, float]:
-    items = [
-        _obj("ns", f"pod-{i}", {"nvcre.nvidia.com/job": f"job-{i % 500}"}, "InProgress") for i in range(pods)
-    ]
+    items = [_obj("ns", f"pod-{i}", {"nvcre.nvidia.com/job": f"job-{i % 500}"}, "InProgress") for i in range(pods)]
     store = Store(("nvcre.nvidia.com/job",))
     started = time.perf_counter()
     events, _ = store.replace(items)

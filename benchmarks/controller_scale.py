@@ -110,8 +110,16 @@ def grew(after: Mapping[Any, float], before: Mapping[Any, float]) -> dict[Any, f
 
 
 def summarise(
-    name: str, jobs: int, nodes: int, before: Scrape, after: Scrape, *, peak_rss_kib: int | None,
-    seconds: float, verdict: str, plan_seconds: Sequence[float],
+    name: str,
+    jobs: int,
+    nodes: int,
+    before: Scrape,
+    after: Scrape,
+    *,
+    peak_rss_kib: int | None,
+    seconds: float,
+    verdict: str,
+    plan_seconds: Sequence[float],
 ) -> dict[str, Any]:
     """One scenario's row: the growth between the scrape at submit and the one at the verdict."""
     requests = grew(after.requests, before.requests)
@@ -181,9 +189,7 @@ def serve_controller(args: argparse.Namespace) -> int:
     controller = Controller(kube, config)
     if args.heap_report:
         _report_heap(Path(args.heap_report), args.memory_every, controller)
-    evaluations = Counter(
-        "nvcre_bench_health_evaluations", "Node health monitor evaluations", registry=controller.metrics.registry
-    )
+    evaluations = Counter("nvcre_bench_health_evaluations", "Node health monitor evaluations", registry=controller.metrics.registry)
     original = health.NodeHealthMonitor.check
 
     def counted(self: Any, node: Mapping[str, Any]) -> Any:
@@ -355,9 +361,7 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
         plan_times = time_plan(workflows[0], kube.list(NODES).items, args.plan_repeat) if workflows else []
     finally:
         process.stop()
-    return summarise(
-        scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times
-    )
+    return summarise(scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times)
 
 
 def drive(args: argparse.Namespace) -> dict[str, Any]:
@@ -370,9 +374,7 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
     with SimCluster(capacity=capacity) as sim:
         began = time.monotonic()
-        names = sim.add_nodes(
-            profile=args.profile, count=args.nodes, prefix="scale", wait=True, timeout=args.ready_timeout, workers=8
-        )
+        names = sim.add_nodes(profile=args.profile, count=args.nodes, prefix="scale", wait=True, timeout=args.ready_timeout, workers=8)
         results["nodes_ready_seconds"] = round(time.monotonic() - began, 1)
         kube = ApiServerClient.from_kubeconfig(str(sim.kubeconfig))
         try:
@@ -398,7 +400,10 @@ def table(results: Mapping[str, Any]) -> str:
         ("work queue: mean wait (ms)", lambda r: r["queue_mean_wait_ms"]),
         ("work queue: longest wait (ms)", lambda r: max(r["queue_longest_wait_ms"].values(), default=0)),
         ("node events relevant / ignored", lambda r: f"{r['node_events_relevant']} / {r['node_events_ignored']}"),
-        ("health evaluations (per relevant node event)", lambda r: f"{r['health_evaluations']} ({r['health_evaluations_per_relevant_node_event']})"),
+        (
+            "health evaluations (per relevant node event)",
+            lambda r: f"{r['health_evaluations']} ({r['health_evaluations_per_relevant_node_event']})",
+        ),
         ("plan_workflow on the live Nodes (ms, median / worst)", lambda r: f"{r['plan_ms_median']} / {r['plan_ms_worst']}"),
     ]
     scenarios = results["scenarios"]

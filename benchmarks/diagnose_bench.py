@@ -77,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append((n, label, k, name, cell))
                     found = "-" if cell["found"] is None else f"{cell['found']:.0%}"
                     links = "-" if cell["links"] is None else f"{cell['links']:.0%}"
-                    print(f"| {n} | {label} | {k} | {bound:.1f} | {name} | {cell['rounds']:g} | {cell['jobs']:g} | "
-                          f"{cell['units']:g} | {cell['minutes']:g} | {found} | {links} | {cell['fp']} | {cell['fn']} |")
+                    print(
+                        f"| {n} | {label} | {k} | {bound:.1f} | {name} | {cell['rounds']:g} | {cell['jobs']:g} | "
+                        f"{cell['units']:g} | {cell['minutes']:g} | {found} | {links} | {cell['fp']} | {cell['fn']} |"
+                    )
     print()
     print(f"Noise sweep ({args.noise_trials} seeded trials, N=64, noise {2 * args.noise:.2f}, mixed faults):")
     for name in ("baseline", "adaptive"):

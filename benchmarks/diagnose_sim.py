@@ -64,8 +64,7 @@ class Outcome:
     history: list[Round] = field(default_factory=list)
 
 
-def make_scenario(n: int, kind: str, k: int, rng: random.Random, *, noise: float = 0.05,
-                  topology_size: int = 0) -> Scenario:
+def make_scenario(n: int, kind: str, k: int, rng: random.Random, *, noise: float = 0.05, topology_size: int = 0) -> Scenario:
     """``k`` faults of ``kind`` (slow, crash, flaky, link, or none) among ``n`` nodes."""
     nodes = tuple(f"node-{i:04d}" for i in range(n))
     topology = {node: f"rack-{i // topology_size}" for i, node in enumerate(nodes)} if topology_size else None
@@ -127,8 +126,7 @@ def simulate(planner: Planner, scenario: Scenario, options: Options, seed: int, 
     out.blamed = frozenset(step.faulty_nodes)
     out.false_positives = len(out.blamed - scenario.bad_nodes)
     out.false_negatives = len(scenario.bad_nodes - out.blamed)
-    named = {frozenset((f.side_a[0], f.side_b[0])) for f in step.infrastructure_faults
-             if len(f.side_a) == 1 and len(f.side_b) == 1}
+    named = {frozenset((f.side_a[0], f.side_b[0])) for f in step.infrastructure_faults if len(f.side_a) == 1 and len(f.side_b) == 1}
     out.links_total = len(scenario.links)
     out.links_exact = len(named & scenario.links)
     return out

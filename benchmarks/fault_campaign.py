@@ -63,40 +63,85 @@ class Scenario:
 
 SCENARIOS = (
     Scenario("healthy", "none", "nccl-all-reduce"),
-    Scenario("nccl-crash", "NCCL error on node 0, every attempt", "nccl-loopback", node_fault="nccl-crash",
-             expect="FAILED", blamed=(0,)),
+    Scenario("nccl-crash", "NCCL error on node 0, every attempt", "nccl-loopback", node_fault="nccl-crash", expect="FAILED", blamed=(0,)),
     # A crash during certification is a finding even if a retry would pass (the loopback's
     # workload does not retry): the node is blamed, and only that node.
-    Scenario("crash-once", "NCCL error on node 0, first attempt only", "nccl-loopback", node_fault="crash-once",
-             expect="FAILED", blamed=(0,)),
-    Scenario("hang", "workload on node 0 never ends", "nccl-loopback", node_fault="hang",
-             options={"timeoutPerJob": "2m"}, expect="FAILED", blamed=(0,)),
-    Scenario("xid", "Xid 79 and cordon on node 0 while it runs", "nccl-loopback", node_fault="xid",
-             expect="FAILED", blamed=(0,)),
-    Scenario("slow-link", "node 0 at a tenth of its bandwidth", "nccl-loopback", node_fault="slow-link",
-             options={"thresholds": {"busBandwidthGBps": "value >= 100"}}, expect="FAILED", blamed=(0,)),
+    Scenario(
+        "crash-once", "NCCL error on node 0, first attempt only", "nccl-loopback", node_fault="crash-once", expect="FAILED", blamed=(0,)
+    ),
+    Scenario(
+        "hang",
+        "workload on node 0 never ends",
+        "nccl-loopback",
+        node_fault="hang",
+        options={"timeoutPerJob": "2m"},
+        expect="FAILED",
+        blamed=(0,),
+    ),
+    Scenario("xid", "Xid 79 and cordon on node 0 while it runs", "nccl-loopback", node_fault="xid", expect="FAILED", blamed=(0,)),
+    Scenario(
+        "slow-link",
+        "node 0 at a tenth of its bandwidth",
+        "nccl-loopback",
+        node_fault="slow-link",
+        options={"thresholds": {"busBandwidthGBps": "value >= 100"}},
+        expect="FAILED",
+        blamed=(0,),
+    ),
     # A cordoned target node is left out, not blamed, and the verdict says not every target was
     # certified.
     Scenario("cordon", "node 0 cordoned before the run", "nccl-loopback", node_fault="cordon", expect="INCOMPLETE"),
     # A node advertising 0 GPUs is kept, as NVCRE keeps it (a restarting device plugin advertises
     # none for a moment); its pods can never schedule, so the Job fails after the scheduling grace
     # (300 s) with the scheduler's message, blaming no node.
-    Scenario("no-capacity", "node 0 reports 0 allocatable GPUs", "nccl-loopback", node_fault="no-capacity",
-             expect="FAILED"),
-    Scenario("imex-down", "gb200: node 1's IMEX daemon never joins", "nccl-all-reduce", profile="gb200",
-             node_fault="imex-down", expect="FAILED", blamed=(1,)),
-    Scenario("kill-controller", "controller SIGKILLed while the Job runs, then restarted", "nccl-all-reduce",
-             node_fault="", action="kill-controller"),
-    Scenario("kill-controller-3x", "controller SIGKILLed three times, 3 s apart, while node 0 hangs", "nccl-loopback",
-             node_fault="hang", action="kill-controller-3x", options={"timeoutPerJob": "1m"}, expect="FAILED",
-             blamed=(0,)),
+    Scenario("no-capacity", "node 0 reports 0 allocatable GPUs", "nccl-loopback", node_fault="no-capacity", expect="FAILED"),
+    Scenario(
+        "imex-down",
+        "gb200: node 1's IMEX daemon never joins",
+        "nccl-all-reduce",
+        profile="gb200",
+        node_fault="imex-down",
+        expect="FAILED",
+        blamed=(1,),
+    ),
+    Scenario(
+        "kill-controller",
+        "controller SIGKILLed while the Job runs, then restarted",
+        "nccl-all-reduce",
+        node_fault="",
+        action="kill-controller",
+    ),
+    Scenario(
+        "kill-controller-3x",
+        "controller SIGKILLed three times, 3 s apart, while node 0 hangs",
+        "nccl-loopback",
+        node_fault="hang",
+        action="kill-controller-3x",
+        options={"timeoutPerJob": "1m"},
+        expect="FAILED",
+        blamed=(0,),
+    ),
     # A TrainJob deleted by hand is no fault of the nodes: the Job fails and blames none.
-    Scenario("delete-trainjob", "the running TrainJob deleted by hand", "nccl-all-reduce", node_fault="hang",
-             action="delete-trainjob", options={"timeoutPerJob": "5m"}, expect="FAILED"),
-    Scenario("pause-apiserver", "kube-apiserver stopped (SIGSTOP) for 8 s while the Job runs", "nccl-all-reduce",
-             action="pause-apiserver"),
-    Scenario("huge-log", "a hung pod logs {log_mib} MiB and a 40 KB ReDoS line", "nccl-loopback",
-             node_fault="hang", action="huge-log", options={"timeoutPerJob": "2m"}, expect="FAILED", blamed=(0,)),
+    Scenario(
+        "delete-trainjob",
+        "the running TrainJob deleted by hand",
+        "nccl-all-reduce",
+        node_fault="hang",
+        action="delete-trainjob",
+        options={"timeoutPerJob": "5m"},
+        expect="FAILED",
+    ),
+    Scenario("pause-apiserver", "kube-apiserver stopped (SIGSTOP) for 8 s while the Job runs", "nccl-all-reduce", action="pause-apiserver"),
+    Scenario(
+        "huge-log",
+        "a hung pod logs {log_mib} MiB and a 40 KB ReDoS line",
+        "nccl-loopback",
+        node_fault="hang",
+        action="huge-log",
+        options={"timeoutPerJob": "2m"},
+        expect="FAILED",
+        blamed=(0,),
+    ),
 )
 
 
@@ -122,11 +167,24 @@ class Controller:
 
         self.health_port = free_port()
         args = [
-            sys.executable, "-m", "nvcre.runtime", "--kubeconfig", str(self.kubeconfig),
-            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
-            "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
-            "--leader-elect", "--lease-namespace", "default", "--log-level", "info",
-            "--compute-domain-timeout", "2m", "--never-schedulable-timeout", "2m",
+            sys.executable,
+            "-m",
+            "nvcre.runtime",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--metrics-bind-address",
+            f"127.0.0.1:{free_port()}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.health_port}",
+            "--leader-elect",
+            "--lease-namespace",
+            "default",
+            "--log-level",
+            "info",
+            "--compute-domain-timeout",
+            "2m",
+            "--never-schedulable-timeout",
+            "2m",
         ]
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=REPO)
@@ -211,7 +269,11 @@ def _report(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
     nvcrectl = Path(sys.executable).with_name("nvcrectl")
     out = subprocess.run(
         [str(nvcrectl), "certification", "report", name, "-n", namespace, "-o", "json"],
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)}, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     return json.loads(out.stdout) if out.stdout.strip() else {"result": f"report failed: {out.stderr.strip()}"}
 
@@ -242,7 +304,7 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
     acted = False
     verdict_at = None
     while time.monotonic() - started < 900:
-        status = (kube.get(CERTIFICATIONS, name, namespace).get("status") or {})
+        status = kube.get(CERTIFICATIONS, name, namespace).get("status") or {}
         if cond.lifecycle(status) in (cond.SUCCEEDED, cond.FAILED):
             verdict_at = time.monotonic()
             break
@@ -320,28 +382,38 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             controller.stop()
             kube.close()
-        errors = sum(1 for line in (Path(tmp) / "controller.log").read_text(errors="replace").splitlines()
-                     if '"level": "error"' in line)
+        errors = sum(1 for line in (Path(tmp) / "controller.log").read_text(errors="replace").splitlines() if '"level": "error"' in line)
     print("| scenario | fault | expected | result | nodes blamed | time to verdict | verdict right |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         blamed = ", ".join(b.rsplit("-", 2)[-2] + "-" + b.rsplit("-", 1)[-1] for b in r["blamed"]) or "none"
         seconds = f"{r['seconds']} s" if r["seconds"] is not None else "no verdict"
-        print(f"| {r['scenario']} | {r['fault']} | {r['expected']} | {r['result']} | {blamed} | {seconds} | "
-              f"{'yes' if r['ok'] else '**no**'} |")
+        print(
+            f"| {r['scenario']} | {r['fault']} | {r['expected']} | {r['result']} | {blamed} | {seconds} | "
+            f"{'yes' if r['ok'] else '**no**'} |"
+        )
     wrong = sum(1 for r in rows if not r["ok"])
     print()
-    print(f"- scenarios: {len(rows)}; wrong verdicts or blame: {wrong}; healthy nodes blamed: "
-          f"{sum(r['healthy_blamed'] for r in rows)}")
-    print(f"- controller: peak RSS {controller.peak_rss_kib / 1024:.0f} MiB (limit {MEMORY_LIMIT_MIB} Mi); "
-          f"/healthz {controller.probes} samples, {controller.probe_failures} failed or over 1 s "
-          f"(slowest {controller.slowest_probe:.2f} s); unexpected exits (restarts) {controller.unexpected_exits} "
-          f"{controller.exit_codes or ''}; "
-          f"ERROR log lines {errors}")
+    print(f"- scenarios: {len(rows)}; wrong verdicts or blame: {wrong}; healthy nodes blamed: {sum(r['healthy_blamed'] for r in rows)}")
+    print(
+        f"- controller: peak RSS {controller.peak_rss_kib / 1024:.0f} MiB (limit {MEMORY_LIMIT_MIB} Mi); "
+        f"/healthz {controller.probes} samples, {controller.probe_failures} failed or over 1 s "
+        f"(slowest {controller.slowest_probe:.2f} s); unexpected exits (restarts) {controller.unexpected_exits} "
+        f"{controller.exit_codes or ''}; "
+        f"ERROR log lines {errors}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "peak_rss_mib": controller.peak_rss_kib / 1024,
-                                         "probe_failures": controller.probe_failures,
-                                         "restarts": controller.unexpected_exits}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "peak_rss_mib": controller.peak_rss_kib / 1024,
+                    "probe_failures": controller.probe_failures,
+                    "restarts": controller.unexpected_exits,
+                },
+                indent=2,
+            )
+        )
     bad = wrong or controller.unexpected_exits or controller.probe_failures or controller.peak_rss_kib > MEMORY_LIMIT_MIB * 1024
     return 1 if bad else 0
 

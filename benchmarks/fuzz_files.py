@@ -33,14 +33,44 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MAX_SECONDS = 5.0
 MAX_RSS_MB = 500
-TOKENS = ("&a ", "*a", "!!binary ", "!!python/object:os.system ", "!!set ", "{", "}", "[", "]", "---\n", "...\n",
-          "%YAML 1.1\n", "<<: *a\n", "? ", "|\n", ">-\n", "'", '"', "\\u0000", "#", ": ", "- ", "\t", "\x00", "\x85")
+TOKENS = (
+    "&a ",
+    "*a",
+    "!!binary ",
+    "!!python/object:os.system ",
+    "!!set ",
+    "{",
+    "}",
+    "[",
+    "]",
+    "---\n",
+    "...\n",
+    "%YAML 1.1\n",
+    "<<: *a\n",
+    "? ",
+    "|\n",
+    ">-\n",
+    "'",
+    '"',
+    "\\u0000",
+    "#",
+    ": ",
+    "- ",
+    "\t",
+    "\x00",
+    "\x85",
+)
 
 
 def corpus() -> list[tuple[str, bytes]]:
     """(name, bytes) of every input document under golden/ and examples/."""
-    found = sorted({*(REPO / "golden").glob("*/*/certification.yaml"), *(REPO / "golden").glob("*/*/workloadrun.yaml"),
-                    *(REPO / "examples").glob("*.yaml")})
+    found = sorted(
+        {
+            *(REPO / "golden").glob("*/*/certification.yaml"),
+            *(REPO / "golden").glob("*/*/workloadrun.yaml"),
+            *(REPO / "examples").glob("*.yaml"),
+        }
+    )
     return [(str(path.relative_to(REPO)), path.read_bytes()) for path in found]
 
 
@@ -58,15 +88,29 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
     """One to three byte-level mutations; returns their names and the new bytes."""
     names = []
     for _ in range(rng.randint(1, 3)):
-        kind = rng.choice(("truncate", "flip", "control", "tab", "drop-line", "double-line", "token", "bom", "utf16",
-                           "alias-bomb", "deep-flow", "long-line"))
+        kind = rng.choice(
+            (
+                "truncate",
+                "flip",
+                "control",
+                "tab",
+                "drop-line",
+                "double-line",
+                "token",
+                "bom",
+                "utf16",
+                "alias-bomb",
+                "deep-flow",
+                "long-line",
+            )
+        )
         names.append(kind)
         i = _at(rng, data)
         if kind == "truncate":
             data = data[:i]
         elif kind == "flip" and data:
             j = rng.randrange(len(data))
-            data = data[:j] + bytes([rng.randrange(256)]) + data[j + 1:]
+            data = data[:j] + bytes([rng.randrange(256)]) + data[j + 1 :]
         elif kind == "control":
             data = data[:i] + bytes([rng.choice((0, 7, 8, 11, 12, 27, 127, 0x80, 0xC3, 0xFF))]) + data[i:]
         elif kind == "tab":
@@ -83,7 +127,8 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
             data = data.decode("utf-8", "replace").encode("utf-16")
         elif kind == "alias-bomb":
             bomb = "a: &a ['x','x','x','x','x','x','x','x','x']\n" + "".join(
-                f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)}]\n" for n in range(9))
+                f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)},*{chr(97 + n)}]\n" for n in range(9)
+            )
             data = bomb.encode() + data
         elif kind == "deep-flow":
             depth = rng.choice((100, 5_000, 200_000))
@@ -102,10 +147,16 @@ def special_files(folder: Path) -> list[tuple[str, str]]:
         out.truncate(65 * 1024 * 1024)  # sparse: 65 MiB of NUL bytes without writing them
     (folder / "spaces.yaml").write_bytes(b" " * (5 * 1024 * 1024))
     (folder / "loop.yaml").symlink_to(folder / "loop.yaml")
-    return [("directory", str(folder / "a-directory")), ("fifo", str(folder / "a-fifo")), ("/dev/zero", "/dev/zero"),
-            ("empty", str(folder / "empty.yaml")), ("65 MiB", str(folder / "huge.yaml")),
-            ("5 MiB of spaces", str(folder / "spaces.yaml")), ("symlink loop", str(folder / "loop.yaml")),
-            ("missing", str(folder / "missing.yaml"))]
+    return [
+        ("directory", str(folder / "a-directory")),
+        ("fifo", str(folder / "a-fifo")),
+        ("/dev/zero", "/dev/zero"),
+        ("empty", str(folder / "empty.yaml")),
+        ("65 MiB", str(folder / "huge.yaml")),
+        ("5 MiB of spaces", str(folder / "spaces.yaml")),
+        ("symlink loop", str(folder / "loop.yaml")),
+        ("missing", str(folder / "missing.yaml")),
+    ]
 
 
 class Runner:

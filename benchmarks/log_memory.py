@@ -87,8 +87,17 @@ def _case(size: int, cap: int, whole: bool, args: argparse.Namespace, out: multi
         parsed = training.parse_training(windows, profile)
         reads, complete = windows.reads, windows.complete
     goodput = training.calculate_goodput(parsed, datetime.now(UTC))
-    out.put({"steps": len(parsed.steps), "reads": reads, "complete": complete, "seconds": time.perf_counter() - started,
-             "peak_mib": _peak_mib(), "start_mib": base, "ratio": goodput.ratio})
+    out.put(
+        {
+            "steps": len(parsed.steps),
+            "reads": reads,
+            "complete": complete,
+            "seconds": time.perf_counter() - started,
+            "peak_mib": _peak_mib(),
+            "start_mib": base,
+            "ratio": goodput.ratio,
+        }
+    )
 
 
 def main() -> int:
@@ -109,8 +118,10 @@ def main() -> int:
         child.start()
         result = queue.get()
         child.join()
-        print(f"{label:>15}: peak RSS {result['peak_mib']:.1f} MiB (interpreter and imports {result['start_mib']:.1f}), "
-              f"{result['reads']} reads, complete={result['complete']}, {result['steps']} steps, {result['seconds']:.1f} s")
+        print(
+            f"{label:>15}: peak RSS {result['peak_mib']:.1f} MiB (interpreter and imports {result['start_mib']:.1f}), "
+            f"{result['reads']} reads, complete={result['complete']}, {result['steps']} steps, {result['seconds']:.1f} s"
+        )
     return 0
 
 

@@ -22,12 +22,23 @@ def cluster(count: int) -> Any:
     nodes = []
     for i in range(count):
         name = f"gpu-{i:05d}"
-        labels = {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
-                  "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "rack": f"r{i // 18:03d}"}
+        labels = {
+            "kubernetes.io/hostname": name,
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "rack": f"r{i // 18:03d}",
+        }
         spec: dict[str, Any] = {"unschedulable": True} if i % 97 == 0 else {}
         gpus = "4" if i % 101 == 0 else "8"
-        nodes.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec,
-                      "status": {"allocatable": {"nvidia.com/gpu": gpus}}})
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": spec,
+                "status": {"allocatable": {"nvidia.com/gpu": gpus}},
+            }
+        )
     return facts_from_documents(nodes)
 
 
@@ -35,11 +46,17 @@ def workflow(num_nodes: int | None, **orchestration: Any) -> dict[str, Any]:
     trainer: dict[str, Any] = {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}
     if num_nodes is not None:
         trainer["numNodes"] = num_nodes
-    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow",
-            "metadata": {"name": "bench-communication-nccl-a-00000", "namespace": "bench", "uid": "00000000-0000-4000-8000-000000000000"},
-            "spec": {"jobTemplate": {"spec": {"workload": {"trainJob": {"runtimeRef": {"kind": "TrainingRuntime", "name": "rt"},
-                                                                         "trainer": trainer}}}},
-                     "orchestration": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, **orchestration}}}
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "bench-communication-nccl-a-00000", "namespace": "bench", "uid": "00000000-0000-4000-8000-000000000000"},
+        "spec": {
+            "jobTemplate": {
+                "spec": {"workload": {"trainJob": {"runtimeRef": {"kind": "TrainingRuntime", "name": "rt"}, "trainer": trainer}}}
+            },
+            "orchestration": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, **orchestration},
+        },
+    }
 
 
 def timed(run: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
@@ -70,7 +87,9 @@ def main() -> None:
             return plan_workflow(document, facts)
 
         median, worst, plan = timed(run, args.repeat)
-        print(f"plan {label:<20} {args.nodes} nodes  {len(plan.groups):>5} groups  median {median * 1000:7.1f} ms  worst {worst * 1000:7.1f} ms")
+        print(
+            f"plan {label:<20} {args.nodes} nodes  {len(plan.groups):>5} groups  median {median * 1000:7.1f} ms  worst {worst * 1000:7.1f} ms"
+        )
     plan = plan_workflow(cases["intra-node"], facts)
     median, worst, _ = timed(lambda: [expand_job(cases["intra-node"], plan, g, 1) for g in plan.groups[:100]], args.repeat)
     print(f"expand_job x100 (intra-node plan)          median {median * 1000:7.1f} ms  worst {worst * 1000:7.1f} ms")

@@ -55,8 +55,12 @@ KUBECTL = shutil.which("kubectl")
 
 
 def _cert(categories: list[dict], name: str = "bench") -> dict:
-    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": name},
-            "spec": {"target": {}, "categories": categories}}
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": name},
+        "spec": {"target": {}, "categories": categories},
+    }
 
 
 def _every_entry(**options: int) -> list[dict]:
@@ -65,8 +69,10 @@ def _every_entry(**options: int) -> list[dict]:
 
 def cases() -> list[tuple[str, dict, dict]]:
     keys = load_catalog().keys()
-    sixty_four = [{"domain": k.split("/")[0], "variant": k.split("/")[1], "options": {"nodesPerJob": 8, "maxSteps": i + 1}}
-                  for i, k in enumerate(keys * 8)]
+    sixty_four = [
+        {"domain": k.split("/")[0], "variant": k.split("/")[1], "options": {"nodesPerJob": 8, "maxSteps": i + 1}}
+        for i, k in enumerate(keys * 8)
+    ]
     facts = REPO / "tests/fixtures/facts/onprem-gb200-rdma.yaml"
     return [
         ("example, 4 categories, flags", load_file(REPO / "examples/certification.yaml")[0], {"platform": "onprem", "gpu_arch": "gb300"}),
@@ -103,8 +109,15 @@ def matrix(passes: int) -> list[tuple[float, float, int, int, str]]:
             text = dump_yaml_stream(render_certification(document, platform=platform, gpu_arch=arch).workflows)
             size += len(text)
             digest.update(f"# {platform} {arch}\n{text}".encode())
-        results.append((time.perf_counter() - wall, time.process_time() - cpu, len(pairs) * len(document["spec"]["categories"]),
-                        size, digest.hexdigest()))
+        results.append(
+            (
+                time.perf_counter() - wall,
+                time.process_time() - cpu,
+                len(pairs) * len(document["spec"]["categories"]),
+                size,
+                digest.hexdigest(),
+            )
+        )
     return results
 
 
@@ -218,7 +231,9 @@ def main() -> None:
 
     print(f"\n{'matrix pass':<36} {'wall s':>9} {'CPU s':>8} {'renders':>9} {'output MiB':>10}  SHA-256 of the output")
     for index, (wall, cpu, renders, size, digest) in enumerate(matrix(args.matrix_passes)):
-        print(f"{'every entry x every pair, pass ' + str(index + 1):<36} {wall:>9.3f} {cpu:>8.3f} {renders:>9} {size / 2**20:>10.1f}  {digest}")
+        print(
+            f"{'every entry x every pair, pass ' + str(index + 1):<36} {wall:>9.3f} {cpu:>8.3f} {renders:>9} {size / 2**20:>10.1f}  {digest}"
+        )
 
     if args.skip_cold:
         return

@@ -76,9 +76,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         after = {n: cpu_seconds(p) for n, p in cluster.pids.items()}
         results["idle_rss_mib"] = memory(cluster)
         results["idle_rss_total_mib"] = round(sum(v or 0 for v in results["idle_rss_mib"].values()), 1)
-        results["idle_cpu_percent_of_one_core"] = {
-            n: round(100 * ((after[n] or 0) - (before[n] or 0)) / 10, 2) for n in before
-        }
+        results["idle_cpu_percent_of_one_core"] = {n: round(100 * ((after[n] or 0) - (before[n] or 0)) / 10, 2) for n in before}
     finally:
         cluster.stop()
 
@@ -88,9 +86,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         if args.scale:
             began = time.monotonic()
-            names = cluster.add_nodes(
-                profile=args.profile, count=args.scale, prefix="scale", wait=False, workers=args.workers
-            )
+            names = cluster.add_nodes(profile=args.profile, count=args.scale, prefix="scale", wait=False, workers=args.workers)
             created = time.monotonic() - began
             cluster.wait_ready(names, timeout=args.scale_timeout)
             ready = time.monotonic() - began

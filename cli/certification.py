@@ -32,13 +32,9 @@ class ListFormat(str, Enum):
 
 # Options shared by every render command (certification and workloadrun).
 PlatformOption = Annotated[str | None, typer.Option("--platform", help="Platform to render for (overrides detection).")]
-GPUArchOption = Annotated[
-    str | None, typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")
-]
+GPUArchOption = Annotated[str | None, typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")]
 FactsOption = Annotated[Path | None, typer.Option("--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML.")]
-ExplainOption = Annotated[
-    bool, typer.Option("--explain", help="Print every render decision and where it came from to stderr.")
-]
+ExplainOption = Annotated[bool, typer.Option("--explain", help="Print every render decision and where it came from to stderr.")]
 
 
 def _load_single(path: Path) -> dict:
@@ -91,9 +87,7 @@ def render(
     platform: PlatformOption = None,
     gpu_arch: GPUArchOption = None,
     facts: FactsOption = None,
-    output: Annotated[
-        Format, typer.Option("--output", "-o", help="yaml (documents separated by ---) or json (one array).")
-    ] = Format.yaml,
+    output: Annotated[Format, typer.Option("--output", "-o", help="yaml (documents separated by ---) or json (one array).")] = Format.yaml,
     explain: ExplainOption = False,
     output_dir: OutputDirOption = None,
     env_prefix: EnvPrefixOption = None,
@@ -107,11 +101,20 @@ def render(
     platform, gpu_arch, facts = flags_from_env(env_prefix, platform, gpu_arch, facts)
     live = live_facts_for(dry_run, gpu_arch, facts, kubeconfig, context)
     if file.is_dir():
-        render_directory(file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output, explain=explain,
-                         output_dir=output_dir)
+        render_directory(
+            file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output, explain=explain, output_dir=output_dir
+        )
         return
-    render_to_stdout(render_certification, file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output,
-                     explain=explain, output_dir=output_dir)
+    render_to_stdout(
+        render_certification,
+        file,
+        platform=platform,
+        gpu_arch=gpu_arch,
+        facts=live or facts,
+        output=output,
+        explain=explain,
+        output_dir=output_dir,
+    )
 
 
 DryRunOption = Annotated[
@@ -128,8 +131,15 @@ def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kube
     from nvcre.compiler.diagnostics import CompileError, error
 
     if gpu_arch:
-        raise CompileError([error("InvalidFlags", "--gpu-arch",
-                                  "--dry-run detects the GPU architecture from cluster nodes; cannot combine with --gpu-arch")])
+        raise CompileError(
+            [
+                error(
+                    "InvalidFlags",
+                    "--gpu-arch",
+                    "--dry-run detects the GPU architecture from cluster nodes; cannot combine with --gpu-arch",
+                )
+            ]
+        )
     if facts is not None:
         raise CompileError([error("InvalidFlags", "--facts", "--dry-run reads the facts from the cluster; cannot combine with --facts")])
     from nvcre.runtime.ops.facts import live_facts
@@ -160,8 +170,9 @@ def flags_from_env(
     )
 
 
-def render_to_stdout(renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool,
-                     output_dir: Path | None = None) -> None:
+def render_to_stdout(
+    renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None = None
+) -> None:
     """Shared body of the render commands: load, render, report diagnostics, then print the documents.
 
     Everything is rendered before anything is printed, so a failing render leaves stdout empty
@@ -227,8 +238,15 @@ def yaml_files(directory: Path) -> list[Path]:
                 continue
             found.append(path)
             if len(found) > MAX_DIRECTORY_FILES:
-                raise CompileError([error("TooManyFiles", str(directory),
-                                          f"more than {MAX_DIRECTORY_FILES:,} YAML files under this directory; give a narrower one")])
+                raise CompileError(
+                    [
+                        error(
+                            "TooManyFiles",
+                            str(directory),
+                            f"more than {MAX_DIRECTORY_FILES:,} YAML files under this directory; give a narrower one",
+                        )
+                    ]
+                )
     if problems:
         raise CompileError(problems)
     return sorted(found)
@@ -253,8 +271,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     return found
 
 
-def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool,
-                     output_dir: Path | None) -> None:
+def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None) -> None:
     """Render every Certification under ``directory``; errors from all of them are reported together."""
     from dataclasses import replace
 
@@ -327,8 +344,13 @@ def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")
     catalog = load_catalog()
     if output is ListFormat.json:
         rows = [
-            {"domain": e.domain, "variant": e.variant, "description": e.description,
-             "measurement": e.measurement, "timeoutPerJob": e.timeout_per_job}
+            {
+                "domain": e.domain,
+                "variant": e.variant,
+                "description": e.description,
+                "measurement": e.measurement,
+                "timeoutPerJob": e.timeout_per_job,
+            }
             for e in catalog.entries
         ]
         sys.stdout.write(dump_json(rows))

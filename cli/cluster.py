@@ -54,9 +54,7 @@ def info_command(
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without --facts: the kubeconfig to use."),
     context: str | None = typer.Option(None, "--context", help="Without --facts: the kubeconfig context."),
     output: OutputFormat = typer.Option(OutputFormat.text, "-o", "--output", help="Output format."),
-    topology_key: str = typer.Option(
-        "", "--topology-key", help="Show domains of this node label instead of the detected topology labels."
-    ),
+    topology_key: str = typer.Option("", "--topology-key", help="Show domains of this node label instead of the detected topology labels."),
 ) -> None:
     """Show the platform, GPUs, nodes and topology nvcre detects from the facts."""
     from nvcre.compiler.diagnostics import CompileError
@@ -134,9 +132,7 @@ def cluster_info(facts: ClusterFacts, *, topology_key: str | None = None) -> tup
             }
             for n in nodes
         ],
-        "topology": [
-            {"key": key, "domains": [{"value": v, "nodes": c} for v, c in topology_domains(nodes, key)]} for key in keys
-        ],
+        "topology": [{"key": key, "domains": [{"value": v, "nodes": c} for v, c in topology_domains(nodes, key)]} for key in keys],
     }
     if detection.gke_networks is not None:
         summary["gkeNetworks"] = {"names": list(detection.gke_networks), **_provenance(detection.decisions["gkeNetworks"])}

@@ -23,11 +23,13 @@ def controller(
         "10m", "--namespace-access-timeout", help="How long a Workflow waits for write access in its namespace."
     ),
     never_schedulable_timeout: str = typer.Option(
-        "30m", "--never-schedulable-timeout",
+        "30m",
+        "--never-schedulable-timeout",
         help="How long a Job's pods may wait on nodes where no eviction makes room (taint, selector, cordon) before it fails.",
     ),
     compute_domain_timeout: str = typer.Option(
-        "10m", "--compute-domain-timeout",
+        "10m",
+        "--compute-domain-timeout",
         help="How long a Job's ComputeDomain (GB200/GB300 multi-node NVLink) may stay not Ready before the Job fails.",
     ),
 ) -> None:

@@ -44,9 +44,7 @@ def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]
     try:
         platform = check_platform(platform)
     except ProfileError:
-        raise _invalid(
-            f"--platform: unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}"
-        ) from None
+        raise _invalid(f"--platform: unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}") from None
     names = [f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)]
     parsed: Dict[str, str] = {}
     for index, spec in enumerate(faults):
@@ -96,7 +94,7 @@ def _usage(state: Dict[str, object]) -> None:
     others = ", ".join("bad-link:PEER" if kind == "bad-link" else kind for kind in FAULT_KINDS if kind != "slow-link")
     typer.echo(
         "# the simulated GPU cluster is up:\n"
-        f"#   eval \"$(nvcrectl dev env)\"        # or the export line above\n"
+        f'#   eval "$(nvcrectl dev env)"        # or the export line above\n'
         "#   kubectl get nodes\n"
         f"#   nvcrectl dev fault {example}=slow-link:0.5   # also {others}\n"
         "#   nvcrectl dev status\n"
@@ -109,11 +107,19 @@ def _usage(state: Dict[str, object]) -> None:
 def sim_up(
     profile: str = typer.Option("h100", "--profile", help="GPU node profile: h100, h200, b200, b300, gb200, gb300 (each also <name>-dra)."),
     nodes: int = typer.Option(4, "--nodes", help="How many GPU nodes to register."),
-    platform: str = typer.Option("", "--platform", help="Provider the nodes look like: aws, gcp, azure, oci, nscale, mistral (default on-prem)."),
+    platform: str = typer.Option(
+        "", "--platform", help="Provider the nodes look like: aws, gcp, azure, oci, nscale, mistral (default on-prem)."
+    ),
     fault: Optional[List[str]] = typer.Option(None, "--fault", help="NODE=KIND at start (repeatable), e.g. h100-onprem-1=slow-link:0.5."),
     detach: bool = typer.Option(False, "--detach", "-d", help="Run in the background; stop with `nvcrectl dev down`."),
-    with_controller: bool = typer.Option(False, "--with-controller", help="Also run the nvcre controller (python -m nvcre.runtime) against the cluster."),
-    system_nodes: int = typer.Option(0, "--system-nodes", help="Also register N CPU-only nodes (system-0, ...) where pods that need no GPU run, e.g. the controller's Deployment."),
+    with_controller: bool = typer.Option(
+        False, "--with-controller", help="Also run the nvcre controller (python -m nvcre.runtime) against the cluster."
+    ),
+    system_nodes: int = typer.Option(
+        0,
+        "--system-nodes",
+        help="Also register N CPU-only nodes (system-0, ...) where pods that need no GPU run, e.g. the controller's Deployment.",
+    ),
 ) -> None:
     """Build what is missing, start a simulated GPU cluster and print how to use it."""
     from nvcre.testing.controlplane import ControlPlaneError
@@ -242,12 +248,8 @@ def _crd_dirs(crds: Optional[List[Path]], no_crds: bool) -> Optional[List[Path]]
 
 @controlplane_app.command("up")
 def up(
-    detach: bool = typer.Option(
-        False, "--detach", "-d", help="Run in the background; stop with `down`."
-    ),
-    controllers: bool = typer.Option(
-        False, "--controllers", help="Also run kube-controller-manager and kube-scheduler."
-    ),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Run in the background; stop with `down`."),
+    controllers: bool = typer.Option(False, "--controllers", help="Also run kube-controller-manager and kube-scheduler."),
     crds: Optional[List[Path]] = typer.Option(
         None,
         "--crds",
@@ -266,8 +268,7 @@ def up(
             state = start_detached(controllers=controllers, crd_dirs=crd_dirs)
             typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
             typer.echo(
-                f"# control plane running in the background (pid {state['supervisor_pid']}); "
-                "stop it with: nvcrectl dev controlplane down",
+                f"# control plane running in the background (pid {state['supervisor_pid']}); stop it with: nvcrectl dev controlplane down",
                 err=True,
             )
             return
@@ -309,9 +310,7 @@ def env() -> None:
 
 @controlplane_app.command("build")
 def build(
-    minimal: bool = typer.Option(
-        False, "--minimal", help="Only etcd and kube-apiserver (no controller-manager/scheduler)."
-    ),
+    minimal: bool = typer.Option(False, "--minimal", help="Only etcd and kube-apiserver (no controller-manager/scheduler)."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if up to date."),
 ) -> None:
     """Build the control-plane binaries from Go modules (a no-op when up to date)."""

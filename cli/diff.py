@@ -94,8 +94,10 @@ def _summary(result: Any) -> str:
         counts[obj.status] = counts.get(obj.status, 0) + 1
     parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     objects, categories = len(result.objects), len(result.categories())
-    return (f"{_plural(objects, 'object')} {'differs' if objects == 1 else 'differ'} in "
-            f"{_plural(categories, 'category', 'categories')}: {parts}")
+    return (
+        f"{_plural(objects, 'object')} {'differs' if objects == 1 else 'differ'} in "
+        f"{_plural(categories, 'category', 'categories')}: {parts}"
+    )
 
 
 def _plural(count: int, one: str, many: str | None = None) -> str:
@@ -148,8 +150,16 @@ def format_markdown(result: Any) -> str:
                 cause = "; ".join(change.causes).replace("|", "\\|")
                 if _multiline(change):
                     old, new = "(see below)", "(see below)"
-                    blocks += ["", f"<details><summary><code>{change.path}</code></summary>", "", "```diff",
-                               *_line_diff(change), "```", "", "</details>"]
+                    blocks += [
+                        "",
+                        f"<details><summary><code>{change.path}</code></summary>",
+                        "",
+                        "```diff",
+                        *_line_diff(change),
+                        "```",
+                        "",
+                        "</details>",
+                    ]
                     out.append(f"| {_cell(change.path)} | {change.change} | {old} | {new} | {cause} |")
                     continue
                 old = "" if change.old is ABSENT else _cell(_inline(change.old) if change.change != "reordered" else ", ".join(change.old))
@@ -176,9 +186,7 @@ FORMATTERS = {DiffFormat.text: format_text, DiffFormat.markdown: format_markdown
 @guarded
 def diff(
     old: Annotated[Path, typer.Argument(help="The old render: a file (YAML stream or JSON array) or a render directory.")],
-    new: Annotated[
-        Path | None, typer.Argument(help="The new render; with --git, leave it out: OLD is then the path to compare.")
-    ] = None,
+    new: Annotated[Path | None, typer.Argument(help="The new render; with --git, leave it out: OLD is then the path to compare.")] = None,
     git: Annotated[
         str | None, typer.Option("--git", help="Compare the path with its content at this Git revision (git show REV:path).")
     ] = None,

@@ -85,7 +85,9 @@ def _check_conflicts(directory: Path, planned: Mapping[str, str], previous: tupl
 
     ours = set(previous) | {KUSTOMIZATION}
     clashes = [
-        error("ForeignFile", "--output-dir", f"{directory / name} exists and was not written by an earlier render; refusing to overwrite it")
+        error(
+            "ForeignFile", "--output-dir", f"{directory / name} exists and was not written by an earlier render; refusing to overwrite it"
+        )
         for name in planned
         if name not in ours and (directory / name).exists()
     ]
@@ -145,8 +147,11 @@ def objects_from_text(text: str, source: str) -> list[dict[str, Any]]:
     docs = load_documents(text, source, limits=FILE_LIMITS)
     if len(docs) == 1 and isinstance(docs[0], list):
         docs = docs[0]
-    bad = [error("DocumentNotMapping", f"{source}[{i}]", "expected a Kubernetes object (a mapping)")
-           for i, d in enumerate(docs) if not isinstance(d, dict)]
+    bad = [
+        error("DocumentNotMapping", f"{source}[{i}]", "expected a Kubernetes object (a mapping)")
+        for i, d in enumerate(docs)
+        if not isinstance(d, dict)
+    ]
     if bad:
         raise CompileError(bad)
     return docs
@@ -165,8 +170,11 @@ def _resource_names(listing: list[str], read: Callable[[str], str], where: str) 
     if not isinstance(resources, list):
         raise CompileError([error("InvalidKustomization", f"{where}/{KUSTOMIZATION}: resources", "expected a list of files")])
     problems = [
-        error("UnsupportedResource", f"{where}/{KUSTOMIZATION}: resources[{i}]",
-              f"{item!r} is not a file in this directory; diff reads plain files only")
+        error(
+            "UnsupportedResource",
+            f"{where}/{KUSTOMIZATION}: resources[{i}]",
+            f"{item!r} is not a file in this directory; diff reads plain files only",
+        )
         for i, item in enumerate(resources)
         if not isinstance(item, str) or item not in listing
     ]
@@ -296,8 +304,17 @@ def load_config(path: Path) -> list[RenderSpec]:
             continue
 
         paths = {key: root / entry[key] for key in ("outputDir", "output", "facts") if key in entry}
-        specs.append(RenderSpec(index, root / entry["source"], paths.get("outputDir"), paths.get("output"),
-                                entry.get("platform"), entry.get("gpuArch"), paths.get("facts")))
+        specs.append(
+            RenderSpec(
+                index,
+                root / entry["source"],
+                paths.get("outputDir"),
+                paths.get("output"),
+                entry.get("platform"),
+                entry.get("gpuArch"),
+                paths.get("facts"),
+            )
+        )
     if problems:
         raise CompileError(problems)
     return specs
@@ -358,7 +375,9 @@ def fix_output(spec: RenderSpec) -> None:
 @app.command("check-renders")
 @guarded
 def check_renders(
-    config: Annotated[Path, typer.Option("--config", "-c", help="Config listing each source and its committed render.")] = Path(DEFAULT_CONFIG),
+    config: Annotated[Path, typer.Option("--config", "-c", help="Config listing each source and its committed render.")] = Path(
+        DEFAULT_CONFIG
+    ),
     fix: Annotated[bool, typer.Option("--fix", help="Rewrite stale renders instead of only reporting them.")] = False,
     files: Annotated[list[str] | None, typer.Argument(help="Ignored (pre-commit passes changed files); every entry is checked.")] = None,
 ) -> None:

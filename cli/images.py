@@ -58,11 +58,13 @@ def format_json(manifest: list[Any]) -> str:
     from nvcre.compiler.emit import dump_json
     from nvcre.compiler.images import unique_images, unique_sources
 
-    return dump_json({
-        "categories": [entry.as_dict() for entry in manifest],
-        "images": unique_images(manifest),
-        "sourceRepositories": unique_sources(manifest),
-    })
+    return dump_json(
+        {
+            "categories": [entry.as_dict() for entry in manifest],
+            "images": unique_images(manifest),
+            "sourceRepositories": unique_sources(manifest),
+        }
+    )
 
 
 def _located(file: Path, diagnostic: Any) -> Any:

@@ -36,13 +36,21 @@ RunJunitOption = Annotated[Path | None, typer.Option("--junit", help="With --wai
 JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")]
 WorkloadRegistryOption = Annotated[str | None, typer.Option("--workload-registry")]
 WorkloadRegistryUsernameOption = Annotated[str | None, typer.Option("--workload-registry-username")]
-WorkloadRegistryPasswordOption = Annotated[str | None, typer.Option(
-    "--workload-registry-password", envvar="NVCRE_WORKLOAD_REGISTRY_PASSWORD", show_envvar=True,
-    help="Registry password: '-' reads it from the first line of stdin; the environment variable keeps it out of "
-         "the process list and shell history, where a value given here is visible.")]
+WorkloadRegistryPasswordOption = Annotated[
+    str | None,
+    typer.Option(
+        "--workload-registry-password",
+        envvar="NVCRE_WORKLOAD_REGISTRY_PASSWORD",
+        show_envvar=True,
+        help="Registry password: '-' reads it from the first line of stdin; the environment variable keeps it out of "
+        "the process list and shell history, where a value given here is visible.",
+    ),
+]
 #: The most a password read from stdin may be (a token of a few KiB at most).
 MAX_PASSWORD_CHARS = 8192
-GrantRunAccessOption = Annotated[bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")]
+GrantRunAccessOption = Annotated[
+    bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")
+]
 
 
 class ReportFormat(str, Enum):
@@ -163,8 +171,9 @@ def _wrong_namespace_hint(kube: Any, kind: str, name: str, namespace: str) -> st
     )
 
 
-def report_runs(kind: str, names: list[str], namespace: str, output: ReportFormat, files: ReportFiles,
-                kubeconfig: Path | None, context: str | None) -> None:
+def report_runs(
+    kind: str, names: list[str], namespace: str, output: ReportFormat, files: ReportFiles, kubeconfig: Path | None, context: str | None
+) -> None:
     from nvcre.runtime.ops.collect import RunNotFound
 
     kube = kube_client(kubeconfig, context)
@@ -274,14 +283,14 @@ def _registry(registry: str | None, username: str | None, password: str | None) 
         return None
     if not all(values):
         raise fail_invalid(
-            "--workload-registry, --workload-registry-username, and --workload-registry-password must all be set "
-            "together and non-empty"
+            "--workload-registry, --workload-registry-username, and --workload-registry-password must all be set together and non-empty"
         )
     if password == "-":
         password = sys.stdin.readline(MAX_PASSWORD_CHARS + 1).rstrip("\r\n")
         if not password or len(password) > MAX_PASSWORD_CHARS:
-            raise fail_invalid(f"--workload-registry-password -: stdin gave no password on its first line "
-                               f"(or one over {MAX_PASSWORD_CHARS} characters)")
+            raise fail_invalid(
+                f"--workload-registry-password -: stdin gave no password on its first line (or one over {MAX_PASSWORD_CHARS} characters)"
+            )
     from nvcre.runtime.ops.submit import Registry
 
     return Registry(str(registry), str(username), str(password))
@@ -330,8 +339,7 @@ def _load_cert_file(path: Path, namespace: str | None, generated: str) -> dict[s
     return document
 
 
-def _check_setup_flags(*, setup: bool, image: str | None, controller_pull_secret: str | None, cleanup: bool,
-                       wait: bool) -> None:
+def _check_setup_flags(*, setup: bool, image: str | None, controller_pull_secret: str | None, cleanup: bool, wait: bool) -> None:
     """The flags that only make sense together (exit 2 before anything touches a cluster)."""
     if image and not setup:
         raise fail_invalid("--image requires --setup: it is the controller image setup installs")
@@ -388,9 +396,19 @@ def run_certification(
         for cat in document["spec"]["categories"]:
             sys.stderr.write(f"  - {cat['domain']}/{cat['variant']}\n")
 
-    plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
-                   derived=derived, files=files, setup=setup, image=image,
-                   controller_pull_secret=controller_pull_secret, cleanup=cleanup)
+    plan = RunPlan(
+        document=document,
+        grant_run_access=grant_run_access,
+        registry=creds,
+        wait=wait,
+        budget=budget,
+        derived=derived,
+        files=files,
+        setup=setup,
+        image=image,
+        controller_pull_secret=controller_pull_secret,
+        cleanup=cleanup,
+    )
     _execute(plan, kubeconfig, context, on_submitted=submitted)
 
 
@@ -433,9 +451,12 @@ def _run_setup(kube: Any, plan: RunPlan, state: dict[str, Any]) -> None:
     certification = plan.kind == "Certification"
     sys.stderr.write("[setup] Installing dependencies...\n" if certification else "Installing NVCRE components...\n")
     try:
-        ops.setup_init(kube, ops.controller_values(plan.image, plan.controller_pull_secret),
-                       say=stderr_lines("[setup] " if certification else ""),
-                       on_apply=lambda: state.update(installed=True))
+        ops.setup_init(
+            kube,
+            ops.controller_values(plan.image, plan.controller_pull_secret),
+            say=stderr_lines("[setup] " if certification else ""),
+            on_apply=lambda: state.update(installed=True),
+        )
     except ops.DependenciesMissing as exc:
         raise dependencies_missing(exc.missing) from None
     sys.stderr.write("[setup] Setup complete.\n" if certification else "Setup complete.\n")
@@ -461,8 +482,9 @@ def execute_run(kube: Any, plan: RunPlan, *, on_submitted: Any = None) -> int:
                 return 0
             if plan.timeout_text is not None:
                 sys.stderr.write(f"Waiting for completion (timeout: {plan.timeout_text})...\n")
-            code, last_words = _wait_and_report(plan.kind, result.name, result.namespace, plan.budget, plan.derived,
-                                                plan.files, kube, cleanup=plan.cleanup)
+            code, last_words = _wait_and_report(
+                plan.kind, result.name, result.namespace, plan.budget, plan.derived, plan.files, kube, cleanup=plan.cleanup
+            )
         except KeyboardInterrupt:
             code, last_words = 130, "interrupted"
         except typer.Exit as exc:
@@ -519,8 +541,11 @@ def _submit(kube: Any, document: dict[str, Any], grant_run_access: bool, creds: 
 
 def _still_running(kind: str, name: str, namespace: str) -> str:
     lower = kind.lower()
-    stop = (f"Stop it:\n  nvcrectl workloadrun cancel {name} -n {namespace}\n" if kind == "WorkloadRun"
-            else f"Stop it:\n  kubectl delete {lower} {name} -n {namespace}\n")
+    stop = (
+        f"Stop it:\n  nvcrectl workloadrun cancel {name} -n {namespace}\n"
+        if kind == "WorkloadRun"
+        else f"Stop it:\n  kubectl delete {lower} {name} -n {namespace}\n"
+    )
     return (
         f"The {lower} is still running in namespace {namespace}.\nMonitor its progress:\n"
         f"  kubectl get {lower} {name} -n {namespace} --watch\n"
@@ -541,8 +566,10 @@ def _unfinished(kind: str, name: str, namespace: str, files: ReportFiles, kube: 
         return
     except Exception:  # noqa: BLE001 - the API server may be the reason the wait ended
         if not cleanup:
-            sys.stderr.write(f"Unable to determine whether the {lower} is still running in namespace {namespace}.\n"
-                             f"Check its status:\n  kubectl get {lower} {name} -n {namespace}\n")
+            sys.stderr.write(
+                f"Unable to determine whether the {lower} is still running in namespace {namespace}.\n"
+                f"Check its status:\n  kubectl get {lower} {name} -n {namespace}\n"
+            )
         return
     sys.stderr.write(render_report([verdict], ReportFormat.text))
     files.write([verdict])
@@ -554,8 +581,9 @@ def _unfinished(kind: str, name: str, namespace: str, files: ReportFiles, kube: 
     sys.stderr.write(_still_running(kind, name, namespace))
 
 
-def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derived: bool, files: ReportFiles,
-                     kube: Any, *, cleanup: bool = False) -> tuple[int, str]:
+def _wait_and_report(
+    kind: str, name: str, namespace: str, budget: float, derived: bool, files: ReportFiles, kube: Any, *, cleanup: bool = False
+) -> tuple[int, str]:
     """Watch, then print the report; returns the exit code and the error line to print last (after
     any cleanup), as ``error: ...`` or ``interrupted``."""
     from nvcre.compiler.compose import format_duration
@@ -577,8 +605,7 @@ def _wait_and_report(kind: str, name: str, namespace: str, budget: float, derive
         return EXIT_FAILURE, f'error: {kind} "{name}" no longer exists; no report is available'
     if outcome.result == "timeout":
         _unfinished(kind, name, namespace, files, kube, cleanup)
-        return EXIT_TIMEOUT, (f"error: {kind.lower()} did not complete within {_elapsed(budget)} "
-                              f"(ran for {_elapsed(outcome.elapsed)})")
+        return EXIT_TIMEOUT, (f"error: {kind.lower()} did not complete within {_elapsed(budget)} (ran for {_elapsed(outcome.elapsed)})")
     verdict = build_verdict(kube, kind, name, namespace)
     report = render_report([verdict], ReportFormat.text)
     # The report goes to standard output whatever the verdict, progress to standard error, so
@@ -657,7 +684,9 @@ def run_command(
     name: Annotated[str | None, typer.Option("--name", help="Certification name (default nvcrectl-<timestamp>).")] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Run namespace (default: a new nvcrectl-<timestamp>).")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
-    timeout: Annotated[str | None, typer.Option("--timeout", help="With --wait: how long to wait (Go duration); derived from the categories when omitted.")] = None,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="With --wait: how long to wait (Go duration); derived from the categories when omitted.")
+    ] = None,
     results_file: RunResultsFileOption = None,
     junit: RunJunitOption = None,
     nodes_per_job: Annotated[int, typer.Option("--nodes-per-job", help="0 = automatic.")] = 0,
@@ -678,7 +707,13 @@ def run_command(
     setup: SetupOption = False,
     image: ImageOption = None,
     controller_pull_secret: ControllerPullSecretOption = None,
-    cleanup: Annotated[bool, typer.Option("--cleanup", help="With --wait: afterwards delete the Certification, the namespace this run created and, with --setup, the installed components.")] = False,
+    cleanup: Annotated[
+        bool,
+        typer.Option(
+            "--cleanup",
+            help="With --wait: afterwards delete the Certification, the namespace this run created and, with --setup, the installed components.",
+        ),
+    ] = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -763,13 +798,23 @@ def status_of(kind: str, name: str, namespace: str, output: ReportFormat, kubeco
     reason = (conditions.get(phase) or {}).get("reason", "")
     message = (conditions.get(phase) or {}).get("message", "")
     rows = [
-        {"category": f"{c.get('domain')}/{c.get('variant')}", "status": c.get("status"),
-         "workflow": (c.get("workflowRef") or {}).get("name", "")}
+        {
+            "category": f"{c.get('domain')}/{c.get('variant')}",
+            "status": c.get("status"),
+            "workflow": (c.get("workflowRef") or {}).get("name", ""),
+        }
         for c in status.get("categoryStatuses") or []
     ]
     if output is ReportFormat.json:
-        answer = {"name": name, "namespace": namespace, "status": phase, "phase": phase, "reason": reason,
-                  "message": message, "categories": rows}
+        answer = {
+            "name": name,
+            "namespace": namespace,
+            "status": phase,
+            "phase": phase,
+            "reason": reason,
+            "message": message,
+            "categories": rows,
+        }
         if kind == "WorkloadRun" and phase == "Failed":
             from nvcre.runtime.ops import queries
 
@@ -830,7 +875,13 @@ def workloadrun_run_command(
     setup: SetupOption = False,
     image: ImageOption = None,
     controller_pull_secret: ControllerPullSecretOption = None,
-    cleanup: Annotated[bool, typer.Option("--cleanup", help="With --wait: afterwards delete the WorkloadRun, the namespace this run created and, with --setup, the installed components.")] = False,
+    cleanup: Annotated[
+        bool,
+        typer.Option(
+            "--cleanup",
+            help="With --wait: afterwards delete the WorkloadRun, the namespace this run created and, with --setup, the installed components.",
+        ),
+    ] = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -845,9 +896,20 @@ def workloadrun_run_command(
     meta["namespace"] = namespace or meta.get("namespace") or "default"
     _require_valid(document)
 
-    plan = RunPlan(document=document, grant_run_access=grant_run_access, registry=creds, wait=wait, budget=budget,
-                   derived=False, files=ReportFiles(results_file, junit), setup=setup, image=image,
-                   controller_pull_secret=controller_pull_secret, cleanup=cleanup, timeout_text=timeout)
+    plan = RunPlan(
+        document=document,
+        grant_run_access=grant_run_access,
+        registry=creds,
+        wait=wait,
+        budget=budget,
+        derived=False,
+        files=ReportFiles(results_file, junit),
+        setup=setup,
+        image=image,
+        controller_pull_secret=controller_pull_secret,
+        cleanup=cleanup,
+        timeout_text=timeout,
+    )
     _execute(plan, kubeconfig, context)
 
 

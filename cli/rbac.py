@@ -30,8 +30,6 @@ def print_binding(
 
     sys.stdout.write(
         dump_yaml(
-            run_access_binding(
-                namespace, controller_namespace=controller_namespace, service_account=service_account, managed_by=None
-            )
+            run_access_binding(namespace, controller_namespace=controller_namespace, service_account=service_account, managed_by=None)
         )
     )

@@ -171,7 +171,7 @@ def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
     from nvcre.runtime.ops.install import image_values
 
     for layer in layers:
-        given = ((layer.get("manager") or {}).get("image") or {})
+        given = (layer.get("manager") or {}).get("image") or {}
         clash = [key for key in ("repository", "tag", "digest") if key in given]
         if clash:
             raise fail_invalid(f"--image cannot be combined with values that set manager.image.{clash[0]}")
@@ -186,7 +186,9 @@ def init(
     set_json: SetJsonOption = None,
     image: Annotated[str | None, typer.Option("--image", help="Controller image, repo:tag or repo@sha256:digest.")] = None,
     rbac_scope: Annotated[str | None, typer.Option("--rbac-scope", help="cluster or namespaced.")] = None,
-    reset_values: Annotated[bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")] = False,
+    reset_values: Annotated[
+        bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")
+    ] = False,
     skip_phases: SkipOption = None,
     auto_approve: AutoApproveOption = False,
     kubeconfig: KubeconfigOption = None,

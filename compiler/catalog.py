@@ -122,9 +122,7 @@ def _model(model: type[BaseModel], data: Any, where: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = [
-            error("CatalogInvalid", f"{where}: " + ".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()
-        ]
+        problems = [error("CatalogInvalid", f"{where}: " + ".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
         raise CompileError(problems) from None
 
 
@@ -138,7 +136,9 @@ def load_catalog(root: str | None = None) -> Catalog:
         entry = _model(CatalogEntry, load_file(path)[0], str(path.relative_to(base)))
         expected = (path.parent.parent.name, path.parent.name)
         if (entry.domain, entry.variant) != expected:
-            raise CompileError([error("CatalogInvalid", str(path.relative_to(base)), f"entry names {entry.key} but lives in {'/'.join(expected)}")])
+            raise CompileError(
+                [error("CatalogInvalid", str(path.relative_to(base)), f"entry names {entry.key} but lives in {'/'.join(expected)}")]
+            )
         if not (base / entry.template).is_file():
             raise CompileError([error("CatalogInvalid", str(path.relative_to(base)), f"template {entry.template} does not exist")])
         entries.append(entry)

@@ -125,7 +125,9 @@ def evaluate_bool(expression: str, activation: Mapping[str, Any]) -> bool:
     try:
         result = runnable.evaluate(values)
     except Exception as exc:  # cel-python raises CELEvalError, and TypeError for some operand mixes
-        raise CELError(f"CEL expression {expression!r} failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}") from None
+        raise CELError(
+            f"CEL expression {expression!r} failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+        ) from None
     if isinstance(result, celpy.CELEvalError) or not isinstance(result, celtypes.BoolType):
         raise CELError(f"CEL expression {expression!r} did not give a boolean: {result!r}")
     return bool(result)

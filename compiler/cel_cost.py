@@ -75,5 +75,7 @@ def health_cost_problem(expression: str, collection_size: int = ASSUMED_COLLECTI
     if steps is None or steps <= MAX_HEALTH_STEPS:
         return None
     shown = "too many steps to count" if steps >= UNBOUNDED else f"about {steps:,} steps"
-    return (f"would take {shown} per node with collections of {collection_size} elements, over the limit "
-            f"of {MAX_HEALTH_STEPS:,}; nest fewer comprehensions (all, exists, exists_one, map, filter)")
+    return (
+        f"would take {shown} per node with collections of {collection_size} elements, over the limit "
+        f"of {MAX_HEALTH_STEPS:,}; nest fewer comprehensions (all, exists, exists_one, map, filter)"
+    )

@@ -103,9 +103,7 @@ def parse_categories(values: Sequence[str], catalog: Catalog) -> tuple[list[tupl
             continue
         if catalog.lookup(domain, variant) is None:
             listing = "\n".join(f"  {key}" for key in known)
-            diags.append(
-                error("CategoryNotFound", path, f'unknown category "{raw}"\n\nAvailable categories:\n{listing}')
-            )
+            diags.append(error("CategoryNotFound", path, f'unknown category "{raw}"\n\nAvailable categories:\n{listing}'))
             continue
         if (domain, variant) not in found:
             found.append((domain, variant))
@@ -263,9 +261,7 @@ def pull_secret_name(certification: str) -> str:
     return f"nvcrectl-pull-{certification}"[:253]
 
 
-def registry_pull_secret(
-    certification: str, namespace: str, registry: str, username: str, password: str
-) -> dict[str, Any]:
+def registry_pull_secret(certification: str, namespace: str, registry: str, username: str, password: str) -> dict[str, Any]:
     """A ``kubernetes.io/dockerconfigjson`` Secret for the workload registry.
 
     The password only ever lives in this object's data; nothing here or in the callers prints it.

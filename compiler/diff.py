@@ -380,11 +380,11 @@ def diff_objects(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[tuple[
     overlays, facts = overlay_causes(old, new), fact_causes(old, new)
     changes: list[FieldChange] = []
     for parts, label, t1, t2 in _raw_changes(_keyed(old), _keyed(new), []):
-        changes.append(FieldChange(format_path(parts), label, _plain_value(t1), _plain_value(t2),
-                                   _field_causes(parts, overlays, facts)))
+        changes.append(FieldChange(format_path(parts), label, _plain_value(t1), _plain_value(t2), _field_causes(parts, overlays, facts)))
     for parts, before, after in _reorders(old, new, []):
-        changes.append(FieldChange(format_path(parts), "reordered", redact_value(before), redact_value(after),
-                                   _field_causes(parts, overlays, facts)))
+        changes.append(
+            FieldChange(format_path(parts), "reordered", redact_value(before), redact_value(after), _field_causes(parts, overlays, facts))
+        )
     changes.sort(key=lambda c: c.path)
     return tuple(changes), tuple(overlays + facts) or (UNCHANGED_PROVENANCE,)
 
@@ -434,8 +434,9 @@ def diff_renders(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, An
             if lin is not None and len(candidates) == 1 and lineage_new.get(lin) == 1:
                 before_key, status = candidates[0], "renamed"
         if before_key is None:
-            results.append(ObjectChange(category_of(document), kind, name, "added",
-                                        ("not in the old render", *_provenance_summary(document))))
+            results.append(
+                ObjectChange(category_of(document), kind, name, "added", ("not in the old render", *_provenance_summary(document)))
+            )
             continue
         paired.add(before_key)
         before = old_by_key[before_key]
@@ -444,8 +445,9 @@ def diff_renders(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, An
         fields, causes = diff_objects(before, document)
         if status == "renamed":
             fields = tuple(f for f in fields if f.path != "metadata.name")
-        results.append(ObjectChange(category_of(document), kind, name, status, causes, fields,
-                                    before_key[2] if status == "renamed" else None))
+        results.append(
+            ObjectChange(category_of(document), kind, name, status, causes, fields, before_key[2] if status == "renamed" else None)
+        )
     for key, document in zip(old_keys, old):
         if key not in new_key_set and key not in paired:
             results.append(ObjectChange(category_of(document), key[0], key[2], "removed", ("not in the new render",)))

@@ -56,8 +56,20 @@ _AMBIGUOUS = re.compile(
 # Characters a double-quoted scalar writes as an escape; everything else is written as is.
 _NEEDS_ESCAPE = re.compile('[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|["\\\\\u2028\u2029\ufeff]')
 _SHORT_ESCAPES = {
-    "\0": "\\0", "\x07": "\\a", "\x08": "\\b", "\t": "\\t", "\n": "\\n", "\x0b": "\\v", "\x0c": "\\f",
-    "\r": "\\r", "\x1b": "\\e", '"': '\\"', "\\": "\\\\", "\x85": "\\N", "\u2028": "\\L", "\u2029": "\\P",
+    "\0": "\\0",
+    "\x07": "\\a",
+    "\x08": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\x0b": "\\v",
+    "\x0c": "\\f",
+    "\r": "\\r",
+    "\x1b": "\\e",
+    '"': '\\"',
+    "\\": "\\\\",
+    "\x85": "\\N",
+    "\u2028": "\\L",
+    "\u2029": "\\P",
 }
 # Keys with a line break (of any kind) or a lone surrogate are left to the reference emitter.
 _KEY_DECLINED = re.compile("[\n\x85\u2028\u2029\ud800-\udfff]")

@@ -247,7 +247,9 @@ def _json_documents(text: str, source: str) -> list[Any] | None:
         if "digits" in str(exc) and len(text) > (FACTS_LIMITS.max_bytes or 0):
             # Python refuses integers of thousands of digits; the YAML reader, which would name
             # the field, is too slow for a text this large.
-            raise CompileError([error("FactsMalformed", source, "an integer is out of range: numbers in Kubernetes objects are 64-bit")]) from None
+            raise CompileError(
+                [error("FactsMalformed", source, "an integer is out of range: numbers in Kubernetes objects are 64-bit")]
+            ) from None
         return None  # not JSON after all, or an integer the YAML reader reports at its path
 
 
@@ -413,7 +415,7 @@ class _Loader:
                 self._err(parts, f"keys must be strings, found {key!r}")
             elif not isinstance(item, str):
                 shown = "true" if item is True else "false" if item is False else str(item)
-                self._err([*parts, key], f"{what}s must be strings: quote it, e.g. \"{shown}\"")
+                self._err([*parts, key], f'{what}s must be strings: quote it, e.g. "{shown}"')
 
     def _mapping(self, obj: dict[str, Any], key: str, parts: list[str | int]) -> dict[str, Any]:
         value = obj.get(key)
@@ -512,9 +514,7 @@ class _Loader:
                 key = _namespaced_key(obj) if bucket == "pods" else ("", name_of(obj))
                 if key in seen:
                     shown = "/".join(p for p in key if p)
-                    self.errors.append(
-                        error("FactsDuplicateObject", path, f"{obj['kind']} {shown} appears twice (first at {seen[key]})")
-                    )
+                    self.errors.append(error("FactsDuplicateObject", path, f"{obj['kind']} {shown} appears twice (first at {seen[key]})"))
                 else:
                     seen[key] = path
         if self.errors:

@@ -174,13 +174,16 @@ def _category_images(document: Mapping[str, Any]) -> CategoryImages:
         use = ImageUse(_role(parts, container), str(container.get("name") or parts[-1]), _job(parts), format_path(parts))
         uses.setdefault(container["image"], []).append(use)
         sources.extend(_sources(parts, container))
-    images = tuple(
-        ImageReference(image, *parse_reference(image), tuple(found)) for image, found in sorted(uses.items())
-    )
+    images = tuple(ImageReference(image, *parse_reference(image), tuple(found)) for image, found in sorted(uses.items()))
     unique = {(s.url, s.path): s for s in sources}
     meta = document.get("metadata") or {}
-    return CategoryImages(category_of(document), str(document.get("kind") or ""), str(meta.get("name") or ""),
-                          images, tuple(unique[k] for k in sorted(unique)))
+    return CategoryImages(
+        category_of(document),
+        str(document.get("kind") or ""),
+        str(meta.get("name") or ""),
+        images,
+        tuple(unique[k] for k in sorted(unique)),
+    )
 
 
 def mirror_manifest(documents: Sequence[Mapping[str, Any]]) -> list[CategoryImages]:

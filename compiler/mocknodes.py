@@ -36,11 +36,17 @@ def mock_nodes(platform: str, gpu_arch: str, count: int = 2) -> list[dict[str, A
     products = (table("gpu_architectures").get("architectures") or {}).get(gpu_arch)
     problems = []
     if not products:
-        problems.append(error("UnknownGPUArchitecture", "--gpu-arch", f"no mock nodes for {gpu_arch!r}; known: "
-                              + ", ".join(sorted(table("gpu_architectures").get("architectures") or {}))))
+        problems.append(
+            error(
+                "UnknownGPUArchitecture",
+                "--gpu-arch",
+                f"no mock nodes for {gpu_arch!r}; known: " + ", ".join(sorted(table("gpu_architectures").get("architectures") or {})),
+            )
+        )
     if platform not in _PROVIDER_IDS:
-        problems.append(error("UnknownPlatform", "--platform", f"no mock nodes for {platform!r}; known: "
-                              + ", ".join(sorted(_PROVIDER_IDS))))
+        problems.append(
+            error("UnknownPlatform", "--platform", f"no mock nodes for {platform!r}; known: " + ", ".join(sorted(_PROVIDER_IDS)))
+        )
     if not 1 <= count <= 4096:
         problems.append(error("InvalidValue", "--nodes", f"--nodes must be 1 to 4096, got {count}"))
     if problems:

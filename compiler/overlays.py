@@ -105,8 +105,13 @@ class When(_Strict):
 
     def describe(self) -> str:
         parts = []
-        for label, clause in (("platform", self.platform), ("gpuArchitecture", self.gpu_architecture),
-                              ("entry", self.entry), ("launch", self.launch), ("sourceKind", self.source_kind)):
+        for label, clause in (
+            ("platform", self.platform),
+            ("gpuArchitecture", self.gpu_architecture),
+            ("entry", self.entry),
+            ("launch", self.launch),
+            ("sourceKind", self.source_kind),
+        ):
             if clause is not None:
                 parts.append(f"{label}{clause.describe()}")
         if self.expression:
@@ -246,9 +251,7 @@ def matches(overlay: Overlay, facts: MatchFacts) -> bool:
         # cel-python raises CELEvalError (and, for some operand mixes, TypeError) straight out of
         # evaluate(); whatever it is, the render must get a diagnostic naming the overlay.
         detail = str(exc) or type(exc).__name__
-        raise OverlayConditionError(
-            overlay, f"when.expression {when.expression!r} cannot be evaluated: {detail}"
-        ) from None
+        raise OverlayConditionError(overlay, f"when.expression {when.expression!r} cannot be evaluated: {detail}") from None
 
 
 @dataclass(frozen=True)
@@ -310,8 +313,19 @@ JOB_SPEC_PATH = ("spec", "jobTemplate", "spec")
 TRAINJOB_PATH = ("spec", "jobTemplate", "spec", "workload", "trainJob")
 ORCHESTRATION_PATH = ("spec", "orchestration")
 
-OPERATIONS = ("trainer", "trainJob", "jobSpec", "orchestration", "runtime", "pod", "container",
-              "dependencies", "mpiEnv", "replaceArgs", "jsonPatch")
+OPERATIONS = (
+    "trainer",
+    "trainJob",
+    "jobSpec",
+    "orchestration",
+    "runtime",
+    "pod",
+    "container",
+    "dependencies",
+    "mpiEnv",
+    "replaceArgs",
+    "jsonPatch",
+)
 
 
 class PatchError(Exception):
@@ -429,8 +443,7 @@ def _op_replace_args(workflow: dict, value: Any) -> dict:
     return workflow
 
 
-_MAPPING_OPS = frozenset({"trainer", "trainJob", "jobSpec", "orchestration", "runtime", "pod", "container",
-                          "replaceArgs"})
+_MAPPING_OPS = frozenset({"trainer", "trainJob", "jobSpec", "orchestration", "runtime", "pod", "container", "replaceArgs"})
 _LIST_OPS = frozenset({"dependencies", "mpiEnv", "jsonPatch"})
 
 
@@ -442,7 +455,7 @@ def apply_operation(workflow: dict, operation: Mapping[str, Any], owners: dict[s
     """
     if not isinstance(operation, dict) or len(operation) != 1:
         raise PatchError(f"each patch is a mapping with one of: {', '.join(OPERATIONS)}")
-    (op, value), = operation.items()
+    ((op, value),) = operation.items()
     if op in _MAPPING_OPS and not isinstance(value, Mapping):
         raise PatchError(f"{op} takes a mapping, not {type(value).__name__}")
     if op in _LIST_OPS and not isinstance(value, list):

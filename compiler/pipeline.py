@@ -84,13 +84,15 @@ class PassPurityError(AssertionError):
 
 
 def _snapshot(unit: Unit) -> tuple:
-    return (copy.deepcopy(dict(unit.category)), copy.deepcopy(dict(unit.options)),
-            copy.deepcopy(unit.workflow), copy.deepcopy(unit.provenance))
+    return (
+        copy.deepcopy(dict(unit.category)),
+        copy.deepcopy(dict(unit.options)),
+        copy.deepcopy(unit.workflow),
+        copy.deepcopy(unit.provenance),
+    )
 
 
-def run_passes(
-    unit: Unit, ctx: Context, passes: tuple[Pass, ...] = PASSES, *, check_purity: bool = False
-) -> tuple[Unit, list[Diagnostic]]:
+def run_passes(unit: Unit, ctx: Context, passes: tuple[Pass, ...] = PASSES, *, check_purity: bool = False) -> tuple[Unit, list[Diagnostic]]:
     diagnostics: list[Diagnostic] = []
     for step in passes:
         before = _snapshot(unit) if check_purity else None

@@ -64,9 +64,7 @@ def render_platform_table(overlays: OverlaySet | None = None, platforms: list[st
             specific = [o for o in matching if o.when.platform is not None or o.when.gpu_architecture is not None]
             if not specific:
                 continue
-            names = "<br>".join(
-                f"`{o.name}`" + (f" [{o.when.expression}]" if o.when.expression else "") for o in matching
-            )
+            names = "<br>".join(f"`{o.name}`" + (f" [{o.when.expression}]" if o.when.expression else "") for o in matching)
             entries = "<br>".join(_entries(o, all_entries) for o in matching)
             reasons = "<br>".join(_cell(o.reason) for o in matching)
             rows.append(f"| {platform} | {arch} | {_cell(names)} | {entries} | {reasons} |\n")

@@ -152,7 +152,9 @@ class _Environment(ImmutableSandboxedEnvironment):
         super().__init__(**options)
         self.snapshot_kind = kind
 
-    def compile(self, source: Any, name: str | None = None, filename: str | None = None, raw: bool = False, defer_init: bool = False) -> Any:
+    def compile(
+        self, source: Any, name: str | None = None, filename: str | None = None, raw: bool = False, defer_init: bool = False
+    ) -> Any:
         if isinstance(source, str) and name is not None and not raw and not defer_init:
             code = generated(self.snapshot_kind, name, source)
             if code is not None:
@@ -166,8 +168,9 @@ class TemplateSet:
     def __init__(self, *roots: Path):
         self.roots = tuple(Path(root) for root in roots)
         loader = FileSystemLoader([str(root) for root in self.roots])
-        common = dict(loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                      auto_reload=False, cache_size=-1)
+        common = dict(
+            loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, auto_reload=False, cache_size=-1
+        )
         self.yaml_env = _Environment("yaml", finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
         self.script_env = _Environment("script", finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common)
         for env in (self.yaml_env, self.script_env):

@@ -120,9 +120,7 @@ def find_runtime(workflow: Mapping[str, Any]) -> RuntimeLookup:
     """
     job = train_job(workflow)
     if job is None:
-        return RuntimeLookup(
-            None, ROOT + TRAIN_JOB, "the Workflow runs no TrainJob (spec.jobTemplate.spec.workload.trainJob)"
-        )
+        return RuntimeLookup(None, ROOT + TRAIN_JOB, "the Workflow runs no TrainJob (spec.jobTemplate.spec.workload.trainJob)")
     ref_path = ROOT + TRAIN_JOB + ("runtimeRef",)
     ref = job.value.get("runtimeRef")
     if not isinstance(ref, dict) or not ref.get("name"):

@@ -74,7 +74,13 @@ def _framework_entries(root: str) -> tuple[CatalogEntry, ...]:
             ) from None
         if entry.domain != DOMAIN or not (Path(root) / entry.template).is_file():
             raise CompileError(
-                [error("CatalogInvalid", f"{ENTRIES_FILE}: entries[{index}]", f"{entry.key}: not a {DOMAIN} entry with an existing template")]
+                [
+                    error(
+                        "CatalogInvalid",
+                        f"{ENTRIES_FILE}: entries[{index}]",
+                        f"{entry.key}: not a {DOMAIN} entry with an existing template",
+                    )
+                ]
             )
         entries.append(entry)
     return tuple(entries)
@@ -130,9 +136,7 @@ def render_workloadrun(
         catalog=catalog,
         overlays=overlays,
     )
-    unit, found = run_passes(
-        Unit(category={"domain": DOMAIN, "variant": framework}), ctx, WORKLOADRUN_PASSES, check_purity=check_purity
-    )
+    unit, found = run_passes(Unit(category={"domain": DOMAIN, "variant": framework}), ctx, WORKLOADRUN_PASSES, check_purity=check_purity)
     diagnostics.extend(found)
     if any(d.is_error for d in diagnostics) or unit.workflow is None:
         raise CompileError(dedupe(diagnostics))

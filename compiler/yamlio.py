@@ -317,7 +317,9 @@ def _decode(data: bytes, where: str, max_bytes: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CompileError([error("FileUnreadable", where, f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+        raise CompileError(
+            [error("FileUnreadable", where, f"cannot read file: not UTF-8 text ({exc.reason} at byte {exc.start})")]
+        ) from None
 
 
 #: Flow collections (``[`` ``{``) nested deeper than this are refused before parsing: the YAML

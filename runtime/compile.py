@@ -196,9 +196,7 @@ def expand_workload(job: Mapping[str, Any], workflow: Mapping[str, Any]) -> list
     return list(_expand_module().expand_workload(job, workflow))
 
 
-def expand_node_results(
-    workflow: Mapping[str, Any], succeeded: Sequence[str], failed: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def expand_node_results(workflow: Mapping[str, Any], succeeded: Sequence[str], failed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(_expand_module().expand_node_results(workflow, succeeded, failed))
 
 

@@ -269,9 +269,11 @@ class Controller:
         self.metrics.node_events.labels("relevant").inc()
         node = str(_meta(obj).get("name") or "")
         pods = self.stores[PODS.plural]
-        on_node = pods.by_index("node", node) if "node" in pods.indexers else [
-            pod for pod in pods.list() if (pod.get("spec") or {}).get("nodeName") == node
-        ]
+        on_node = (
+            pods.by_index("node", node)
+            if "node" in pods.indexers
+            else [pod for pod in pods.list() if (pod.get("spec") or {}).get("nodeName") == node]
+        )
         for pod in on_node:
             namespace, jobs = _jobs_of_pod(pod)
             for job in jobs:

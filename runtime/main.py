@@ -53,9 +53,11 @@ class Options:
             raise OptionError("--workers: must be at least 1")
         from nvcre.compiler.compose import parse_duration
 
-        for flag, raw in (("--namespace-access-timeout", self.namespace_access_timeout),
-                          ("--never-schedulable-timeout", self.never_schedulable_timeout),
-                          ("--compute-domain-timeout", self.compute_domain_timeout)):
+        for flag, raw in (
+            ("--namespace-access-timeout", self.namespace_access_timeout),
+            ("--never-schedulable-timeout", self.never_schedulable_timeout),
+            ("--compute-domain-timeout", self.compute_domain_timeout),
+        ):
             try:
                 if parse_duration(raw) <= 0:
                     raise ValueError("must be positive")
@@ -88,9 +90,11 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
         workers=options.workers,
-        settings=Settings(namespace_access_timeout=parse_duration(options.namespace_access_timeout),
-                          never_schedulable_timeout=parse_duration(options.never_schedulable_timeout),
-                          compute_domain_timeout=parse_duration(options.compute_domain_timeout)),
+        settings=Settings(
+            namespace_access_timeout=parse_duration(options.namespace_access_timeout),
+            never_schedulable_timeout=parse_duration(options.never_schedulable_timeout),
+            compute_domain_timeout=parse_duration(options.compute_domain_timeout),
+        ),
     )
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
     try:
@@ -110,14 +114,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--lease-namespace", default="default")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--log-level", default="info")
-    parser.add_argument("--namespace-access-timeout", default="10m",
-                        help="how long a Workflow waits for write access in its namespace (Go duration)")
-    parser.add_argument("--never-schedulable-timeout", default="30m",
-                        help="how long a Job's pods may stay unschedulable on every node for a reason no eviction "
-                             "clears (taint, selector, cordon, too large a request) before it fails (Go duration)")
-    parser.add_argument("--compute-domain-timeout", default="10m",
-                        help="how long a Job's ComputeDomain may stay not Ready after launch before the Job fails "
-                             "(Go duration)")
+    parser.add_argument(
+        "--namespace-access-timeout", default="10m", help="how long a Workflow waits for write access in its namespace (Go duration)"
+    )
+    parser.add_argument(
+        "--never-schedulable-timeout",
+        default="30m",
+        help="how long a Job's pods may stay unschedulable on every node for a reason no eviction "
+        "clears (taint, selector, cordon, too large a request) before it fails (Go duration)",
+    )
+    parser.add_argument(
+        "--compute-domain-timeout",
+        default="10m",
+        help="how long a Job's ComputeDomain may stay not Ready after launch before the Job fails (Go duration)",
+    )
     return parser
 
 

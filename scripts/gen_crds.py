@@ -1,7 +1,7 @@
 """Regenerate the CRDs in compiler/api/crds/ from the API models.
 
-    python scripts/gen_crds.py          # rewrite the files
-    python scripts/gen_crds.py --check  # exit 1, listing the files, when they are out of date
+python scripts/gen_crds.py          # rewrite the files
+python scripts/gen_crds.py --check  # exit 1, listing the files, when they are out of date
 """
 
 from __future__ import annotations

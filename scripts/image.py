@@ -51,8 +51,13 @@ BASE_IMAGE = "localhost/debian-python"
 BASE_TAG = "bookworm"
 BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates", "libstdc++6")
 # Documentation, manuals and translations are left out of the base; copyright files stay.
-DPKG_EXCLUDES = ("path-exclude=/usr/share/man/*", "path-exclude=/usr/share/doc/*", "path-include=/usr/share/doc/*/copyright",
-                 "path-exclude=/usr/share/locale/*", "path-exclude=/usr/share/info/*")
+DPKG_EXCLUDES = (
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+)
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 SBOM_TOOL = "cyclonedx-bom==7.2.1"
 TOOLS = ("mmdebstrap", "buildah", "skopeo")
@@ -76,8 +81,9 @@ def source_date_epoch() -> str:
     if os.environ.get("SOURCE_DATE_EPOCH", "").isdigit():
         return os.environ["SOURCE_DATE_EPOCH"]
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True, text=True,
-                             check=True, timeout=30).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         raise ImageError("SOURCE_DATE_EPOCH is not set and the last commit's time cannot be read (not a git checkout?)") from exc
     if not out.isdigit():
@@ -109,8 +115,11 @@ class Store:
 
 def apt_sources() -> list[str]:
     """The machine's apt source files for the bookworm suites, handed to mmdebstrap as its mirrors."""
-    found = [path for path in (Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*")))
-             if path.is_file() and path.suffix in (".list", ".sources") and "bookworm" in path.read_text()]
+    found = [
+        path
+        for path in (Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*")))
+        if path.is_file() and path.suffix in (".list", ".sources") and "bookworm" in path.read_text()
+    ]
     if not found:
         raise ImageError("no apt source under /etc/apt names bookworm; the base is made from Debian bookworm's archive")
     return [str(path) for path in found]
@@ -131,15 +140,27 @@ def build_base_tar(out: Path, epoch: str) -> Path:
         log(f"base: reusing {tar} (same packages, sources and SOURCE_DATE_EPOCH)")
         return tar
     tar.unlink(missing_ok=True)
-    argv = ["mmdebstrap", "--variant=essential", "--quiet", "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
-            f"--include={','.join(BASE_PACKAGES)}", *(f"--dpkgopt={opt}" for opt in DPKG_EXCLUDES), "bookworm", str(tar), *sources]
+    argv = [
+        "mmdebstrap",
+        "--variant=essential",
+        "--quiet",
+        "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+        f"--include={','.join(BASE_PACKAGES)}",
+        *(f"--dpkgopt={opt}" for opt in DPKG_EXCLUDES),
+        "bookworm",
+        str(tar),
+        *sources,
+    ]
     with (out / "base.log").open("wb") as transcript:
-        done = subprocess.run(argv, env={**os.environ, "SOURCE_DATE_EPOCH": epoch}, stdout=transcript, stderr=subprocess.STDOUT,
-                              check=False, timeout=1800)
+        done = subprocess.run(
+            argv, env={**os.environ, "SOURCE_DATE_EPOCH": epoch}, stdout=transcript, stderr=subprocess.STDOUT, check=False, timeout=1800
+        )
     if done.returncode != 0:
         tail = (out / "base.log").read_text(errors="replace").splitlines()[-15:]
-        raise ImageError(f"mmdebstrap failed (exit {done.returncode}); the base needs Debian's archive and root. "
-                         f"Last lines of {out / 'base.log'}:\n" + "\n".join(tail))
+        raise ImageError(
+            f"mmdebstrap failed (exit {done.returncode}); the base needs Debian's archive and root. "
+            f"Last lines of {out / 'base.log'}:\n" + "\n".join(tail)
+        )
     key_file.write_text(key)
     return tar
 
@@ -149,14 +170,27 @@ def import_base(store: Store, tar: Path, epoch: str) -> str:
     ctr = store.run(["buildah", "from", "--quiet", "scratch"], what="buildah from scratch").strip()
     try:
         store.run(["buildah", "add", "--quiet", ctr, str(tar), "/"], what="buildah add (base)")
-        store.run(["buildah", "config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                   "--cmd", '["python3"]', "--created-by", f"mmdebstrap bookworm essential + {' '.join(BASE_PACKAGES)}", ctr],
-                  what="buildah config (base)")
+        store.run(
+            [
+                "buildah",
+                "config",
+                "--env",
+                "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "--cmd",
+                '["python3"]',
+                "--created-by",
+                f"mmdebstrap bookworm essential + {' '.join(BASE_PACKAGES)}",
+                ctr,
+            ],
+            what="buildah config (base)",
+        )
         store.run(["buildah", "commit", "--quiet", "--timestamp", epoch, ctr, f"{BASE_IMAGE}:{BASE_TAG}"], what="buildah commit (base)")
     finally:
         subprocess.run(["buildah", "rm", ctr], env=store.env(), capture_output=True, check=False, timeout=120)
-    return store.run(["buildah", "inspect", "--type", "image", "--format", "{{.FromImageDigest}}", f"{BASE_IMAGE}:{BASE_TAG}"],
-                     what="buildah inspect (base)").strip()
+    return store.run(
+        ["buildah", "inspect", "--type", "image", "--format", "{{.FromImageDigest}}", f"{BASE_IMAGE}:{BASE_TAG}"],
+        what="buildah inspect (base)",
+    ).strip()
 
 
 def build_mounts(out: Path) -> list[str]:
@@ -171,10 +205,29 @@ def build_mounts(out: Path) -> list[str]:
 
 
 def build_image(store: Store, out: Path, tag: str, epoch: str, python_image: str, python_digest: str, *, cache: bool, pull: str) -> None:
-    argv = ["buildah", "bud", "--quiet", f"--pull={pull}", "--isolation", "chroot", f"--layers={'true' if cache else 'false'}",
-            "--timestamp", epoch, "--build-arg", f"SOURCE_DATE_EPOCH={epoch}",
-            "--build-arg", f"PYTHON_IMAGE={python_image}", "--build-arg", f"PYTHON_DIGEST={python_digest}",
-            *build_mounts(out), "-t", tag, "-f", str(REPO / "Containerfile"), str(REPO)]
+    argv = [
+        "buildah",
+        "bud",
+        "--quiet",
+        f"--pull={pull}",
+        "--isolation",
+        "chroot",
+        f"--layers={'true' if cache else 'false'}",
+        "--timestamp",
+        epoch,
+        "--build-arg",
+        f"SOURCE_DATE_EPOCH={epoch}",
+        "--build-arg",
+        f"PYTHON_IMAGE={python_image}",
+        "--build-arg",
+        f"PYTHON_DIGEST={python_digest}",
+        *build_mounts(out),
+        "-t",
+        tag,
+        "-f",
+        str(REPO / "Containerfile"),
+        str(REPO),
+    ]
     store.run(argv, what="buildah bud")
     if not cache:  # the image this tag named before, and nothing else, is left without a name
         subprocess.run(["buildah", "rmi", "--prune"], env=store.env(), capture_output=True, check=False, timeout=300)
@@ -197,10 +250,23 @@ def write_sbom(store: Store, out: Path, tag: str) -> Path:
     try:
         run = ["buildah", "run", "--isolation", "chroot", "--user", "0:0", *build_mounts(out), ctr, "--"]
         store.run([*run, "/opt/nvcre/bin/python", "-m", "venv", "/tmp/sbom"], what="venv for the SBOM tool")
-        store.run([*run, "/tmp/sbom/bin/python", "-m", "pip", "install", "--quiet", "--no-cache-dir", SBOM_TOOL],
-                  what=f"pip install {SBOM_TOOL}")
-        document = store.run([*run, "/tmp/sbom/bin/cyclonedx-py", "environment", "--output-reproducible", "--of", "JSON",
-                              "--output-file", "-", "/opt/nvcre/bin/python"], what="cyclonedx-py environment")
+        store.run(
+            [*run, "/tmp/sbom/bin/python", "-m", "pip", "install", "--quiet", "--no-cache-dir", SBOM_TOOL], what=f"pip install {SBOM_TOOL}"
+        )
+        document = store.run(
+            [
+                *run,
+                "/tmp/sbom/bin/cyclonedx-py",
+                "environment",
+                "--output-reproducible",
+                "--of",
+                "JSON",
+                "--output-file",
+                "-",
+                "/opt/nvcre/bin/python",
+            ],
+            what="cyclonedx-py environment",
+        )
     finally:
         subprocess.run(["buildah", "rm", ctr], env=store.env(), capture_output=True, check=False, timeout=120)
     json.loads(document)  # a tool that printed something else must not leave a file that looks like an SBOM
@@ -226,8 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tag", default=f"localhost/nvcre/manager:{VERSION}")
     parser.add_argument("--python-image", default=None, help="registry base instead of the Debian one (with --python-digest)")
     parser.add_argument("--python-digest", default=None, help="the registry base's digest; skips the Debian base")
-    parser.add_argument("--cache", action="store_true",
-                        help="keep and reuse intermediate layers (faster rebuilds of unchanged steps; the store grows)")
+    parser.add_argument(
+        "--cache", action="store_true", help="keep and reuse intermediate layers (faster rebuilds of unchanged steps; the store grows)"
+    )
     parser.add_argument("--no-sbom", action="store_true", help="skip the SBOM (it installs cyclonedx-bom from PyPI)")
     args = parser.parse_args(argv)
     local_base = args.python_digest is None
@@ -250,17 +317,25 @@ def main(argv: list[str] | None = None) -> int:
         else:
             python_image, python_digest = args.python_image or "docker.io/library/python", args.python_digest
         with timed(steps, "build"):
-            build_image(store, out, args.tag, epoch, python_image, python_digest, cache=args.cache,
-                        pull="never" if local_base else "missing")
+            build_image(
+                store, out, args.tag, epoch, python_image, python_digest, cache=args.cache, pull="never" if local_base else "missing"
+            )
         with timed(steps, "export"):
             digest, manifest = export_layout(store, out, args.tag)
         if not args.no_sbom:
             with timed(steps, "sbom"):
                 write_sbom(store, out, args.tag)
         layers = [int(layer["size"]) for layer in manifest["layers"]]  # type: ignore[index,union-attr]
-        record = {"tag": args.tag, "digest": digest, "layout": str(out / "oci"), "base": f"{python_image}@{python_digest}",
-                  "sourceDateEpoch": int(epoch), "compressedLayerBytes": layers, "seconds": steps,
-                  "storageConf": str(store.conf)}
+        record = {
+            "tag": args.tag,
+            "digest": digest,
+            "layout": str(out / "oci"),
+            "base": f"{python_image}@{python_digest}",
+            "sourceDateEpoch": int(epoch),
+            "compressedLayerBytes": layers,
+            "seconds": steps,
+            "storageConf": str(store.conf),
+        }
         (out / "image.json").write_text(json.dumps(record, indent=2) + "\n")
         log(f"layout {out / 'oci'}: {len(layers)} layers, {sum(layers) / 1e6:.1f} MB compressed")
         print(digest)

@@ -127,9 +127,7 @@ def locate(*, require_controllers: bool = False) -> Binaries:
         etcd=directory / "etcd",
         kube_apiserver=directory / "kube-apiserver",
         kube_scheduler=directory / "kube-scheduler" if have_controllers else None,
-        kube_controller_manager=(
-            directory / "kube-controller-manager" if have_controllers else None
-        ),
+        kube_controller_manager=(directory / "kube-controller-manager" if have_controllers else None),
     )
 
 
@@ -147,8 +145,7 @@ def build(components: tuple[str, ...] = CORE + CONTROLLERS) -> Path:
     """Build the binaries through the build script (a no-op when they are current)."""
     if os.environ.get(BIN_DIR_ENV):
         raise BinariesMissing(
-            f"{BIN_DIR_ENV} points at {bin_dir()}, which lacks binaries; "
-            "nothing is built into a directory given that way",
+            f"{BIN_DIR_ENV} points at {bin_dir()}, which lacks binaries; nothing is built into a directory given that way",
             missing(components),
         )
     return Path(build_module().build(list(components)))

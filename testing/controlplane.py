@@ -96,14 +96,10 @@ class ControlPlane:
         self.controller_manager_flags = tuple(controller_manager_flags)
         self._crd_dirs = None if crd_dirs is None else [Path(d) for d in crd_dirs]
         self._root_dir = root_dir
-        self.keep_workdir = (
-            os.environ.get(KEEP_WORKDIR_ENV) == "1" if keep_workdir is None else keep_workdir
-        )
+        self.keep_workdir = os.environ.get(KEEP_WORKDIR_ENV) == "1" if keep_workdir is None else keep_workdir
         self.start_timeout = start_timeout
         self._binaries = binaries
-        self.service_account_admission = (
-            controllers if service_account_admission is None else service_account_admission
-        )
+        self.service_account_admission = controllers if service_account_admission is None else service_account_admission
         self.verbosity = verbosity
         self.workdir: Path | None = None
         self.processes: dict[str, Process] = {}
@@ -258,9 +254,7 @@ class ControlPlane:
             ("kube-scheduler", binaries.kube_scheduler, []),
         ):
             port = free_port()
-            serving = self._ca.issue(
-                name, common_name=name, dns=["localhost"], ips=["127.0.0.1"], server=True
-            )
+            serving = self._ca.issue(name, common_name=name, dns=["localhost"], ips=["127.0.0.1"], server=True)
             cert_dir = self.workdir / name
             cert_dir.mkdir(exist_ok=True)
             argv = [
@@ -352,9 +346,7 @@ class ControlPlane:
             api.create_node(cast(Any, body))
             # A merge patch replaces the lists wholesale and, unlike an update,
             # does not conflict with controllers that touch the new Node.
-            return api.patch_node_status(
-                name, {"status": status}, _content_type="application/merge-patch+json"
-            )
+            return api.patch_node_status(name, {"status": status}, _content_type="application/merge-patch+json")
 
     def issue_kubelet_serving_cert(self, node_name: str) -> KeyPair:
         """A serving certificate for a simulated kubelet on 127.0.0.1, trusted by the apiserver."""
@@ -374,9 +366,7 @@ class ControlPlane:
         """A serving certificate for a helper process on 127.0.0.1 (webhooks), CA-signed."""
         self._require_started()
         assert self._ca is not None
-        return self._ca.issue(
-            name, common_name=name, dns=["localhost"], ips=["127.0.0.1"], server=True
-        )
+        return self._ca.issue(name, common_name=name, dns=["localhost"], ips=["127.0.0.1"], server=True)
 
     def start_process(
         self,
@@ -396,9 +386,7 @@ class ControlPlane:
         if name in self.processes and self.processes[name].running():
             raise ControlPlaneError(f"{name} is already running")
         assert self.workdir is not None
-        process = spawn(
-            name, argv, cwd=self.workdir, log=self.workdir / "logs" / f"{name}.log", env=env
-        )
+        process = spawn(name, argv, cwd=self.workdir, log=self.workdir / "logs" / f"{name}.log", env=env)
         self.processes[name] = process
         if ready is not None:
             self._wait(process, ready, what or f"{name} readiness")
@@ -423,9 +411,7 @@ class ControlPlane:
         assert self.workdir is not None
         ca = CertificateAuthority(self.workdir / "pki", openssl)
         self._ca = ca
-        self._admin = ca.issue(
-            "admin", common_name="nvcre-admin", organizations=["system:masters"], client=True
-        )
+        self._admin = ca.issue("admin", common_name="nvcre-admin", organizations=["system:masters"], client=True)
         self._sa_keys = ca.signing_key_pair("service-account")
 
     def _start_core(self) -> None:

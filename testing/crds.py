@@ -103,9 +103,7 @@ def load_crds(paths: Iterable[Path]) -> list[dict[str, Any]]:
         for index, doc in enumerate(d for d in docs if d):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-                raise ControlPlaneError(
-                    f"{path} (document {index + 1}) is a {kind}, not a CustomResourceDefinition"
-                )
+                raise ControlPlaneError(f"{path} (document {index + 1}) is a {kind}, not a CustomResourceDefinition")
             if not (doc.get("metadata") or {}).get("name"):
                 raise ControlPlaneError(f"{path} (document {index + 1}) has no metadata.name")
             crds.append(doc)
@@ -129,9 +127,7 @@ def apply_crds(api_client: Any, crds: list[dict[str, Any]], *, timeout: float = 
                 _preload_content=False,
             )
         except client.ApiException as exc:
-            raise ControlPlaneError(
-                f"the apiserver refused CRD {name}: {exc.status} {api_reason(exc)}"
-            ) from exc
+            raise ControlPlaneError(f"the apiserver refused CRD {name}: {exc.status} {api_reason(exc)}") from exc
     names = [c["metadata"]["name"] for c in crds]
     wait_established(api, names, timeout)
     return names
@@ -158,9 +154,7 @@ def wait_established(api: Any, names: list[str], timeout: float) -> None:
                 continue
             names_accepted = conditions.get("NamesAccepted", {})
             if names_accepted.get("status") == "False":
-                raise ControlPlaneError(
-                    f"CRD {name}: names not accepted: {names_accepted.get('message')}"
-                )
+                raise ControlPlaneError(f"CRD {name}: names not accepted: {names_accepted.get('message')}")
             last[name] = conditions.get("Established", {}).get("message") or "not Established yet"
         if pending and time.monotonic() > deadline:
             details = "; ".join(f"{n}: {last.get(n, '?')}" for n in pending)

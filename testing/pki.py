@@ -86,10 +86,7 @@ class CertificateAuthority:
     def _run(self, *args: str) -> None:
         proc = subprocess.run([self.openssl, *args], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise PkiError(
-                f"openssl {args[0]} failed (exit {proc.returncode}): "
-                f"{proc.stderr.strip() or proc.stdout.strip()}"
-            )
+            raise PkiError(f"openssl {args[0]} failed (exit {proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
 
     def issue(
         self,

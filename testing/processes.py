@@ -111,8 +111,7 @@ def wait_ready(process: Process, ready: Callable[[], bool], what: str, timeout: 
         code = process.popen.poll()
         if code is not None:
             raise ControlPlaneError(
-                f"{process.name} exited with code {code} before {what} was ready; "
-                f"last lines of {process.log.name}:\n{process.tail()}"
+                f"{process.name} exited with code {code} before {what} was ready; last lines of {process.log.name}:\n{process.tail()}"
             )
         try:
             if ready():
@@ -120,7 +119,4 @@ def wait_ready(process: Process, ready: Callable[[], bool], what: str, timeout: 
         except (OSError, ValueError) as exc:
             last_error = str(exc)
         time.sleep(0.2)
-    raise ControlPlaneError(
-        f"{what} not ready after {timeout:.0f}s ({last_error}); "
-        f"last lines of {process.log.name}:\n{process.tail()}"
-    )
+    raise ControlPlaneError(f"{what} not ready after {timeout:.0f}s ({last_error}); last lines of {process.log.name}:\n{process.tail()}")

@@ -55,10 +55,7 @@ def _ensure_built(request: pytest.FixtureRequest, components: tuple[str, ...]) -
     if not absent:
         return
     if not binaries.go_available():
-        _unavailable(
-            f"control-plane binaries not built ({', '.join(absent)}) and no Go toolchain "
-            "to build them (see docs/testing.md)"
-        )
+        _unavailable(f"control-plane binaries not built ({', '.join(absent)}) and no Go toolchain to build them (see docs/testing.md)")
     build_module = binaries.build_module()
     capture = request.config.pluginmanager.getplugin("capturemanager")
     try:
@@ -72,9 +69,7 @@ def _ensure_built(request: pytest.FixtureRequest, components: tuple[str, ...]) -
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "sim: needs the simulated GPU cluster (JobSet, Trainer, kwok; built with Go)"
-    )
+    config.addinivalue_line("markers", "sim: needs the simulated GPU cluster (JobSet, Trainer, kwok; built with Go)")
 
 
 def _with_capture_disabled(request: pytest.FixtureRequest, action) -> None:
@@ -117,8 +112,7 @@ def _ensure_sim_built(request: pytest.FixtureRequest) -> None:
         return
     if not binaries.go_available():
         _unavailable(
-            f"simulated-cluster controllers not built ({', '.join(absent)}) and no Go "
-            "toolchain to build them (see docs/simcluster.md)"
+            f"simulated-cluster controllers not built ({', '.join(absent)}) and no Go toolchain to build them (see docs/simcluster.md)"
         )
     try:
         _with_capture_disabled(request, lambda: build_module.build_sim(list(SIM_COMPONENTS)))

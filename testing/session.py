@@ -59,9 +59,7 @@ def _alive(pid: int) -> bool:
 def _cmdline(pid: int) -> str | None:
     """The command line of ``pid`` where /proc exists, else None (unknown)."""
     try:
-        return (
-            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        )
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except FileNotFoundError:
         return "" if Path("/proc/self").exists() else None
     except OSError:
@@ -77,7 +75,7 @@ def _started(pid: int) -> int | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and parentheses
     return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
 
 
@@ -169,8 +167,7 @@ def serve(
                 if dead:
                     name = dead[0]
                     print(
-                        f"{name} exited unexpectedly; last log lines:\n"
-                        f"{plane.processes[name].tail()}",
+                        f"{name} exited unexpectedly; last log lines:\n{plane.processes[name].tail()}",
                         file=sys.stderr,
                     )
                     return 1
@@ -181,15 +178,12 @@ def serve(
         _clear_state(os.getpid())
 
 
-def start_detached(
-    *, controllers: bool, crd_dirs: Sequence[Path] | None, timeout: float = 180.0
-) -> dict:
+def start_detached(*, controllers: bool, crd_dirs: Sequence[Path] | None, timeout: float = 180.0) -> dict:
     """Start a supervisor in the background and wait until it reports ready."""
     existing = read_state()
     if existing is not None:
         raise SessionError(
-            f"a control plane is already running (pid {existing['supervisor_pid']}); "
-            "stop it with `nvcrectl dev controlplane down`"
+            f"a control plane is already running (pid {existing['supervisor_pid']}); stop it with `nvcrectl dev controlplane down`"
         )
     binaries.locate(require_controllers=controllers)  # fail here, not in the background
     run_dir().mkdir(parents=True, exist_ok=True)
@@ -212,9 +206,7 @@ def start_detached(
     while time.monotonic() < deadline:
         code = child.poll()
         if code is not None:
-            raise SessionError(
-                f"the control plane exited with code {code} while starting:\n{_tail(log)}"
-            )
+            raise SessionError(f"the control plane exited with code {code} while starting:\n{_tail(log)}")
         state = read_state()
         if state is not None and state.get("supervisor_pid") == child.pid:
             return state

@@ -511,9 +511,7 @@ class SimCluster:
         from kubernetes import client
 
         with self.api_client() as api_client:
-            raw: Any = client.CoreV1Api(api_client).list_node(
-                label_selector=PROFILE_LABEL, _preload_content=False
-            )
+            raw: Any = client.CoreV1Api(api_client).list_node(label_selector=PROFILE_LABEL, _preload_content=False)
         nodes = [node_summary(node) for node in json.loads(raw.data).get("items") or []]
         return {
             "kubeconfig": str(self.kubeconfig),

@@ -25,9 +25,7 @@ from .controlplane import ControlPlane
 from .errors import ControlPlaneError
 from .processes import free_port
 
-JOBSET_POD_SELECTOR = {
-    "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
-}
+JOBSET_POD_SELECTOR = {"matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]}
 WEBHOOK_FIELD_MANAGER = "nvcre-simcluster"
 
 
@@ -68,9 +66,7 @@ TRAINER_HOOKS = (
 )  # fmt: skip
 
 
-def webhook_configurations(
-    owner: str, hooks: Sequence[Hook], port: int, ca_bundle: bytes
-) -> list[dict[str, Any]]:
+def webhook_configurations(owner: str, hooks: Sequence[Hook], port: int, ca_bundle: bytes) -> list[dict[str, Any]]:
     """Mutating and validating configurations sending ``hooks`` to 127.0.0.1:``port``."""
     encoded = base64.b64encode(ca_bundle).decode()
     out = []
@@ -127,9 +123,7 @@ def apply_objects(api_client: Any, objects: Sequence[dict[str, Any]]) -> None:
                 force_conflicts=True,
             )
         except ApiException as exc:
-            raise ControlPlaneError(
-                f"the apiserver refused {obj['kind']} {obj['metadata']['name']}: {exc.status} {exc.reason}"
-            ) from exc
+            raise ControlPlaneError(f"the apiserver refused {obj['kind']} {obj['metadata']['name']}: {exc.status} {exc.reason}") from exc
 
 
 def _http_ok(url: str) -> bool:

@@ -135,10 +135,7 @@ def compute_domain_crd() -> dict[str, Any]:
 
 def channel_device_class() -> dict[str, Any]:
     """The DeviceClass a workload's channel claim names: channel 0 of the compute-domain driver."""
-    selector = (
-        f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == 'channel'"
-        f" && device.attributes['{DRIVER}'].id == 0"
-    )
+    selector = f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == 'channel' && device.attributes['{DRIVER}'].id == 0"
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
@@ -181,9 +178,7 @@ def claim_template(domain: Mapping[str, Any]) -> dict[str, Any] | None:
             "name": name,
             "namespace": meta.get("namespace"),
             "labels": {DOMAIN_LABEL: uid, TARGET_LABEL: "Workload"},
-            "ownerReferences": [
-                {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ComputeDomain", "name": meta.get("name"), "uid": uid}
-            ],
+            "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "ComputeDomain", "name": meta.get("name"), "uid": uid}],
         },
         "spec": {
             "spec": {
@@ -317,14 +312,10 @@ class DomainSimulator:
             template = claim_template(domain)
             if template is not None:
                 try:
-                    custom.create_namespaced_custom_object(
-                        "resource.k8s.io", "v1", meta["namespace"], "resourceclaimtemplates", template
-                    )
+                    custom.create_namespaced_custom_object("resource.k8s.io", "v1", meta["namespace"], "resourceclaimtemplates", template)
                 except ApiException as exc:
                     if exc.status != 409:
                         raise
             status = domain_status(domain, pods, nodes, self._imex_down)
             if status != (domain.get("status") or {}):
-                custom.patch_namespaced_custom_object_status(
-                    GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], {"status": status}
-                )
+                custom.patch_namespaced_custom_object_status(GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], {"status": status})

@@ -221,8 +221,10 @@ def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[
     avg = sum(bus_values) / len(bus_values) if bus_values else 0.0
     end = timeline[-1].offset
     tail = [
-        *(f"{r.node}:{r.pid}:{r.pid} [{r.device}] NCCL INFO comm 0x{0x5555569a0000 + i * 0x2940:x} rank {i} nranks {n} cudaDev {r.device} busId {0x18 + 0x10 * r.device:x}0 - Destroy COMPLETE"
-          for i, r in enumerate(ranks[:2])),
+        *(
+            f"{r.node}:{r.pid}:{r.pid} [{r.device}] NCCL INFO comm 0x{0x5555569A0000 + i * 0x2940:x} rank {i} nranks {n} cudaDev {r.device} busId {0x18 + 0x10 * r.device:x}0 - Destroy COMPLETE"
+            for i, r in enumerate(ranks[:2])
+        ),
         "# Out of bounds values : 0 OK",
         f"# Avg bus bandwidth    : {_g6(avg)} ",
         "#",
@@ -281,13 +283,13 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str, *, m
         if mnnvl:
             clique = 0x7F00 + len(nodes)
             out.append(f"{p} NCCL INFO MNNVL busId 0x1801000 fabric UUID 5e1e0000.0 cliqueId 0x{clique:x} state 3 healthMask 0x0")
+            out.append(f"{p} NCCL INFO MNNVL 1 cliqueId {clique:x} cliqueSize {n} cliqueRank {index} nvlDomainSize {n}")
             out.append(
-                f"{p} NCCL INFO MNNVL 1 cliqueId {clique:x} cliqueSize {n} cliqueRank {index} nvlDomainSize {n}"
+                f"{p} NCCL INFO comm 0x{0x5555569A0000 + index * 0x2940:x} rank {index} nRanks {n} nNodes 1 "
+                f"localRanks {n} localRank {index} MNNVL 1"
             )
-            out.append(f"{p} NCCL INFO comm 0x{0x5555569a0000 + index * 0x2940:x} rank {index} nRanks {n} nNodes 1 "
-                       f"localRanks {n} localRank {index} MNNVL 1")
         out.append(
-            f"{p} NCCL INFO [Rank {index}] ncclCommInitRankConfig comm 0x{0x5555569a0000 + index * 0x2940:x} "
+            f"{p} NCCL INFO [Rank {index}] ncclCommInitRankConfig comm 0x{0x5555569A0000 + index * 0x2940:x} "
             f"rank {index} nranks {n} cudaDev {rank.device} nvmlDev {rank.device} - Init START"
         )
     if len(nodes) > 1:
@@ -304,7 +306,7 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str, *, m
     for index, rank in enumerate(ranks[:1]):
         out.append(
             f"{rank.node}:{rank.pid}:{rank.pid} [{rank.device}] NCCL INFO ncclCommInitRankConfig comm "
-            f"0x{0x5555569a0000 + index * 0x2940:x} rank {index} nranks {n} cudaDev {rank.device} "
+            f"0x{0x5555569A0000 + index * 0x2940:x} rank {index} nranks {n} cudaDev {rank.device} "
             f"nvmlDev {rank.device} - Init COMPLETE"
         )
     return out
@@ -405,8 +407,18 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
         if run.hang_at is not None and report > hang_after:
             return lines
         if run.crash_node is not None and report > crash_after:
-            lines.append(LogLine(offset, f"[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2171, remote process exited or there was a network error, NCCL version {NCCL_VERSION}"))
-            lines.append(LogLine(offset + 0.01, f"[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely. Last error: NET/IB : Got completion from peer on {run.crash_node} with status=12"))
+            lines.append(
+                LogLine(
+                    offset,
+                    f"[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2171, remote process exited or there was a network error, NCCL version {NCCL_VERSION}",
+                )
+            )
+            lines.append(
+                LogLine(
+                    offset + 0.01,
+                    f"[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely. Last error: NET/IB : Got completion from peer on {run.crash_node} with status=12",
+                )
+            )
             return lines
         if not run.last_pod:
             continue
@@ -424,9 +436,19 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
             )
         )
         if run.checkpoint_every and iteration % run.checkpoint_every == 0:
-            lines.append(LogLine(offset + 0.005, f"[{_megatron_stamp(when)}] saving checkpoint at iteration {iteration:7d} to {run.checkpoint_dir} in torch_dist format"))
+            lines.append(
+                LogLine(
+                    offset + 0.005,
+                    f"[{_megatron_stamp(when)}] saving checkpoint at iteration {iteration:7d} to {run.checkpoint_dir} in torch_dist format",
+                )
+            )
             done = when + timedelta(milliseconds=5)
-            lines.append(LogLine(offset + 0.01, f"[{_megatron_stamp(done)}] scheduled an async checkpoint save at iteration {iteration:7d} to {run.checkpoint_dir}"))
+            lines.append(
+                LogLine(
+                    offset + 0.01,
+                    f"[{_megatron_stamp(done)}] scheduled an async checkpoint save at iteration {iteration:7d} to {run.checkpoint_dir}",
+                )
+            )
     finish = end + 0.05
     lines.append(LogLine(finish, "[after training is done] datetime: " + _megatron_stamp(started + timedelta(seconds=finish + 0.05))))
     return lines
@@ -479,9 +501,20 @@ def dcgm_log(run: DcgmRun) -> list[LogLine]:
     document = {
         "DCGM Diagnostic": {
             "test_categories": categories,
-            "entity_groups": [{"entity_group": "GPU", "entity_group_id": 1,
-                               "entities": [{"entity_id": g, "serial_num": f"SIM{int(hashlib.sha256(f'{run.node}/{g}'.encode()).hexdigest()[:8], 16):010d}",
-                                             "sku": run.gpu_name} for g in range(run.gpus)]}],  # fmt: skip
+            "entity_groups": [
+                {
+                    "entity_group": "GPU",
+                    "entity_group_id": 1,
+                    "entities": [
+                        {
+                            "entity_id": g,
+                            "serial_num": f"SIM{int(hashlib.sha256(f'{run.node}/{g}'.encode()).hexdigest()[:8], 16):010d}",
+                            "sku": run.gpu_name,
+                        }
+                        for g in range(run.gpus)
+                    ],
+                }
+            ],  # fmt: skip
         },
         "metadata": {"DCGM version": "4.5.2", "Driver version detected": "580.95.05", "Hostname": run.node},
     }

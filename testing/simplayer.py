@@ -122,9 +122,7 @@ class LogWriter(threading.Thread):
             for line in lines:
                 self._counter += 1
                 stamp = started + timedelta(seconds=line.offset)
-                heapq.heappush(
-                    self._heap, (start_wall + line.offset, self._counter, path, simlogs.cri_line(stamp, line))
-                )
+                heapq.heappush(self._heap, (start_wall + line.offset, self._counter, path, simlogs.cri_line(stamp, line)))
             self._cond.notify()
 
     def run(self) -> None:
@@ -297,8 +295,12 @@ def decide(
         # NCCL_P2P_DISABLE=1 (a diagnose loopback) or NCCL_MNNVL_ENABLE=0 keep NCCL off NVLink.
         settings = {**_env(pod), **dict(a.partition("=")[::2] for a in workload.argv if "=" in a)}
         nvlink_off = settings.get("NCCL_P2P_DISABLE") == "1" or settings.get("NCCL_MNNVL_ENABLE") == "0"
-        mnnvl = (workload.kind == "nccl-mpi" and bool(prof and prof.nvlink_domains) and not nvlink_off
-                 and all(claims_channel(p) for p in workers))
+        mnnvl = (
+            workload.kind == "nccl-mpi"
+            and bool(prof and prof.nvlink_domains)
+            and not nvlink_off
+            and all(claims_channel(p) for p in workers)
+        )
         if transport == "Socket" and workload.kind == "nccl-mpi" and not mnnvl:
             nominal = min(nominal, 11.0)  # a 100 GbE-class TCP path
         outcome = NcclOutcome(
@@ -527,9 +529,7 @@ class Player:
         namespace = str(_meta(pod).get("namespace"))
         for key in (JOBSET_NAME_LABEL, TRAINJOB_NAME_LABEL):
             if key in labels:
-                raw: Any = core.list_namespaced_pod(
-                    namespace, label_selector=f"{key}={labels[key]}", _preload_content=False
-                )
+                raw: Any = core.list_namespaced_pod(namespace, label_selector=f"{key}={labels[key]}", _preload_content=False)
                 items = json.loads(raw.data).get("items") or []
                 return [p for p in items if not _meta(p).get("deletionTimestamp")]
         return [dict(pod)]

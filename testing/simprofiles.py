@@ -100,9 +100,7 @@ def profile(name: str) -> Profile:
         return CPU_PROFILE
     base = name[: -len(DRA_SUFFIX)] if name.endswith(DRA_SUFFIX) else name
     if base not in _BASE:
-        raise ProfileError(
-            f"unknown node profile {name!r}; choose from {', '.join((*PROFILE_NAMES, CPU_PROFILE_NAME))}"
-        )
+        raise ProfileError(f"unknown node profile {name!r}; choose from {', '.join((*PROFILE_NAMES, CPU_PROFILE_NAME))}")
     found = _BASE[base]
     if base != name:
         return Profile(**{**found.__dict__, "name": name, "dra": True})
@@ -166,9 +164,7 @@ def provider_id(platform: str, node: str) -> str:
 def check_platform(platform: str) -> str:
     """``platform`` normalised ("onprem" -> ""), or :class:`ProfileError`."""
     if platform not in PLATFORMS:
-        raise ProfileError(
-            f"unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}"
-        )
+        raise ProfileError(f"unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}")
     return "" if platform == "onprem" else platform
 
 
@@ -243,9 +239,7 @@ def nic_resource(platform: str) -> tuple[str, int]:
     return _NIC_RESOURCES.get(platform, (NIC_RESOURCE, 1))
 
 
-def node_resources(
-    prof: Profile, platform: str = "", *, gpus: int | None = None, nic: str | None = None
-) -> dict[str, str]:
+def node_resources(prof: Profile, platform: str = "", *, gpus: int | None = None, nic: str | None = None) -> dict[str, str]:
     """Capacity / allocatable of one node; ``gpus`` overrides the GPU count (0 for no capacity).
 
     ``nic`` overrides the NIC resource name (``""`` for none); GCP nodes have none by default.
@@ -265,9 +259,7 @@ def node_resources(
     return resources
 
 
-def node_object(
-    name: str, prof: Profile, platform: str, index: int, *, nic: str | None = None
-) -> dict[str, Any]:
+def node_object(name: str, prof: Profile, platform: str, index: int, *, nic: str | None = None) -> dict[str, Any]:
     """A Node for kwok to manage (it fills in conditions, addresses and heartbeats)."""
     platform = check_platform(platform)
     resources = node_resources(prof, platform, nic=nic)

@@ -74,15 +74,7 @@ def trainjob_of(
                             "replicatedJobs": [
                                 {
                                     "name": "launcher",
-                                    "template": {
-                                        "spec": {
-                                            "template": {
-                                                "metadata": {
-                                                    "annotations": {EXIT_CODE: str(launcher_exit_code)}
-                                                }
-                                            }
-                                        }
-                                    },
+                                    "template": {"spec": {"template": {"metadata": {"annotations": {EXIT_CODE: str(launcher_exit_code)}}}}},
                                 }
                             ]
                         }

@@ -110,17 +110,14 @@ def serve(
     existing = read_state()
     if existing is not None:
         raise SimSessionError(
-            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); "
-            "stop it with `nvcrectl dev down`"
+            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); stop it with `nvcrectl dev down`"
         )
     if with_controller and not controller_available():
         raise SimSessionError(f"--with-controller: {CONTROLLER_MODULE} cannot be imported here")
     run_dir().mkdir(parents=True, exist_ok=True)
     shutil.rmtree(requests_dir(), ignore_errors=True)
     requests_dir().mkdir(parents=True)
-    cluster = SimCluster(
-        profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir(), system_nodes=system_nodes
-    )
+    cluster = SimCluster(profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir(), system_nodes=system_nodes)
     try:
         with cluster:
             if with_controller:
@@ -213,9 +210,7 @@ def status() -> dict[str, Any] | None:
         from .simcluster import node_summary
 
         with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:
-            raw: Any = client.CoreV1Api(api_client).list_node(
-                label_selector="sim.nvcre.io/profile", _preload_content=False
-            )
+            raw: Any = client.CoreV1Api(api_client).list_node(label_selector="sim.nvcre.io/profile", _preload_content=False)
         nodes = [node_summary(node) for node in json.loads(raw.data).get("items") or []]
     except Exception as exc:  # the report says what could not be read, never a traceback
         nodes = []
@@ -237,8 +232,7 @@ def start_detached(
     existing = read_state()
     if existing is not None:
         raise SimSessionError(
-            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); "
-            "stop it with `nvcrectl dev down`"
+            f"a simulated cluster is already running (pid {existing['supervisor_pid']}); stop it with `nvcrectl dev down`"
         )
     run_dir().mkdir(parents=True, exist_ok=True)
     log = run_dir() / LOG_NAME
@@ -250,9 +244,7 @@ def start_detached(
     if system_nodes:
         argv.append(f"--system-nodes={system_nodes}")
     with log.open("wb") as out:
-        child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         code = child.poll()

@@ -55,9 +55,7 @@ def check(golden_file: Path, actual: str, update: bool, parse: Callable[[str], A
         actual_file.unlink(missing_ok=True)
         return
     actual_file.write_text(actual, encoding="utf-8")
-    text_diff = "".join(
-        difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "expected", "actual", n=2)
-    )
+    text_diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "expected", "actual", n=2))
     pytest.fail(
         f"{golden_file.relative_to(REPO)} differs (actual output in {actual_file.name})\n"
         + _semantic_diff(expected, actual, parse)
@@ -87,7 +85,10 @@ def check_render_case(case: Path, source: str, renderer, update: bool) -> None:
     facts = load_facts(case / "facts.yaml") if (case / "facts.yaml").exists() else None
     try:
         rendered = renderer(
-            load_file(case / source)[0], facts=facts, platform=flags.get("platform"), gpu_arch=flags.get("gpuArch"),
+            load_file(case / source)[0],
+            facts=facts,
+            platform=flags.get("platform"),
+            gpu_arch=flags.get("gpuArch"),
             check_purity=True,
         )
     except CompileError as exc:

@@ -20,7 +20,4 @@ ENTRIES = {
 def pod_specs(workflow: dict) -> dict[str, dict]:
     """Replicated job name -> pod spec of the TrainingRuntime in ``workflow``."""
     runtime = next(dep for dep in workflow["spec"]["dependencies"] if dep["kind"] == "TrainingRuntime")
-    return {
-        job["name"]: job["template"]["spec"]["template"]["spec"]
-        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    }
+    return {job["name"]: job["template"]["spec"]["template"]["spec"] for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]}

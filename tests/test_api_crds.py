@@ -227,13 +227,9 @@ RULE_CASES: dict[str, Callable[[], tuple[dict, dict | None]]] = {
             s["categories"][1]["options"].update(env=[{"name": f"C{i}", "value": "x"} for i in range(3)]),
         )
     ),
-    MERGED_LABEL_CAP.message: _cert_with(
-        lambda s: s["workloadMetadata"].update(labels={f"g{i}": "v" for i in range(32)})
-    ),
+    MERGED_LABEL_CAP.message: _cert_with(lambda s: s["workloadMetadata"].update(labels={f"g{i}": "v" for i in range(32)})),
     UNIQUE_CATEGORIES.message: _cert_with(lambda s: s["categories"].append(copy.deepcopy(s["categories"][3]))),
-    "script and module are mutually exclusive": _run_with(
-        lambda s: s.update(framework={"torch": {"script": "a.py", "module": "m"}})
-    ),
+    "script and module are mutually exclusive": _run_with(lambda s: s.update(framework={"torch": {"script": "a.py", "module": "m"}})),
     "either script or module must be set": _run_with(lambda s: s.update(framework={"torch": {}})),
     "exactly one of torch, mpi or exec must be set": _run_with(lambda s: s["framework"].update(exec={"command": ["x"]})),
     "inline and configMapRef are mutually exclusive": _run_with(lambda s: s["config"].update(configMapRef={"name": "c"})),
@@ -258,9 +254,7 @@ RULE_CASES: dict[str, Callable[[], tuple[dict, dict | None]]] = {
     "goodputMeasurement cannot be added or removed after creation": _updated(
         _JOB, lambda s: s.update(goodputMeasurement={"logProfileRef": "megatron"})
     ),
-    "bandwidthMeasurement cannot be added or removed after creation": _updated(
-        _JOB, lambda s: s.pop("bandwidthMeasurement")
-    ),
+    "bandwidthMeasurement cannot be added or removed after creation": _updated(_JOB, lambda s: s.pop("bandwidthMeasurement")),
     "gangScheduler is immutable": _updated(_FLOW, lambda s: s["gangScheduler"].update(schedulerName="other")),
     "gangScheduler cannot be added or removed after creation": _updated(_FLOW, lambda s: s.pop("gangScheduler")),
 }

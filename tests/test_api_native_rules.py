@@ -71,12 +71,19 @@ def test_native_rules_decline_values_of_another_shape() -> None:
 def test_sixty_four_categories_with_full_env_lists_validate_quickly() -> None:
     spec_env = [{"name": f"G{i}", "value": "x"} for i in range(32)]
     categories = [
-        {"domain": "communication", "variant": "nccl-all-reduce",
-         "options": {"nodesPerJob": i + 1, "env": [{"name": f"C{j}", "value": "x"} for j in range(32)]}}
+        {
+            "domain": "communication",
+            "variant": "nccl-all-reduce",
+            "options": {"nodesPerJob": i + 1, "env": [{"name": f"C{j}", "value": "x"} for j in range(32)]},
+        }
         for i in range(64)
     ]
-    doc = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "big"},
-           "spec": {"target": {}, "env": spec_env, "categories": categories}}
+    doc = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "big"},
+        "spec": {"target": {}, "env": spec_env, "categories": categories},
+    }
     start = time.perf_counter()
     found = validate(doc)
     assert time.perf_counter() - start < 10  # about fifteen seconds when cel-python walked every pair

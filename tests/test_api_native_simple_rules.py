@@ -21,17 +21,59 @@ from nvcre.compiler.api.cel_rules import (
 )
 from nvcre.compiler.api.native_rules import NATIVE_RULES
 
-_PIECES = ["", "a", "Z9", "-", ".", "_", "/", "@", ":", "~", "%", "+", " ", "\n", "ü", "x" * 64, "y" * 254,
-           "app.kubernetes.io/managed-by", "nvcre.nvidia.com/", "team.nvcre.nvidia.com/", "kubernetes.io/", "k8s.io/",
-           ".k8s.io/", "https://", "ssh://", "http://", "git@", "host", "busBandwidthGBps", "goodputRatio", "1", "0.5",
-           "Gi", "m", "e3", "-", "k", "E"]
+_PIECES = [
+    "",
+    "a",
+    "Z9",
+    "-",
+    ".",
+    "_",
+    "/",
+    "@",
+    ":",
+    "~",
+    "%",
+    "+",
+    " ",
+    "\n",
+    "ü",
+    "x" * 64,
+    "y" * 254,
+    "app.kubernetes.io/managed-by",
+    "nvcre.nvidia.com/",
+    "team.nvcre.nvidia.com/",
+    "kubernetes.io/",
+    "k8s.io/",
+    ".k8s.io/",
+    "https://",
+    "ssh://",
+    "http://",
+    "git@",
+    "host",
+    "busBandwidthGBps",
+    "goodputRatio",
+    "1",
+    "0.5",
+    "Gi",
+    "m",
+    "e3",
+    "-",
+    "k",
+    "E",
+]
 text = st.lists(st.sampled_from(_PIECES), max_size=5).map("".join)
-amount = st.one_of(text, st.integers(-(2**40), 2**40), st.sampled_from(["1Gi", "500m", "-1", "0", "2k", "1e3", "1.5", "-0.5Mi",
-                                                                      "9223372036854775808", ".5", "1E", True, None, 1.5]))
-resources = st.fixed_dictionaries({}, optional={
-    "requests": st.one_of(st.fixed_dictionaries({}, optional={"cpu": amount, "memory": amount}), st.none(), st.just("x")),
-    "limits": st.one_of(st.fixed_dictionaries({}, optional={"cpu": amount, "memory": amount}), st.none()),
-})
+amount = st.one_of(
+    text,
+    st.integers(-(2**40), 2**40),
+    st.sampled_from(["1Gi", "500m", "-1", "0", "2k", "1e3", "1.5", "-0.5Mi", "9223372036854775808", ".5", "1E", True, None, 1.5]),
+)
+resources = st.fixed_dictionaries(
+    {},
+    optional={
+        "requests": st.one_of(st.fixed_dictionaries({}, optional={"cpu": amount, "memory": amount}), st.none(), st.just("x")),
+        "limits": st.one_of(st.fixed_dictionaries({}, optional={"cpu": amount, "memory": amount}), st.none()),
+    },
+)
 
 _TEXT_RULES = [*QUEUE_LABEL_KEY_RULES, *NIC_RESOURCE_NAME_RULES, SOURCE_REPO_SCHEME, SOURCE_REPO_HOST]
 _KEY_RULES = [*LABEL_KEY_RULES, THRESHOLD_KEYS_RULE]

@@ -406,9 +406,7 @@ def test_framework_rules(run, framework, path, message):
 
 def test_config_is_inline_or_a_config_map(run):
     run["spec"]["config"]["configMapRef"] = {"name": "settings"}
-    assert [(d.path, d.message) for d in validate(run)] == [
-        ("spec.config", "inline and configMapRef are mutually exclusive")
-    ]
+    assert [(d.path, d.message) for d in validate(run)] == [("spec.config", "inline and configMapRef are mutually exclusive")]
 
 
 def test_workloadrun_required_fields(run):
@@ -433,9 +431,7 @@ def test_workflow_gang_scheduler_is_immutable_and_cannot_come_or_go():
     old = load("workflow-overrides.yaml")
     changed = copy.deepcopy(old)
     changed["spec"]["gangScheduler"]["queue"] = "other"
-    assert [(d.path, d.message) for d in validate(changed, old=old)] == [
-        ("spec.gangScheduler", "gangScheduler is immutable")
-    ]
+    assert [(d.path, d.message) for d in validate(changed, old=old)] == [("spec.gangScheduler", "gangScheduler is immutable")]
     removed = copy.deepcopy(old)
     del removed["spec"]["gangScheduler"]
     assert [(d.path, d.message) for d in validate(removed, old=old)] == [
@@ -450,9 +446,7 @@ def test_workflow_overrides_stay_editable_but_the_job_template_workload_does_not
     new["spec"]["overrides"].pop()
     assert validate(new, old=old) == []
     new["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["numNodes"] = 4
-    assert [(d.path, d.message) for d in validate(new, old=old)] == [
-        ("spec.jobTemplate.spec.workload", "workload is immutable")
-    ]
+    assert [(d.path, d.message) for d in validate(new, old=old)] == [("spec.jobTemplate.spec.workload", "workload is immutable")]
 
 
 def test_workflow_dependencies_are_embedded_objects():
@@ -470,9 +464,7 @@ def test_job_immutable_fields_cannot_be_added_changed_or_removed():
     ]
     changed = copy.deepcopy(old)
     changed["spec"]["bandwidthMeasurement"]["testType"] = "alltoall"
-    assert [(d.path, d.message) for d in validate(changed, old=old)] == [
-        ("spec.bandwidthMeasurement", "bandwidthMeasurement is immutable")
-    ]
+    assert [(d.path, d.message) for d in validate(changed, old=old)] == [("spec.bandwidthMeasurement", "bandwidthMeasurement is immutable")]
     editable = copy.deepcopy(old)
     editable["spec"]["thresholds"]["busBandwidthGBps"] = "value >= 1"
     assert validate(editable, old=old) == []

@@ -285,7 +285,7 @@ def test_mpi_workers_bootstrap_sshd_with_bounded_retries(key):
     assert "if [ ! -x /usr/sbin/sshd ]" in script
     assert "timeout -s KILL 120 apt-get -o Acquire::Retries=3 update" in script
     assert "timeout -s KILL 120 dpkg --configure -a" in script
-    assert 'sshd install attempt $attempt of 3 failed or timed out' in script
+    assert "sshd install attempt $attempt of 3 failed or timed out" in script
     assert script.rstrip().endswith("exec /usr/sbin/sshd -De")
     assert worker["securityContext"]["capabilities"]["add"] == ["IPC_LOCK", "SYS_CHROOT"]
     probe = " ".join(worker["readinessProbe"]["exec"]["command"])
@@ -308,10 +308,28 @@ def test_mpi_command_line(key, binary, extra):
     assert t["image"] == PYTORCH_IMAGE
     assert t["command"] == ["timeout", "3600", "/usr/local/mpi/bin/mpirun"]
     assert t["args"] == [
-        "-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no",
-        "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_MNNVL_ENABLE=1",
-        binary, *extra,
-        "-b", "8", "-e", "16G", "-f", "2", "-n", "100", "-N", "10",
+        "-N",
+        "4",
+        "--allow-run-as-root",
+        "--mca",
+        "plm_rsh_args",
+        "-o StrictHostKeyChecking=no",
+        "-x",
+        "NCCL_DEBUG=INFO",
+        "-x",
+        "NCCL_MNNVL_ENABLE=1",
+        binary,
+        *extra,
+        "-b",
+        "8",
+        "-e",
+        "16G",
+        "-f",
+        "2",
+        "-n",
+        "100",
+        "-N",
+        "10",
     ]
     assert t["numNodes"] == 8 and t["numProcPerNode"] == 4
 
@@ -395,10 +413,19 @@ def test_loopback_thresholds_render_validation(key):
 
 def dcgm_args(host: str) -> list[str]:
     return [
-        "diag", "--host", host, "--run", "4", "--json", "--verbose",
-        "-p", "targeted_power.test_duration=1200s",
-        "-p", "targeted_stress.test_duration=1200s",
-        "-p", "nvbandwidth.is_allowed=true",
+        "diag",
+        "--host",
+        host,
+        "--run",
+        "4",
+        "--json",
+        "--verbose",
+        "-p",
+        "targeted_power.test_duration=1200s",
+        "-p",
+        "targeted_stress.test_duration=1200s",
+        "-p",
+        "nvbandwidth.is_allowed=true",
     ]
 
 
@@ -682,8 +709,7 @@ def test_56b_on_one_node_needs_more_gpus():
     assert [d.code for d in errors] == ["InsufficientGPUs"]
     assert errors[0].path == "spec.categories[0].options.nodesPerJob"
     assert errors[0].message == (
-        "training/nemotron5-56b: requires at least 32 GPUs (1 nodes x 8 GPUs/node), got 8 GPUs (1 nodes); "
-        "set nodesPerJob to 4 or higher"
+        "training/nemotron5-56b: requires at least 32 GPUs (1 nodes x 8 GPUs/node), got 8 GPUs (1 nodes); set nodesPerJob to 4 or higher"
     )
     assert unit.workflow is None
 
@@ -724,9 +750,20 @@ def _executable(path: Path, text: str) -> None:
 
 
 TRAIN_VALUES = dict(
-    total_gpus=16, tp=2, pp=1, seq_length=8192, layers=32, hidden_size=4096, ffn_hidden_size=21504,
-    attention_heads=32, query_groups=8, distributed_timeout_minutes=60, max_steps=50, exit_duration_mins=30,
-    save_interval=250, save_retain_interval=1000,
+    total_gpus=16,
+    tp=2,
+    pp=1,
+    seq_length=8192,
+    layers=32,
+    hidden_size=4096,
+    ffn_hidden_size=21504,
+    attention_heads=32,
+    query_groups=8,
+    distributed_timeout_minutes=60,
+    max_steps=50,
+    exit_duration_mins=30,
+    save_interval=250,
+    save_retain_interval=1000,
 )
 
 
@@ -821,8 +858,13 @@ def clone_run(tmp_path):
 
 
 def _git(*args: str, cwd: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
@@ -874,7 +916,7 @@ def test_clone_script_scrubs_credentials_from_git_messages(clone_run, tmp_path):
     bin_dir.mkdir()
     _executable(
         bin_dir / "git",
-        "#!/bin/sh\nwhile [ \"$1\" != -- ]; do shift; done\necho \"fatal: unable to access '$2'\" >&2\nexit 128\n",
+        '#!/bin/sh\nwhile [ "$1" != -- ]; do shift; done\necho "fatal: unable to access \'$2\'" >&2\nexit 128\n',
     )
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "MEGATRON_REPO": "https://robot:s3cr3t@git.example.com/m.git"}
     result = subprocess.run(["bash", str(tmp_path / "clone.sh")], env=env, capture_output=True, text=True)

@@ -27,17 +27,19 @@ def test_a_list_literal_is_walked_for_its_own_length() -> None:
     assert health_cost_problem(expression) is None
 
 
-@pytest.mark.parametrize("expression", [
-    "node.spec.unschedulable == true",
-    "node.status.conditions.exists(c, c.type == 'Ready' && c.status != 'True')",
-    f"{LABELS}.exists(k, k.startsWith('nvidia.com/gpu.') && {LABELS}[k] == 'false')",
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "node.spec.unschedulable == true",
+        "node.status.conditions.exists(c, c.type == 'Ready' && c.status != 'True')",
+        f"{LABELS}.exists(k, k.startsWith('nvidia.com/gpu.') && {LABELS}[k] == 'false')",
+    ],
+)
 def test_everyday_expressions_pass(expression: str) -> None:
     assert health_cost_problem(expression) is None
 
 
-@pytest.mark.parametrize("expression", [NESTED_FIVE, f"{LABELS}.all(a, {LABELS}.exists(b, a == b))",
-                                        "(" * 400 + "true" + ")" * 400])
+@pytest.mark.parametrize("expression", [NESTED_FIVE, f"{LABELS}.all(a, {LABELS}.exists(b, a == b))", "(" * 400 + "true" + ")" * 400])
 def test_costly_or_unwalkable_expressions_are_refused(expression: str) -> None:
     problem = health_cost_problem(expression)
     assert problem is not None and f"over the limit of {MAX_HEALTH_STEPS:,}" in problem
@@ -45,11 +47,17 @@ def test_costly_or_unwalkable_expressions_are_refused(expression: str) -> None:
 
 def _workflow_with(expression: str) -> dict:
     workflow = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow", "metadata": {"name": "wf"},
-        "spec": {"jobTemplate": {"spec": {
-            "workload": {"trainJob": {"runtimeRef": {"name": "r"}}},
-            "nodeHealthMonitor": {"cel": {"expression": expression}},
-        }}},
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "wf"},
+        "spec": {
+            "jobTemplate": {
+                "spec": {
+                    "workload": {"trainJob": {"runtimeRef": {"name": "r"}}},
+                    "nodeHealthMonitor": {"cel": {"expression": expression}},
+                }
+            }
+        },
     }
     return copy.deepcopy(workflow)
 

@@ -26,8 +26,9 @@ CHART = REPO / "charts" / "nvcre"
 
 
 def setup_chart(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.setup", "chart", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.setup", "chart", *args], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def committed() -> dict[str, bytes]:
@@ -90,8 +91,11 @@ def test_every_template_action_is_a_quoted_value_or_a_condition() -> None:
             continue
         assert "NVCREHOLE" not in text, name
         for action in re.findall(r"\{\{-? ?(.*?) ?-?\}\}", text):
-            ok = (action.endswith("| toJson") or action.startswith(("if ", "range ", 'include "nvcre.imagePullSecrets"'))
-                  or action in ("end", '"{{"'))
+            ok = (
+                action.endswith("| toJson")
+                or action.startswith(("if ", "range ", 'include "nvcre.imagePullSecrets"'))
+                or action in ("end", '"{{"')
+            )
             assert ok, f"{name}: {action}"
 
 
@@ -215,8 +219,10 @@ def test_strings_with_values_inside_become_printf_without_spaces_or_format_surpr
 def test_two_booleans_on_one_value_are_refused() -> None:
     def render(values: dict[str, Any]) -> list[dict[str, Any]]:
         flag = f"{values['manager']['leaderElection']}-{values['namespace']['create']}"
-        return [{**o, "metadata": {**o["metadata"], "annotations": {"flags": flag}}} if o["kind"] == "ServiceAccount" else o
-                for o in _controller(values)]
+        return [
+            {**o, "metadata": {**o["metadata"], "annotations": {"flags": flag}}} if o["kind"] == "ServiceAccount" else o
+            for o in _controller(values)
+        ]
 
     with pytest.raises(ChartError, match="more than one boolean"):
         generate_chart(render)

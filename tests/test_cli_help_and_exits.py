@@ -42,10 +42,21 @@ PATHS = _command_paths()
 
 
 def test_the_command_tree_has_the_operator_commands() -> None:
-    expected = {("certification", "run"), ("certification", "report"), ("certification", "status"),
-                ("certification", "delete"), ("workloadrun", "run"), ("workloadrun", "cancel"), ("setup", "init"),
-                ("setup", "status"), ("setup", "reset"), ("rbac", "print"), ("mcp", "serve"), ("cluster", "info"),
-                ("completion",)}
+    expected = {
+        ("certification", "run"),
+        ("certification", "report"),
+        ("certification", "status"),
+        ("certification", "delete"),
+        ("workloadrun", "run"),
+        ("workloadrun", "cancel"),
+        ("setup", "init"),
+        ("setup", "status"),
+        ("setup", "reset"),
+        ("rbac", "print"),
+        ("mcp", "serve"),
+        ("cluster", "info"),
+        ("completion",),
+    }
     assert expected <= {p[:2] if p[:1] != ("completion",) else p[:1] for p in PATHS}
 
 
@@ -77,8 +88,11 @@ OFFLINE: list[tuple[list[str], int, str]] = [
     (["certification", "run", *NCCL, "--wait", "--timeout", "0s"], 2, "--timeout must be at least 1s when --wait is set, got 0s"),
     (["certification", "run", *NCCL, "--cert-file", CERT], 2, "--cert-file and --category are mutually exclusive"),
     (["certification", "run", *NCCL, "--workload-registry-username", "u"], 2, "must all be set together and non-empty"),
-    (["certification", "run", "--cert-file", CERT, "--startup-stall-timeout-seconds", "5"], 2,
-     "--startup-stall-timeout-seconds cannot be used with --cert-file"),
+    (
+        ["certification", "run", "--cert-file", CERT, "--startup-stall-timeout-seconds", "5"],
+        2,
+        "--startup-stall-timeout-seconds cannot be used with --cert-file",
+    ),
     (["certification", "run"], 2, "either --cert-file or at least one --category is required"),
     (["certification", "run", *NCCL, "--image", "nvcre/manager:dev"], 2, "--image requires --setup"),
     (["certification", "run", *NCCL, "--controller-pull-secret", "ghcr"], 2, "--controller-pull-secret requires --setup"),
@@ -110,8 +124,9 @@ OFFLINE: list[tuple[list[str], int, str]] = [
 @pytest.mark.parametrize(("args", "code", "message"), OFFLINE, ids=[" ".join(a[:3]) + f" -> {c}" for a, c, _ in OFFLINE])
 def test_exit_codes_and_messages_without_a_cluster(args: list[str], code: int, message: str) -> None:
     env = {**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")}
-    result = subprocess.run([*NVCRECTL, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-                            check=False, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [*NVCRECTL, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+    )
     assert result.returncode == code, (result.stdout, result.stderr)
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -143,8 +158,9 @@ class Interrupting(ScriptedCluster):
 def test_a_timed_out_wait_exits_3_and_says_how_to_follow_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     objects = _golden_objects("in-progress-iterations")
     cert = _cert_file(objects, tmp_path / "cert.yaml")
-    code, stdout, stderr = invoke(monkeypatch, ScriptedCluster(objects),
-                                  ["certification", "run", "--cert-file", str(cert), "--wait", "--timeout", "5s"])
+    code, stdout, stderr = invoke(
+        monkeypatch, ScriptedCluster(objects), ["certification", "run", "--cert-file", str(cert), "--wait", "--timeout", "5s"]
+    )
     assert code == 3, stderr
     assert stdout == ""
     assert "Certification Report" in stderr  # the partial report
@@ -199,8 +215,9 @@ def test_setup_without_trainer_stops_before_submitting(monkeypatch: pytest.Monke
 
 def test_a_bad_controller_image_is_invalid_input(monkeypatch: pytest.MonkeyPatch) -> None:
     cluster = ScriptedCluster(_golden_objects("passed"))
-    code, stdout, stderr = invoke(monkeypatch, cluster, ["certification", "run", *NCCL, "--setup", "--image", "UPPER CASE!",
-                                                         "--wait", "--cleanup"])
+    code, stdout, stderr = invoke(
+        monkeypatch, cluster, ["certification", "run", *NCCL, "--setup", "--image", "UPPER CASE!", "--wait", "--cleanup"]
+    )
     assert code == 2, stderr
     assert "manager.image" in stderr and stdout == ""
     assert not any(c.startswith(("create ", "delete ")) for c in cluster.calls)

@@ -23,23 +23,31 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--category", "communication/nccl-all-reduce", "--wait", "--timeout", "0s"],
-         "--timeout must be at least 1s when --wait is set, got 0s"),
+        (
+            ["--category", "communication/nccl-all-reduce", "--wait", "--timeout", "0s"],
+            "--timeout must be at least 1s when --wait is set, got 0s",
+        ),
         (["--category", "communication/nccl-all-reduce", "--wait", "--timeout", "soon"], "--timeout: invalid duration"),
-        (["--category", "communication/nccl-all-reduce", "--cert-file", "examples/certification.yaml"],
-         "--cert-file and --category are mutually exclusive"),
-        (["--category", "communication/nccl-all-reduce", "--workload-registry", "r.example.com"],
-         ("--workload-registry, --workload-registry-username, and --workload-registry-password must all be set "
-          "together and non-empty")),
-        (["--cert-file", "examples/certification.yaml", "--startup-stall-timeout-seconds", "60"],
-         "--startup-stall-timeout-seconds cannot be used with --cert-file; set it in the Certification YAML"),
+        (
+            ["--category", "communication/nccl-all-reduce", "--cert-file", "examples/certification.yaml"],
+            "--cert-file and --category are mutually exclusive",
+        ),
+        (
+            ["--category", "communication/nccl-all-reduce", "--workload-registry", "r.example.com"],
+            ("--workload-registry, --workload-registry-username, and --workload-registry-password must all be set together and non-empty"),
+        ),
+        (
+            ["--cert-file", "examples/certification.yaml", "--startup-stall-timeout-seconds", "60"],
+            "--startup-stall-timeout-seconds cannot be used with --cert-file; set it in the Certification YAML",
+        ),
         ([], "either --cert-file or at least one --category is required"),
         (["--category", "nccl-all-reduce"], 'invalid category format "nccl-all-reduce": expected domain/variant'),
         (["--category", "communication/nope"], 'unknown category "communication/nope"'),
-        (["--category", "communication/nccl-all-reduce", "--placement", "Unpinned"],
-         "--placement Unpinned requires --nodes-per-job"),
-        (["--category", "communication/nccl-all-reduce", "--startup-stall-timeout-seconds", "-5"],
-         "--startup-stall-timeout-seconds must not be negative (got -5)"),
+        (["--category", "communication/nccl-all-reduce", "--placement", "Unpinned"], "--placement Unpinned requires --nodes-per-job"),
+        (
+            ["--category", "communication/nccl-all-reduce", "--startup-stall-timeout-seconds", "-5"],
+            "--startup-stall-timeout-seconds must not be negative (got -5)",
+        ),
     ],
 )
 def test_run_rejects_bad_flags_before_touching_a_cluster(args: list[str], message: str) -> None:
@@ -60,8 +68,10 @@ def test_timeout_is_not_validated_without_wait() -> None:
 
 def test_cert_file_errors_carry_field_paths(tmp_path: Path) -> None:
     bad = tmp_path / "cert.yaml"
-    bad.write_text("apiVersion: nvcre.nvidia.com/v1alpha1\nkind: Certification\nmetadata: {name: x}\n"
-                   "spec: {target: {}, categories: [{domain: communication}]}\n")
+    bad.write_text(
+        "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: Certification\nmetadata: {name: x}\n"
+        "spec: {target: {}, categories: [{domain: communication}]}\n"
+    )
     result = run("certification", "run", "--cert-file", str(bad))
     assert result.returncode == 2
     assert "spec.categories[0].variant" in result.stderr
@@ -143,11 +153,13 @@ def test_mcp_tools_are_the_four_read_only_ones_and_errors_are_tool_errors(tmp_pa
 @pytest.mark.parametrize(
     ("args", "message", "code"),
     [
-        (["examples/workloadrun-nccl-all-reduce.yaml", "--wait", "--timeout", "0s"],
-         "--timeout must be at least 1s when --wait is set, got 0s", 2),
+        (
+            ["examples/workloadrun-nccl-all-reduce.yaml", "--wait", "--timeout", "0s"],
+            "--timeout must be at least 1s when --wait is set, got 0s",
+            2,
+        ),
         (["examples/certification.yaml"], "expected kind WorkloadRun, got 'Certification'", 2),
-        (["examples/workloadrun-nccl-all-reduce.yaml", "--workload-registry-username", "u"],
-         "must all be set together and non-empty", 2),
+        (["examples/workloadrun-nccl-all-reduce.yaml", "--workload-registry-username", "u"], "must all be set together and non-empty", 2),
         (["examples/workloadrun-nccl-all-reduce.yaml"], "cannot load cluster credentials", 1),
     ],
 )
@@ -178,23 +190,50 @@ def test_completion_answers_from_the_command_tree() -> None:
 @pytest.mark.parametrize("how", ["env", "stdin"])
 def test_the_registry_password_can_stay_out_of_the_command_line(how: str) -> None:
     """From NVCRE_WORKLOAD_REGISTRY_PASSWORD or, with '-', stdin: nothing in ps or shell history; never printed."""
-    args = ["certification", "run", "--category", "communication/nccl-all-reduce",
-            "--workload-registry", "r.example.com", "--workload-registry-username", "robot"]
+    args = [
+        "certification",
+        "run",
+        "--category",
+        "communication/nccl-all-reduce",
+        "--workload-registry",
+        "r.example.com",
+        "--workload-registry-username",
+        "robot",
+    ]
     full_env = {**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")}
     if how == "env":
         full_env["NVCRE_WORKLOAD_REGISTRY_PASSWORD"] = "s3cret-value"
     else:
         args += ["--workload-registry-password", "-"]
-    result = subprocess.run([*NVCRECTL, *args], check=False, cwd=REPO, capture_output=True, text=True, env=full_env,
-                            input="s3cret-value\n", timeout=120)
+    result = subprocess.run(
+        [*NVCRECTL, *args], check=False, cwd=REPO, capture_output=True, text=True, env=full_env, input="s3cret-value\n", timeout=120
+    )
     # the credentials are complete, so the run goes on to the cluster, which this test does not have
     assert result.returncode == 1 and "cannot load cluster credentials" in result.stderr, result.stderr
     assert "s3cret-value" not in result.stdout + result.stderr
 
 
 def test_an_empty_stdin_password_is_refused() -> None:
-    result = subprocess.run([*NVCRECTL, "certification", "run", "--category", "communication/nccl-all-reduce",
-                             "--workload-registry", "r.example.com", "--workload-registry-username", "robot",
-                             "--workload-registry-password", "-"], check=False, cwd=REPO, capture_output=True, text=True,
-                            input="", timeout=120, env={**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")})
+    result = subprocess.run(
+        [
+            *NVCRECTL,
+            "certification",
+            "run",
+            "--category",
+            "communication/nccl-all-reduce",
+            "--workload-registry",
+            "r.example.com",
+            "--workload-registry-username",
+            "robot",
+            "--workload-registry-password",
+            "-",
+        ],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        input="",
+        timeout=120,
+        env={**os.environ, "KUBECONFIG": str(REPO / "does-not-exist.kubeconfig")},
+    )
     assert result.returncode == 2 and "stdin gave no password" in result.stderr

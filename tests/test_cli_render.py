@@ -20,8 +20,10 @@ def run(*args: str, seed: str = "0", stdin: str | None = None) -> subprocess.Com
 
 
 def test_render_example_is_byte_identical_across_hash_seeds() -> None:
-    outputs = {run("certification", "render", "examples/certification.yaml", "--platform", "onprem",
-                   "--gpu-arch", "gb300", seed=seed).stdout for seed in ("0", "1", "12345")}
+    outputs = {
+        run("certification", "render", "examples/certification.yaml", "--platform", "onprem", "--gpu-arch", "gb300", seed=seed).stdout
+        for seed in ("0", "1", "12345")
+    }
     assert len(outputs) == 1
     text = outputs.pop()
     assert text.count("\n---\n") == 3 and not text.startswith("---")
@@ -33,7 +35,11 @@ def test_render_json_is_one_array() -> None:
     assert result.returncode == 0, result.stderr
     workflows = json.loads(result.stdout)
     assert [w["metadata"]["labels"]["nvcre.nvidia.com/category-variant"] for w in workflows] == [
-        "nccl-all-reduce", "nccl-alltoall", "dcgm-level4", "nemotron5-8b"]
+        "nccl-all-reduce",
+        "nccl-alltoall",
+        "dcgm-level4",
+        "nemotron5-8b",
+    ]
 
 
 @pytest.mark.parametrize("arch", ["gb300", "NVIDIA-GB300", "NVIDIA GB300"])
@@ -58,8 +64,12 @@ def test_invalid_input_exits_2_with_every_path_and_no_stdout(tmp_path: Path) -> 
         assert result.returncode == 2, result.stderr
         assert result.stdout == ""
         assert "Traceback" not in result.stderr
-        for path in ("spec.sourceRepo", "spec.bogus", "spec.categories[0].options.env[0].valueFrom",
-                     "spec.categories[0].options.workloadMetadata.labels"):
+        for path in (
+            "spec.sourceRepo",
+            "spec.bogus",
+            "spec.categories[0].options.env[0].valueFrom",
+            "spec.categories[0].options.workloadMetadata.labels",
+        ):
             assert path in result.stderr, (path, result.stderr)
 
 
@@ -74,8 +84,10 @@ def test_missing_file_and_bad_yaml_exit_2(tmp_path: Path) -> None:
 
 def test_render_reads_stdin() -> None:
     text = (REPO / "examples" / "certification.yaml").read_text()
-    assert run("certification", "render", "-", "--gpu-arch", "gb300", stdin=text).stdout == run(
-        "certification", "render", "examples/certification.yaml", "--gpu-arch", "gb300").stdout
+    assert (
+        run("certification", "render", "-", "--gpu-arch", "gb300", stdin=text).stdout
+        == run("certification", "render", "examples/certification.yaml", "--gpu-arch", "gb300").stdout
+    )
 
 
 def test_list_categories_lists_the_eight() -> None:

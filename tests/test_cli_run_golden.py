@@ -46,8 +46,7 @@ def normalise(text: str, results: Path | None = None) -> str:
     text = text.replace(str(REPO), "<REPO>")
     text = _TIMESTAMPED.sub("nvcrectl-<TIMESTAMP>", text)
     text = _RAN_FOR.sub("ran for <ELAPSED>", text)
-    return "\n".join(_ELAPSED.sub("(<ELAPSED>", line) if line.startswith("[watch]") else line
-                     for line in text.split("\n"))
+    return "\n".join(_ELAPSED.sub("(<ELAPSED>", line) if line.startswith("[watch]") else line for line in text.split("\n"))
 
 
 class FakeTime:
@@ -92,9 +91,19 @@ class ScriptedCluster:
                 continue
             moved = json.loads(json.dumps(obj).replace(f'"{old}"', f'"{namespace}"'))
             if moved["kind"] == "Workflow":  # the controller owns every Workflow it creates by its run
-                moved["metadata"].setdefault("ownerReferences", [{
-                    "apiVersion": run["apiVersion"], "kind": run["kind"], "name": run["metadata"]["name"],
-                    "uid": run["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}])
+                moved["metadata"].setdefault(
+                    "ownerReferences",
+                    [
+                        {
+                            "apiVersion": run["apiVersion"],
+                            "kind": run["kind"],
+                            "name": run["metadata"]["name"],
+                            "uid": run["metadata"]["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
+                )
             self._store[_key(_plural_of(moved), moved["metadata"]["name"], namespace)] = moved
 
     def _run_view(self, live: dict[str, Any]) -> dict[str, Any]:
@@ -129,8 +138,9 @@ class ScriptedCluster:
             return self._run_view(found)
         return copy.deepcopy(found)
 
-    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None) -> ObjectList:
+    def list(
+        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> ObjectList:
         items = []
         for (plural, ns, _), obj in sorted(self._store.items()):
             if plural != resource.plural or (namespace and ns != namespace):
@@ -160,8 +170,9 @@ class ScriptedCluster:
         self._store[_key(resource, meta["name"], meta.get("namespace"))] = copy.deepcopy(dict(obj))
         return copy.deepcopy(dict(obj))
 
-    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None,
-               propagation: str = "Background") -> bool:
+    def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None, propagation: str = "Background"
+    ) -> bool:
         self.calls.append(f"delete {resource.kind} {name}")
         if self._store.pop(_key(resource, name, namespace), None) is None:
             raise NotFound(404, "NotFound", f'{resource.plural} "{name}" not found')
@@ -173,10 +184,18 @@ class ScriptedCluster:
 
 def _plural_of(obj: Mapping[str, Any]) -> Resource:
     kind = str(obj["kind"])
-    plural = {"BandwidthMeasurement": "bandwidthmeasurements", "GoodputMeasurement": "goodputmeasurements",
-              "Job": "jobs", "Workflow": "workflows", "Certification": "certifications", "WorkloadRun": "workloadruns",
-              "ConfigMap": "configmaps", "Namespace": "namespaces", "Secret": "secrets",
-              "RoleBinding": "rolebindings"}.get(kind, kind.lower() + "s")
+    plural = {
+        "BandwidthMeasurement": "bandwidthmeasurements",
+        "GoodputMeasurement": "goodputmeasurements",
+        "Job": "jobs",
+        "Workflow": "workflows",
+        "Certification": "certifications",
+        "WorkloadRun": "workloadruns",
+        "ConfigMap": "configmaps",
+        "Namespace": "namespaces",
+        "Secret": "secrets",
+        "RoleBinding": "rolebindings",
+    }.get(kind, kind.lower() + "s")
     return Resource("", "v1", plural, kind, namespaced=kind != "Namespace")
 
 
@@ -232,8 +251,7 @@ def _gone(kube: ScriptedCluster, resource: Resource, name: str, namespace: str |
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             update_golden: bool) -> None:
+def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_golden: bool) -> None:
     spec = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))
     objects = _golden_objects(spec["objects"])
     results = tmp_path / "results.json"
@@ -276,11 +294,13 @@ def test_workloadrun_status_prints_nvcres_one_word_and_json(monkeypatch: pytest.
 
 def test_the_filter_hides_only_volatile_parts() -> None:
     assert normalise(f"reading {REPO}/examples/w.yaml") == "reading <REPO>/examples/w.yaml"
-    raw = ("Certification nvcrectl-20261202-200501 created in namespace nvcrectl-20261202-200501.\n"
-           "[watch] communication/nccl-all-reduce: InProgress (1h2m3s; jobs running 1, blocked 0, done 0)\n"
-           "[watch] Certification succeeded. (45s)\n"
-           "error: certification did not complete within 4m0s (ran for 4m1s)\n"
-           "│  Runtime:   11m 55s (1s)\n")
+    raw = (
+        "Certification nvcrectl-20261202-200501 created in namespace nvcrectl-20261202-200501.\n"
+        "[watch] communication/nccl-all-reduce: InProgress (1h2m3s; jobs running 1, blocked 0, done 0)\n"
+        "[watch] Certification succeeded. (45s)\n"
+        "error: certification did not complete within 4m0s (ran for 4m1s)\n"
+        "│  Runtime:   11m 55s (1s)\n"
+    )
     assert normalise(raw) == (
         "Certification nvcrectl-<TIMESTAMP> created in namespace nvcrectl-<TIMESTAMP>.\n"
         "[watch] communication/nccl-all-reduce: InProgress (<ELAPSED>; jobs running 1, blocked 0, done 0)\n"

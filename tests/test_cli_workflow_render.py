@@ -20,8 +20,15 @@ WORKFLOW = REPO / "golden" / "expand" / "workloadrun-overrides-applied" / "workf
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", "workflow", "render", *args], cwd=REPO,
-                          capture_output=True, text=True, env=dict(os.environ), timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "workflow", "render", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("platform", ["aws", "gcp", "azure", "oci", "nscale", "mistral", "togetherai", "forge", "onprem"])

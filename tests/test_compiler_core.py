@@ -17,6 +17,7 @@ from nvcre.compiler.yamlio import load_documents
 
 # --- names ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "full, short",
     [
@@ -35,8 +36,16 @@ def test_truncation_matches_the_reference_names(full: str, short: str) -> None:
 def test_options_suffix_order_and_absence() -> None:
     assert options_suffix(None) == ""
     assert options_suffix({"image": "x", "thresholds": {"a": "b"}}) == ""
-    options = {"rdmaDeviceAccess": "hostPath", "gpusPerNode": 4, "exitDurationMins": 9, "maxSteps": 50,
-               "enableCheckpoint": True, "testScale": "diagnose", "enableMNNVL": False, "nodesPerJob": 2}
+    options = {
+        "rdmaDeviceAccess": "hostPath",
+        "gpusPerNode": 4,
+        "exitDurationMins": 9,
+        "maxSteps": 50,
+        "enableCheckpoint": True,
+        "testScale": "diagnose",
+        "enableMNNVL": False,
+        "nodesPerJob": 2,
+    }
     assert options_suffix(options) == "-n2-nomnnvl-diagnose-ckpt-s50-e9-g4-hostrdma"
     assert options_suffix({"rdmaDeviceAccess": "devicePlugin", "enableCheckpoint": False}) == "-dprdma"
     assert workflow_name("c", "training", "nemotron5-8b", {"maxSteps": 50}) == "c-training-nemotron5-8b-s50"
@@ -44,12 +53,17 @@ def test_options_suffix_order_and_absence() -> None:
 
 # --- merge ----------------------------------------------------------------------------------------
 
+
 def test_merge_maps_named_lists_and_deletion() -> None:
     base = {"a": {"x": 1, "y": 2}, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}], "args": ["-a", "-b"]}
     patch = {"a": {"y": None, "z": 3}, "env": [{"name": "B", "value": "9"}, {"name": "C", "value": "3"}], "args": ["-c"]}
     before = copy.deepcopy(base)
     out = merge(base, patch)
-    assert out == {"a": {"x": 1, "z": 3}, "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "9"}, {"name": "C", "value": "3"}], "args": ["-c"]}
+    assert out == {
+        "a": {"x": 1, "z": 3},
+        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "9"}, {"name": "C", "value": "3"}],
+        "args": ["-c"],
+    }
     assert base == before
     out["a"]["x"] = 100
     assert base["a"]["x"] == 1
@@ -57,13 +71,16 @@ def test_merge_maps_named_lists_and_deletion() -> None:
 
 def test_merge_objects_by_kind_and_name() -> None:
     base = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}}]
-    patch = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"j": "2"}},
-             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}]
+    patch = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"j": "2"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}},
+    ]
     out = merge(base, patch)
     assert out[0]["data"] == {"k": "1", "j": "2"} and out[1]["metadata"]["name"] == "b"
 
 
 # --- loading --------------------------------------------------------------------------------------
+
 
 def test_safe_loading_refuses_python_tags_and_duplicates() -> None:
     with pytest.raises(CompileError) as exc:
@@ -82,6 +99,7 @@ def test_format_path() -> None:
 
 
 # --- templates ------------------------------------------------------------------------------------
+
 
 def test_yaml_templates_cannot_be_broken_by_values(tmp_path: Path) -> None:
     (tmp_path / "t.yaml.j2").write_text("name: {{ value }}\nlist: {{ items }}\n")
@@ -108,6 +126,7 @@ def test_templates_are_strict_and_sandboxed(tmp_path: Path) -> None:
 
 # --- overlays -------------------------------------------------------------------------------------
 
+
 def _write_overlay(root: Path, text: str) -> None:
     (root / "p").mkdir(parents=True, exist_ok=True)
     (root / "p" / "o.yaml").write_text(text)
@@ -133,12 +152,35 @@ def test_overlay_names_are_unique(tmp_path: Path) -> None:
 def _workflow() -> dict:
     return {
         "spec": {
-            "jobTemplate": {"spec": {"workload": {"trainJob": {
-                "runtimeRef": {"name": "r"},
-                "trainer": {"args": ["-N", "8", "-x", "NCCL_DEBUG=INFO", "/bin/test", "-b", "8"]},
-            }}}},
-            "dependencies": [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": "r"},
-                              "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "i"}]}}}}}]}}}}],
+            "jobTemplate": {
+                "spec": {
+                    "workload": {
+                        "trainJob": {
+                            "runtimeRef": {"name": "r"},
+                            "trainer": {"args": ["-N", "8", "-x", "NCCL_DEBUG=INFO", "/bin/test", "-b", "8"]},
+                        }
+                    }
+                }
+            },
+            "dependencies": [
+                {
+                    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                    "kind": "TrainingRuntime",
+                    "metadata": {"name": "r"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": "node",
+                                        "template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "i"}]}}}},
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
         }
     }
 
@@ -147,7 +189,16 @@ def test_mpi_env_ownership_and_anchor() -> None:
     owners: dict[str, str] = {}
     wf = apply_operation(_workflow(), {"mpiEnv": [{"name": "NCCL_DEBUG", "value": "WARN"}, {"name": "A", "value": "1"}]}, owners, "first")
     assert wf["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["args"] == [
-        "-N", "8", "-x", "NCCL_DEBUG=WARN", "-x", "A=1", "/bin/test", "-b", "8"]
+        "-N",
+        "8",
+        "-x",
+        "NCCL_DEBUG=WARN",
+        "-x",
+        "A=1",
+        "/bin/test",
+        "-b",
+        "8",
+    ]
     with pytest.raises(PatchError, match="already forwarded by overlay first"):
         apply_operation(wf, {"mpiEnv": [{"name": "A", "value": "2"}]}, owners, "second")
 
@@ -181,8 +232,11 @@ def test_truncated_name_hash_is_the_leading_five_hex_digits_without_zero_padding
     # top hex digit is 0 contributes its digits after that zero, not a leading "0".
     from nvcre.compiler.naming import fnv1a_32, truncate_name
 
-    name = next(f"certification-{i}-communication-nccl-all-reduce" for i in range(10_000)
-                if fnv1a_32(f"certification-{i}-communication-nccl-all-reduce") < 0x10000000)
+    name = next(
+        f"certification-{i}-communication-nccl-all-reduce"
+        for i in range(10_000)
+        if fnv1a_32(f"certification-{i}-communication-nccl-all-reduce") < 0x10000000
+    )
     digest = format(fnv1a_32(name), "x")[:5]
     assert truncate_name(name).endswith("-" + digest)
     assert not truncate_name(name).endswith("-0" + digest[:4])

@@ -95,9 +95,7 @@ def test_derived_wait_training_alone_is_36h() -> None:
 
 
 def test_derived_wait_takes_the_longest_category_and_iterations() -> None:
-    doc = compose_certification(
-        "n", "ns", RunFlags(categories=("communication/nccl-all-reduce",), repeat_count=3), CATALOG
-    )
+    doc = compose_certification("n", "ns", RunFlags(categories=("communication/nccl-all-reduce",), repeat_count=3), CATALOG)
     assert derived_wait_seconds(doc, CATALOG) == (3 * 3600 * 1.5, True)
 
 

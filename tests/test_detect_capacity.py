@@ -38,7 +38,9 @@ def test_every_node_fits_a_smaller_request():
 
 def test_no_node_left_is_an_error_with_the_exact_text():
     facts = ClusterFacts(nodes=(node("a", "4"), node("b", "2")))
-    kept, excluded, diags = filter_by_capacity(facts, facts.nodes, gpus_per_node=8, category=CATEGORY, path="spec.categories[0].options.gpusPerNode")
+    kept, excluded, diags = filter_by_capacity(
+        facts, facts.nodes, gpus_per_node=8, category=CATEGORY, path="spec.categories[0].options.gpusPerNode"
+    )
     assert kept == ()
     assert [e.name for e in excluded] == ["a", "b"]
     [diag] = diags

@@ -110,8 +110,7 @@ def test_malformed_facts_exit_2_with_paths(tmp_path):
     assert r.exit_code == 2
     assert r.stdout == ""
     assert r.stderr == (
-        f"error: {bad}: items[1].metadata.name: Node needs a non-empty string name [FactsMalformed]\n"
-        "1 error(s); nothing was written\n"
+        f"error: {bad}: items[1].metadata.name: Node needs a non-empty string name [FactsMalformed]\n1 error(s); nothing was written\n"
     )
 
 

@@ -115,8 +115,14 @@ def test_invalid_target_stops_detection():
 
 def test_facts_loading_notes_come_first():
     facts = facts_from_documents(
-        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
-         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-B300-SXM6-AC"}}}],
+        [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "n", "labels": {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-B300-SXM6-AC"}},
+            },
+        ],
         source="f.yaml",
     )
     det, diags = detect_cluster(facts, target={}, platform=None, gpu_arch=None)
@@ -148,7 +154,10 @@ def test_offline_without_any_arch_is_an_error():
     det, diags = detect_cluster(None, target={"nodeSelector": {"nvidia.com/gpu.present": "true"}}, platform="aws", gpu_arch=None)
     assert det is None
     assert [(d.code, d.message) for d in diags if d.is_error] == [
-        ("GPUArchitectureUnknown", "cannot determine GPU architecture from target nodeSelector or --gpu-arch (nvidia.com/gpu.product label is required)")
+        (
+            "GPUArchitectureUnknown",
+            "cannot determine GPU architecture from target nodeSelector or --gpu-arch (nvidia.com/gpu.product label is required)",
+        )
     ]
 
 

@@ -134,8 +134,17 @@ def test_no_shared_network_falls_back_with_a_warning():
 
 @pytest.mark.parametrize(
     ("tag", "parsed"),
-    [("v1.0.15", (1, 0, 15)), ("v1.0.16-gke.1", (1, 0, 16)), ("v1.0.17-1", (1, 0, 17)), ("v10.2.3", (10, 2, 3)),
-     ("1.0.15", None), ("v1.0", None), ("latest", None), ("", None), ("v1.0.15-", None)],
+    [
+        ("v1.0.15", (1, 0, 15)),
+        ("v1.0.16-gke.1", (1, 0, 16)),
+        ("v1.0.17-1", (1, 0, 17)),
+        ("v10.2.3", (10, 2, 3)),
+        ("1.0.15", None),
+        ("v1.0", None),
+        ("latest", None),
+        ("", None),
+        ("v1.0.15-", None),
+    ],
 )
 def test_parse_release(tag, parsed):
     assert parse_release(tag) == parsed
@@ -204,7 +213,9 @@ def test_older_release_falls_back_with_a_warning(tag):
 
 def test_release_between_rows_uses_the_newest_older_row(monkeypatch):
     rows = {r["plugin"]: r for r in gcp.table("tcpxo")["releases"]}
-    monkeypatch.setattr(gcp, "_releases", lambda: ((parse_release("v1.0.15"), rows["v1.0.15"]), (parse_release("v1.0.17"), rows["v1.0.17"])))
+    monkeypatch.setattr(
+        gcp, "_releases", lambda: ((parse_release("v1.0.15"), rows["v1.0.15"]), (parse_release("v1.0.17"), rows["v1.0.17"]))
+    )
     profile, kind = tcpxo_profile_for("v1.0.16")
     assert (profile.plugin_version, profile.exact, kind) == ("v1.0.15", False, "between")
     fact, [diag] = tcpxo([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16")])
@@ -216,13 +227,31 @@ def test_release_between_rows_uses_the_newest_older_row(monkeypatch):
     [
         ([], "the cluster facts hold no Pods; add the kube-system pods"),
         ([installer_pod("a", "n1", "v1.0.16")], "no running TCPXO installer on 1 of 2 target nodes (n2)"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.17")], "the target nodes run different versions: v1.0.16 on 1 node, v1.0.17 on 1 node"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "", image=PLUGIN)], "the target nodes run different versions: untagged on 1 node, v1.0.16 on 1 node"),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.17")],
+            "the target nodes run different versions: v1.0.16 on 1 node, v1.0.17 on 1 node",
+        ),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "", image=PLUGIN)],
+            "the target nodes run different versions: untagged on 1 node, v1.0.16 on 1 node",
+        ),
         ([installer_pod("a", "n1", "", image=PLUGIN), installer_pod("b", "n2", "", image=PLUGIN)], "the installer image is untagged"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", phase="Pending")], "no running TCPXO installer on 1 of 2 target nodes (n2)"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", deleting=True)], "no running TCPXO installer on 1 of 2 target nodes (n2)"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", namespace="default")], "no running TCPXO installer on 1 of 2 target nodes (n2)"),
-        ([installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "other", "v1.0.16")], "no running TCPXO installer on 1 of 2 target nodes (n2)"),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", phase="Pending")],
+            "no running TCPXO installer on 1 of 2 target nodes (n2)",
+        ),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", deleting=True)],
+            "no running TCPXO installer on 1 of 2 target nodes (n2)",
+        ),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "n2", "v1.0.16", namespace="default")],
+            "no running TCPXO installer on 1 of 2 target nodes (n2)",
+        ),
+        (
+            [installer_pod("a", "n1", "v1.0.16"), installer_pod("b", "other", "v1.0.16")],
+            "no running TCPXO installer on 1 of 2 target nodes (n2)",
+        ),
     ],
 )
 def test_version_not_detected_falls_back_with_the_reason(pods, reason):

@@ -39,7 +39,12 @@ def gpu_slice(node_name, product, *, count=4, generation=1, pool=None, dtype="gp
     return {
         "kind": "ResourceSlice",
         "metadata": {"name": name or f"{node_name}-gpu-{generation}"},
-        "spec": {"driver": "gpu.nvidia.com", "nodeName": node_name, "pool": {"name": pool or node_name, "generation": generation}, "devices": devices},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node_name,
+            "pool": {"name": pool or node_name, "generation": generation},
+            "devices": devices,
+        },
     }
 
 
@@ -203,7 +208,12 @@ def test_majority_wins_and_minority_is_excluded():
 
 
 def test_tie_goes_to_the_earliest_node_by_name_whatever_the_order():
-    nodes = [node("b-node", "NVIDIA-GB200"), node("a-node", "NVIDIA-H100-NVL"), node("c-node", "NVIDIA-GB200"), node("d-node", "NVIDIA-H100-NVL")]
+    nodes = [
+        node("b-node", "NVIDIA-GB200"),
+        node("a-node", "NVIDIA-H100-NVL"),
+        node("c-node", "NVIDIA-GB200"),
+        node("d-node", "NVIDIA-H100-NVL"),
+    ]
     for seed in range(6):
         random.Random(seed).shuffle(nodes)
         found, _ = detect(nodes)

@@ -85,7 +85,10 @@ def test_mixed_platform_message_does_not_depend_on_order():
         shuffled = nodes[:]
         random.Random(seed).shuffle(shuffled)
         assert detect_platform(shuffled)[1] == baseline
-    assert "span 4 platforms: aws on 2 nodes (n0, n3); onprem on 2 nodes (n1, n4); gcp on 1 node (n2); oci on 1 node (n5)" in baseline[0].message
+    assert (
+        "span 4 platforms: aws on 2 nodes (n0, n3); onprem on 2 nodes (n1, n4); gcp on 1 node (n2); oci on 1 node (n5)"
+        in baseline[0].message
+    )
 
 
 def test_supplied_platform_wins_and_mentions_what_it_replaces():

@@ -57,11 +57,13 @@ def test_match_expressions(expression, expected):
 
 
 def test_all_filters_are_anded():
-    facts = ClusterFacts(nodes=(
-        node("a", labels={"pool": "x", "rack": "1"}),
-        node("b", labels={"pool": "x", "rack": "2"}),
-        node("c", labels={"pool": "y", "rack": "1"}),
-    ))
+    facts = ClusterFacts(
+        nodes=(
+            node("a", labels={"pool": "x", "rack": "1"}),
+            node("b", labels={"pool": "x", "rack": "2"}),
+            node("c", labels={"pool": "y", "rack": "1"}),
+        )
+    )
     target = {"nodeSelector": {"pool": "x"}, "matchExpressions": [{"key": "rack", "operator": "In", "values": ["1"]}]}
     assert names(select_target_nodes(facts, target)) == ["a"]
 
@@ -114,12 +116,16 @@ def test_cordoned_node_without_the_taint_yet_is_not_selected():
 
 
 def test_gpu_present_is_required_and_gpu_looking_nodes_are_warned_about():
-    facts = ClusterFacts(nodes=(
-        node("cpu", gpu=False),
-        node("gpu-unlabelled", gpu=False, gpus=8),
-        node("gpu-ok", gpus=8),
-        node("labelled-false", gpu=False, labels={"nvidia.com/gpu.present": "false", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
-    ))
+    facts = ClusterFacts(
+        nodes=(
+            node("cpu", gpu=False),
+            node("gpu-unlabelled", gpu=False, gpus=8),
+            node("gpu-ok", gpus=8),
+            node(
+                "labelled-false", gpu=False, labels={"nvidia.com/gpu.present": "false", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+            ),
+        )
+    )
     nodes, excluded, diags = select_target_nodes(facts, {})
     assert [name_of(n) for n in nodes] == ["gpu-ok"]
     assert [e.name for e in excluded] == ["cpu", "gpu-unlabelled", "labelled-false"]
@@ -150,9 +156,21 @@ def test_result_does_not_depend_on_node_order():
     ("target", "path", "fragment"),
     [
         ({"nodeSelector": {"nvidia.com/gpu.present": True}}, "spec.target.nodeSelector.nvidia.com/gpu.present", "must be strings"),
-        ({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["3"]}]}, "spec.target.matchExpressions[0].operator", "'Gt' is not supported"),
-        ({"matchExpressions": [{"key": "n", "operator": "In", "values": []}]}, "spec.target.matchExpressions[0].values", "at least one value"),
-        ({"matchExpressions": [{"key": "n", "operator": "Exists", "values": ["a"]}]}, "spec.target.matchExpressions[0].values", "takes no values"),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["3"]}]},
+            "spec.target.matchExpressions[0].operator",
+            "'Gt' is not supported",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "In", "values": []}]},
+            "spec.target.matchExpressions[0].values",
+            "at least one value",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Exists", "values": ["a"]}]},
+            "spec.target.matchExpressions[0].values",
+            "takes no values",
+        ),
         ({"matchExpressions": [{"operator": "Exists"}]}, "spec.target.matchExpressions[0]", "needs a key"),
         ({"nodeNames": "a"}, "spec.target.nodeNames", "list of node names"),
         ({"taintSelectors": [{"key": ""}]}, "spec.target.taintSelectors[0]", "needs a key"),

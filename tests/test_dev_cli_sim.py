@@ -61,9 +61,7 @@ def test_without_a_running_cluster_each_command_says_so(isolated_cache: Path) ->
     assert fault.exit_code == 1 and "no simulated cluster is running" in fault.output
 
 
-def test_with_controller_is_refused_when_the_controller_is_not_importable(
-    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_with_controller_is_refused_when_the_controller_is_not_importable(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nvcre.testing.simsession as simsession
 
     monkeypatch.setattr(simsession, "controller_available", lambda: False)
@@ -128,9 +126,25 @@ def test_dev_up_gb_runs_an_all_reduce_over_nvlink_and_dev_down_leaves_nothing(no
         nvcrectl = Path(sys.executable).with_name("nvcrectl")
         results = tmp_path / "results.json"
         run = subprocess.run(
-            [str(nvcrectl), "certification", "run", "--category", "communication/nccl-all-reduce",
-             "--name", f"mnnvl-{prof}", "--wait", "--timeout", "4m", "--results-file", str(results)],
-            env=env, capture_output=True, text=True, timeout=300, check=False,
+            [
+                str(nvcrectl),
+                "certification",
+                "run",
+                "--category",
+                "communication/nccl-all-reduce",
+                "--name",
+                f"mnnvl-{prof}",
+                "--wait",
+                "--timeout",
+                "4m",
+                "--results-file",
+                str(results),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert run.returncode == 0, run.stdout + run.stderr
         assert "Result:       PASSED" in run.stdout
@@ -173,8 +187,13 @@ def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(no_dev_cl
     from nvcre.testing import simsession
 
     nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
-    up = subprocess.Popen([nvcrectl, "dev", "up", "--profile", "h100", "--nodes", "1"], stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    up = subprocess.Popen(
+        [nvcrectl, "dev", "up", "--profile", "h100", "--nodes", "1"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while simsession.read_state() is None and up.poll() is None and time.monotonic() < deadline:

@@ -36,8 +36,7 @@ def test_baseline_healthy_64_is_two_rounds_nine_jobs() -> None:
 
 def test_baseline_one_bad_node_follows_the_documented_stages() -> None:
     out = simulate(BASELINE, Scenario(NODES, crash=frozenset({"node-0037"}), noise=0.0), Options(), seed=1)
-    assert [r.stage for r in out.history] == [
-        "intra-screening", "inter-screening", "bisection", "bisection", "confirmation"]
+    assert [r.stage for r in out.history] == ["intra-screening", "inter-screening", "bisection", "bisection", "confirmation"]
     assert (out.rounds, out.jobs, out.node_units, out.minutes) == (5, 15, 87, 65.0)
     assert [g.name for g in out.history[2].groups] == ["bisect-2-0a", "bisect-2-0b"]
     confirm = out.history[4].groups

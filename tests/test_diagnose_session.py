@@ -28,7 +28,9 @@ def workflow(planner_name: str | None = None, num_nodes: int = 1, **diagnose: An
     return {
         "metadata": {"name": "wf", "annotations": annotations},
         "spec": {
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"numNodes": num_nodes, "args": ["-x", "NCCL_MNNVL_ENABLE=0"]}}}}},
+            "jobTemplate": {
+                "spec": {"workload": {"trainJob": {"trainer": {"numNodes": num_nodes, "args": ["-x", "NCCL_MNNVL_ENABLE=0"]}}}}
+            },
             "orchestration": {"diagnose": diagnose},
         },
     }
@@ -74,7 +76,12 @@ def test_options_follow_the_diagnose_block() -> None:
 
 def test_stages_are_reported_under_nvcre_names() -> None:
     assert [status_stage(s) for s in ("local-screen", "confirm", "path-screen", "link-search", "link-confirm")] == [
-        "intra-screening", "confirmation", "inter-screening", "cross-boundary", "confirmation"]
+        "intra-screening",
+        "confirmation",
+        "inter-screening",
+        "cross-boundary",
+        "confirmation",
+    ]
     assert status_stage("bisection") == "bisection"
 
 

@@ -26,8 +26,11 @@ def obj(name: str, spec: dict, **labels: str) -> dict:
     return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow", "metadata": {"name": name, "labels": labels}, "spec": spec}
 
 
-CATEGORY = {"nvcre.nvidia.com/certification": "c", "nvcre.nvidia.com/category-domain": "communication",
-            "nvcre.nvidia.com/category-variant": "nccl-all-reduce"}
+CATEGORY = {
+    "nvcre.nvidia.com/certification": "c",
+    "nvcre.nvidia.com/category-domain": "communication",
+    "nvcre.nvidia.com/category-variant": "nccl-all-reduce",
+}
 
 
 # --- matching (pure) ----------------------------------------------------------------------------
@@ -115,8 +118,13 @@ def test_json_input_and_directories_compare_like_streams(tmp_path: Path) -> None
 def repo(tmp_path: Path) -> Path:
     if GIT is None:
         pytest.skip("git is not installed")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
 
     def git(*args: str) -> None:
         subprocess.run([GIT, *args], cwd=tmp_path, env=env, check=True, capture_output=True, timeout=60)
@@ -126,7 +134,12 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "renders").mkdir()
     shutil.copy(case / "old.yaml", tmp_path / "renders" / "lab.yaml")
     cert = REPO / "examples" / "certification.yaml"
-    assert nvcrectl("certification", "render", str(cert), "--gpu-arch", "gb300", "--output-dir", str(tmp_path / "renders" / "gb300")).returncode == 0
+    assert (
+        nvcrectl(
+            "certification", "render", str(cert), "--gpu-arch", "gb300", "--output-dir", str(tmp_path / "renders" / "gb300")
+        ).returncode
+        == 0
+    )
     git("add", ".")
     git("commit", "-q", "-m", "renders")
     shutil.copy(case / "new.yaml", tmp_path / "renders" / "lab.yaml")

@@ -29,8 +29,13 @@ def test_diff_golden(case: Path, update_golden: bool) -> None:
 @pytest.mark.parametrize("output", ["markdown", "json"])
 def test_cli_prints_the_golden_and_exits_1(output: str) -> None:
     case = GOLDEN / "diff" / "aws-to-gcp-h100"
-    result = subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", "diff", "old.yaml", "new.yaml", "-o", output],
-                            cwd=case, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "certification", "diff", "old.yaml", "new.yaml", "-o", output],
+        cwd=case,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1, result.stderr
     assert result.stdout == (case / ("expected.md" if output == "markdown" else "expected.json")).read_text()
 

@@ -19,9 +19,14 @@ def certification(spec_env: list[dict], category_env: list[dict] | None = None) 
     if category_env is not None:
         category["options"] = {"env": category_env}
     return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "counts"},
-        "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, "env": spec_env,
-                 "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}, category]},
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "counts"},
+        "spec": {
+            "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+            "env": spec_env,
+            "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}, category],
+        },
     }
 
 
@@ -29,16 +34,26 @@ def cli(command: str, document: dict, tmp_path: Path) -> subprocess.CompletedPro
     path = tmp_path / "cert.yaml"
     path.write_text(json.dumps(document))
     extra = ["--platform", "onprem", "--gpu-arch", "h100"] if command == "render" else []
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", command, str(path), *extra],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "certification", command, str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("document", "path"), [
-    (certification([{"name": "PATH_HINT", "value": "x"}, {"name": "MICRO_BATCH_SIZE", "value": BAD}]), "spec.env[1].value"),
-    (certification([], [{"name": "GLOBAL_BATCH_SIZE", "value": "12a"}]), "spec.categories[1].options.env[0].value"),
-    (certification([{"name": "SEQ_LENGTH", "value": "x"}], [{"name": "SEQ_LENGTH", "value": "-1"}]),
-     "spec.categories[1].options.env[0].value"),
-])
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        (certification([{"name": "PATH_HINT", "value": "x"}, {"name": "MICRO_BATCH_SIZE", "value": BAD}]), "spec.env[1].value"),
+        (certification([], [{"name": "GLOBAL_BATCH_SIZE", "value": "12a"}]), "spec.categories[1].options.env[0].value"),
+        (
+            certification([{"name": "SEQ_LENGTH", "value": "x"}], [{"name": "SEQ_LENGTH", "value": "-1"}]),
+            "spec.categories[1].options.env[0].value",
+        ),
+    ],
+)
 def test_validate_and_render_name_the_entry_as_written(document: dict, path: str, tmp_path: Path) -> None:
     found = [d for d in validate(document) if d.code == "EnvValueInvalid"]
     assert [d.path for d in found] == [path]

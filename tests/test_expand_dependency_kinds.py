@@ -12,21 +12,25 @@ def workflow(*deps: dict) -> dict:
     return {"metadata": {"name": "wf", "namespace": "team-a", "uid": "u"}, "spec": {"dependencies": list(deps)}}
 
 
-@pytest.mark.parametrize(("api_version", "kind"), sorted(
-    (f"{group}/v1" if group else "v1", kind) for group, kind in ALLOWED_DEPENDENCY_KINDS))
+@pytest.mark.parametrize(
+    ("api_version", "kind"), sorted((f"{group}/v1" if group else "v1", kind) for group, kind in ALLOWED_DEPENDENCY_KINDS)
+)
 def test_the_kinds_the_catalog_renders_are_allowed(api_version: str, kind: str) -> None:
     assert workflow_dependencies(workflow({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}))
 
 
-@pytest.mark.parametrize(("api_version", "kind"), [
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("v1", "ServiceAccount"),
-    ("v1", "Secret"),
-    ("v1", "Pod"),
-    ("apps/v1", "DaemonSet"),
-    ("example.com/v1", "ConfigMap"),  # the right kind in another group is another kind
-])
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("v1", "ServiceAccount"),
+        ("v1", "Secret"),
+        ("v1", "Pod"),
+        ("apps/v1", "DaemonSet"),
+        ("example.com/v1", "ConfigMap"),  # the right kind in another group is another kind
+    ],
+)
 def test_anything_else_is_refused_at_its_path(api_version: str, kind: str) -> None:
     ok = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fine"}}
     with pytest.raises(CompileError) as raised:

@@ -31,11 +31,19 @@ def runtime(name: str = "rt", claim: str | None = None) -> dict[str, Any]:
     if claim:
         pod["resourceClaims"] = [{"name": "channel", "resourceClaimTemplateName": claim}]
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": name, "labels": {"app": "x"}},
-        "spec": {"template": {"spec": {"replicatedJobs": [
-            {"name": "node", "template": {"spec": {"template": {"spec": pod}}}},
-            {"name": "launcher", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}},
-        ]}}},
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": name, "labels": {"app": "x"}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "node", "template": {"spec": {"template": {"spec": pod}}}},
+                        {"name": "launcher", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node"}]}}}}},
+                    ]
+                }
+            }
+        },
     }
 
 
@@ -43,14 +51,22 @@ def workflow(**spec: Any) -> dict[str, Any]:
     job_spec = {
         "bandwidthMeasurement": {"logProfileRef": "nccl-bandwidth", "sampleInterval": "30s", "testType": "all_reduce"},
         "workloadMetadata": {"labels": {"team": "rt"}},
-        "workload": {"trainJob": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": "rt"},
-                                  "trainer": {"numNodes": 4, "image": "img"}}},
+        "workload": {
+            "trainJob": {
+                "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": "rt"},
+                "trainer": {"numNodes": 4, "image": "img"},
+            }
+        },
     }
     out = {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow",
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
         "metadata": {"name": WF, "namespace": "burn", "uid": UID},
-        "spec": {"jobTemplate": {"spec": job_spec}, "dependencies": [runtime()],
-                 "orchestration": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}},
+        "spec": {
+            "jobTemplate": {"spec": job_spec},
+            "dependencies": [runtime()],
+            "orchestration": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}},
+        },
     }
     out["spec"].update(spec)
     return out
@@ -58,10 +74,19 @@ def workflow(**spec: Any) -> dict[str, Any]:
 
 def plan(*groups: PlannedGroup, placement: str = "Pinned", iterations: int = 1, cleared: bool = False) -> Plan:
     nodes = tuple(sorted({n for g in groups for n in g.nodes}))
-    return Plan(groups=tuple(groups), nodes_per_job=max((len(g.nodes) for g in groups), default=2), target_nodes=nodes,
-                excluded_nodes=(), exclusion_reason="", placement=placement,  # type: ignore[arg-type]
-                gpu_products=("NVIDIA-H100-80GB-HBM3",), health_monitor_cleared=cleared, events=(), message="",
-                iterations=iterations)
+    return Plan(
+        groups=tuple(groups),
+        nodes_per_job=max((len(g.nodes) for g in groups), default=2),
+        target_nodes=nodes,
+        excluded_nodes=(),
+        exclusion_reason="",
+        placement=placement,  # type: ignore[arg-type]
+        gpu_products=("NVIDIA-H100-80GB-HBM3",),
+        health_monitor_cleared=cleared,
+        events=(),
+        message="",
+        iterations=iterations,
+    )
 
 
 G0 = PlannedGroup("group-0", ("n1", "n2"))
@@ -80,8 +105,16 @@ def test_single_group_job_is_named_after_the_workflow_and_pinned() -> None:
     assert meta["name"] == f"{WF}-job" and meta["namespace"] == "burn"
     assert meta["labels"] == {"nvcre.nvidia.com/workflow": WF, "nvcre.nvidia.com/group": "group-0", "app.kubernetes.io/managed-by": "nvcre"}
     assert meta["annotations"] == {"nvcre.nvidia.com/group-nodes": "n1,n2"}
-    assert meta["ownerReferences"] == [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow", "name": WF, "uid": UID,
-                                        "controller": True, "blockOwnerDeletion": True}]
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Workflow",
+            "name": WF,
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     train_job = job["spec"]["workload"]["trainJob"]
     assert train_job["trainer"]["numNodes"] == 2
     # the job-scoped runtime is this Job's copy
@@ -89,11 +122,15 @@ def test_single_group_job_is_named_after_the_workflow_and_pinned() -> None:
     for replicated in ("node", "launcher"):
         spec = pod_patch(job, replicated)["spec"]
         terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        assert terms == [{"matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]},
-            {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
-            {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]},
-        ]}]
+        assert terms == [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]},
+                    {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+                    {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]},
+                ]
+            }
+        ]
         assert spec["tolerations"] == [{"operator": "Exists"}]
     assert job["spec"]["nodeHealthMonitor"] == {"cel": {"expression": "node.spec.unschedulable == true"}}
     # workload metadata is metadata, never a reference: kept as written
@@ -117,14 +154,18 @@ def test_unpinned_has_no_hostname_term_no_annotation_no_blanket_toleration() -> 
     assert "annotations" not in job["metadata"]
     assert job["spec"]["workload"]["trainJob"]["trainer"]["numNodes"] == 4
     spec = pod_patch(job, "node")["spec"]
-    keys = [e["key"] for e in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]]
+    keys = [
+        e["key"]
+        for e in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+            "matchExpressions"
+        ]
+    ]
     assert keys == ["nvidia.com/gpu.present", "nvidia.com/gpu.product"]
     assert "tolerations" not in spec
 
 
 def test_taint_selectors_become_tolerations_and_clear_the_monitor() -> None:
-    target = {"taintSelectors": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
-                                 {"key": "burn-in", "value": "yes"}]}
+    target = {"taintSelectors": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}, {"key": "burn-in", "value": "yes"}]}
     document = workflow(orchestration={"target": target})
     job = expand_job(document, plan(G0, cleared=True), G0, 1)
     assert pod_patch(job, "launcher")["spec"]["tolerations"] == [
@@ -135,8 +176,9 @@ def test_taint_selectors_become_tolerations_and_clear_the_monitor() -> None:
 
 
 def test_thresholds_and_measurement_timeout_are_copied() -> None:
-    document = workflow(validation={"performance": {"thresholds": {"thresholds": {"busBandwidthGBps": "value >= 400"}},
-                                                    "measurementTimeout": "10m"}})
+    document = workflow(
+        validation={"performance": {"thresholds": {"thresholds": {"busBandwidthGBps": "value >= 400"}}, "measurementTimeout": "10m"}}
+    )
     job = expand_job(document, plan(G0), G0, 1)
     assert job["spec"]["thresholds"] == {"busBandwidthGBps": "value >= 400"}
     assert job["spec"]["measurementTimeout"] == "10m"
@@ -158,8 +200,12 @@ def test_checkpoint_needs_its_pvc_among_the_dependencies() -> None:
 
 
 def test_job_scoped_dependencies_share_renamed_cross_references_and_follow_creation_order() -> None:
-    domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain", "metadata": {"name": "cd"},
-              "spec": {"channel": {"resourceClaimTemplate": {"name": "chan"}}, "numNodes": 2}}
+    domain = {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "cd"},
+        "spec": {"channel": {"resourceClaimTemplate": {"name": "chan"}}, "numNodes": 2},
+    }
     unrelated = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared-config"}, "data": {"k": "v"}}
     document = workflow(dependencies=[runtime(claim="chan"), domain, unrelated])
     wf_deps = expand_workflow_dependencies(document)
@@ -171,10 +217,22 @@ def test_job_scoped_dependencies_share_renamed_cross_references_and_follow_creat
     deps = expand_job_dependencies(document, plan(G0), G0, 1, stored)
     by_kind = {d["kind"]: d for d in deps}
     assert by_kind["ComputeDomain"]["spec"]["channel"]["resourceClaimTemplate"]["name"] == "chan-21481-job"
-    claim = by_kind["TrainingRuntime"]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["resourceClaims"]
+    claim = by_kind["TrainingRuntime"]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "resourceClaims"
+    ]
     assert claim == [{"name": "channel", "resourceClaimTemplateName": "chan-21481-job"}]
-    assert all(d["metadata"]["ownerReferences"][0] == {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "name": f"{WF}-job",
-                                                      "uid": "job-uid-1", "controller": True, "blockOwnerDeletion": True} for d in deps)
+    assert all(
+        d["metadata"]["ownerReferences"][0]
+        == {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Job",
+            "name": f"{WF}-job",
+            "uid": "job-uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        for d in deps
+    )
     # before the Job exists, its copies carry only the Workflow's creation identity
     unowned = expand_job_dependencies(document, plan(G0), G0, 1, expand_job(document, plan(G0), G0, 1))
     assert all("ownerReferences" not in d["metadata"] for d in unowned)
@@ -187,8 +245,7 @@ def test_classification_and_order_rules() -> None:
         {"kind": "ClusterTrainingRuntime", "metadata": {"name": "crt"}},
         {"kind": "ConfigMap", "metadata": {"name": "alone"}},
     ]
-    job_spec = {"workload": {"trainJob": {"runtimeRef": {"name": "rt"}, "x": "crt"}},
-                "workloadMetadata": {"labels": {"queue": "alone"}}}
+    job_spec = {"workload": {"trainJob": {"runtimeRef": {"name": "rt"}, "x": "crt"}}, "workloadMetadata": {"labels": {"queue": "alone"}}}
     assert classify(deps, job_spec) == ([2, 3], [0, 1])
     assert creation_order([deps[1], deps[0]]) == [1, 0]
     assert dependency_suffix("wf-plain", 1, 1, "group-0", 1) == f"-{name_hash('wf-plain')}-job"
@@ -222,8 +279,12 @@ def test_workload_is_the_jobs_trainjob_labelled_for_its_pods_with_measurements()
     assert bandwidth["metadata"]["name"] == f"{WF}-job-bandwidth"
     assert bandwidth["metadata"]["annotations"] == {"nvcre.nvidia.com/job-uid": "job-uid-7"}
     assert bandwidth["metadata"]["ownerReferences"][0]["kind"] == "Workflow"
-    assert bandwidth["spec"] == {"jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": f"{WF}-job"},
-                                 "logProfileRef": "nccl-bandwidth", "sampleInterval": "30s", "testType": "all_reduce"}
+    assert bandwidth["spec"] == {
+        "jobRef": {"apiGroup": "nvcre.nvidia.com", "kind": "Job", "name": f"{WF}-job"},
+        "logProfileRef": "nccl-bandwidth",
+        "sampleInterval": "30s",
+        "testType": "all_reduce",
+    }
 
 
 def test_expansion_never_changes_its_inputs() -> None:

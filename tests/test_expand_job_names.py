@@ -22,9 +22,7 @@ def test_a_valid_job_name_passes() -> None:
 
 @pytest.mark.parametrize("name", ["cert-x-job\n", "cert-x-job\nsecond-line", "Cert-x-job", "-cert-x", "cert_x", "", "a" * 36])
 def test_anything_but_a_whole_dns_label_is_refused(name: str) -> None:
-    assert _problems(name) == [
-        ("InvalidJobName", f"{name!r} is not a DNS-1123 label of at most 35 characters")
-    ]
+    assert _problems(name) == [("InvalidJobName", f"{name!r} is not a DNS-1123 label of at most 35 characters")]
 
 
 def test_a_name_that_is_not_text_is_refused_not_a_crash() -> None:

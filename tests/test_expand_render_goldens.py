@@ -24,15 +24,28 @@ from nvcre.compiler.yamlio import load_file
 REPO = Path(__file__).resolve().parent.parent
 RENDERS = sorted(p for suite in ("render", "workloadrun") for p in (REPO / "golden" / suite).glob("*/expected.yaml"))
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-CORDON_TAINTS = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}, {"key": "example.com/burn-in", "effect": "NoSchedule"}]
+CORDON_TAINTS = [
+    {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+    {"key": "example.com/burn-in", "effect": "NoSchedule"},
+]
 
 
 def _node(index: int) -> dict[str, Any]:
-    labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "pool": "burn-in",
-              "nvidia.com/gpu.clique": "fabric.1", "topology.nks.nscale.com/accelerator-domain": "domain-1"}
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "pool": "burn-in",
+        "nvidia.com/gpu.clique": "fabric.1",
+        "topology.nks.nscale.com/accelerator-domain": "domain-1",
+    }
     spec: dict[str, Any] = {"unschedulable": True, "taints": CORDON_TAINTS} if index >= 8 else {}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{index:02d}", "labels": labels}, "spec": spec,
-            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"gpu-{index:02d}", "labels": labels},
+        "spec": spec,
+        "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+    }
 
 
 FACTS = facts_from_documents([_node(i) for i in range(20)])
@@ -55,8 +68,12 @@ def test_rendered_workflows_plan_and_expand(expected: Path) -> None:
         group = plan.groups[-1]
         job = expand_job(workflow, plan, group, plan.iterations, check_purity=True)
         job["metadata"]["uid"] = "j0b00000-0000-4000-8000-000000000000"
-        objects = [job, *expand_workflow_dependencies(workflow, plan), *expand_job_dependencies(workflow, plan, group, plan.iterations, job),
-                   *expand_workload(job, workflow, check_purity=True)]
+        objects = [
+            job,
+            *expand_workflow_dependencies(workflow, plan),
+            *expand_job_dependencies(workflow, plan, group, plan.iterations, job),
+            *expand_workload(job, workflow, check_purity=True),
+        ]
         for obj in objects:
             name = obj["metadata"]["name"]
             assert NAME.match(name) and len(name) <= 63, f"{obj['kind']} {name!r}"

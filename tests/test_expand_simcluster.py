@@ -61,12 +61,18 @@ def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_na
         core = client.CoreV1Api(api)
         live = [{**api.sanitize_for_serialization(core.read_node(n)), "apiVersion": "v1", "kind": "Node"} for n in names]
         facts = facts_from_documents(live)
-        certification = _create(dyn, {
-            "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification",
-            "metadata": {"name": "sim", "namespace": sim_namespace},
-            "spec": {"target": {"nodeNames": names, "nodeSelector": {"nvidia.com/gpu.present": "true"}},
-                     "categories": [{"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 2}}]},
-        })
+        certification = _create(
+            dyn,
+            {
+                "apiVersion": "nvcre.nvidia.com/v1alpha1",
+                "kind": "Certification",
+                "metadata": {"name": "sim", "namespace": sim_namespace},
+                "spec": {
+                    "target": {"nodeNames": names, "nodeSelector": {"nvidia.com/gpu.present": "true"}},
+                    "categories": [{"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 2}}],
+                },
+            },
+        )
         (workflow,) = expand_certification(certification, facts)
         workflow = _create(dyn, workflow)
         plan = plan_workflow(workflow, facts)
@@ -82,8 +88,12 @@ def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_na
             job = _create(dyn, job)
             for dep in expand_job_dependencies(workflow, plan, group, 1, job):
                 resource = dyn.resources.get(api_version=dep["apiVersion"], kind=dep["kind"])
-                resource.patch(body={"metadata": {"ownerReferences": dep["metadata"]["ownerReferences"]}},
-                               name=dep["metadata"]["name"], namespace=sim_namespace, content_type="application/merge-patch+json")
+                resource.patch(
+                    body={"metadata": {"ownerReferences": dep["metadata"]["ownerReferences"]}},
+                    name=dep["metadata"]["name"],
+                    namespace=sim_namespace,
+                    content_type="application/merge-patch+json",
+                )
             created = [_create(dyn, obj) for obj in expand_workload(job, workflow)]
             assert [o["kind"] for o in created] == ["TrainJob", "BandwidthMeasurement"]
             jobs[job["metadata"]["name"]] = group.nodes
@@ -99,8 +109,9 @@ def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_na
                     if pod.spec.node_name:
                         seen[job_name][pod.metadata.name] = pod.spec.node_name
                 selector = f"jobset.sigs.k8s.io/replicatedjob-name=launcher,jobset.sigs.k8s.io/jobset-name={job_name}-workload"
-                launchers[job_name] |= {p.spec.node_name for p in core.list_namespaced_pod(sim_namespace, label_selector=selector).items
-                                        if p.spec.node_name}
+                launchers[job_name] |= {
+                    p.spec.node_name for p in core.list_namespaced_pod(sim_namespace, label_selector=selector).items if p.spec.node_name
+                }
             return all(_finished(dyn, sim_namespace, name) for name in workloads)
 
         _wait(observe, timeout=120, what="the TrainJobs to finish", interval=0.1)

@@ -13,11 +13,21 @@ from nvcre.compiler.workloadrun import render_workloadrun
 CERT = {
     "apiVersion": "nvcre.nvidia.com/v1alpha1",
     "kind": "Certification",
-    "metadata": {"name": "gold", "namespace": "burn", "uid": "cafe0000-0000-4000-8000-000000000001", "resourceVersion": "7",
-                 "creationTimestamp": "2026-12-01T10:00:00Z", "generation": 1},
-    "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-             "categories": [{"domain": "communication", "variant": "nccl-all-reduce"},
-                            {"domain": "communication", "variant": "nccl-all-reduce", "options": {"testScale": "intra-node"}}]},
+    "metadata": {
+        "name": "gold",
+        "namespace": "burn",
+        "uid": "cafe0000-0000-4000-8000-000000000001",
+        "resourceVersion": "7",
+        "creationTimestamp": "2026-12-01T10:00:00Z",
+        "generation": 1,
+    },
+    "spec": {
+        "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+        "categories": [
+            {"domain": "communication", "variant": "nccl-all-reduce"},
+            {"domain": "communication", "variant": "nccl-all-reduce", "options": {"testScale": "intra-node"}},
+        ],
+    },
     "status": {"phase": "InProgress"},
 }
 
@@ -33,9 +43,16 @@ def test_certification_workflows_are_the_render_plus_namespace_owner_and_scale()
         assert got["metadata"]["name"] == want["metadata"]["name"]
         assert got["metadata"]["labels"] == want["metadata"]["labels"]
         assert got["metadata"]["namespace"] == "burn"
-        assert got["metadata"]["ownerReferences"] == [{"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "name": "gold",
-                                                       "uid": "cafe0000-0000-4000-8000-000000000001", "controller": True,
-                                                       "blockOwnerDeletion": True}]
+        assert got["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "nvcre.nvidia.com/v1alpha1",
+                "kind": "Certification",
+                "name": "gold",
+                "uid": "cafe0000-0000-4000-8000-000000000001",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
         assert got["metadata"]["annotations"]["nvcre.nvidia.com/requested-test-scale"] == scale
 
 
@@ -49,12 +66,18 @@ def test_a_source_without_uid_or_namespace_is_refused() -> None:
 
 
 def test_workloadrun_workflow_omits_the_scale_under_unpinned() -> None:
-    run = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "WorkloadRun",
-           "metadata": {"name": "adhoc", "namespace": "burn", "uid": "beef0000-0000-4000-8000-000000000002"},
-           "spec": {"image": "nvcr.io/nvidia/pytorch:26.01-py3", "numNodes": 2,
-                    "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-                    "framework": {"mpi": {"binary": "/usr/local/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/local/mpi/bin/mpirun"}},
-                    "orchestration": {"placement": "Unpinned"}}}
+    run = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "WorkloadRun",
+        "metadata": {"name": "adhoc", "namespace": "burn", "uid": "beef0000-0000-4000-8000-000000000002"},
+        "spec": {
+            "image": "nvcr.io/nvidia/pytorch:26.01-py3",
+            "numNodes": 2,
+            "target": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            "framework": {"mpi": {"binary": "/usr/local/bin/all_reduce_perf_mpi", "mpirunPath": "/usr/local/mpi/bin/mpirun"}},
+            "orchestration": {"placement": "Unpinned"},
+        },
+    }
     workflow = expand_workloadrun(run, None, check_purity=True)
     assert workflow["metadata"]["ownerReferences"][0]["kind"] == "WorkloadRun"
     assert "nvcre.nvidia.com/requested-test-scale" not in workflow["metadata"].get("annotations", {})

@@ -115,9 +115,24 @@ items:
     assert [name_of(n) for n in facts.nodes] == ["n1"]
     notes = [(d.code, d.severity, d.path, d.message) for d in facts.diagnostics]
     assert notes == [
-        ("FactsKindIgnored", Severity.INFO, "facts.yaml: items[1]", "2 ConfigMap (v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods"),
-        ("FactsKindIgnored", Severity.INFO, "facts.yaml: items[3]", "1 DaemonSet (apps/v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods"),
-        ("FactsKindIgnored", Severity.INFO, "facts.yaml: items[4]", "1 Node (example.com/v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods"),
+        (
+            "FactsKindIgnored",
+            Severity.INFO,
+            "facts.yaml: items[1]",
+            "2 ConfigMap (v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods",
+        ),
+        (
+            "FactsKindIgnored",
+            Severity.INFO,
+            "facts.yaml: items[3]",
+            "1 DaemonSet (apps/v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods",
+        ),
+        (
+            "FactsKindIgnored",
+            Severity.INFO,
+            "facts.yaml: items[4]",
+            "1 Node (example.com/v1) object(s) ignored: detection reads only Nodes, ResourceSlices and Pods",
+        ),
     ]
 
 
@@ -180,7 +195,9 @@ items:
 
 def test_error_paths_in_multi_document_streams_name_the_document():
     text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\napiVersion: v1\nkind: List\nitems:\n- 42\n"
-    assert _errors(text) == [("FactsMalformed", "facts.yaml: documents[1].items[0]", "expected a Kubernetes object (a mapping), found a number")]
+    assert _errors(text) == [
+        ("FactsMalformed", "facts.yaml: documents[1].items[0]", "expected a Kubernetes object (a mapping), found a number")
+    ]
 
 
 def test_every_problem_is_reported_at_once():
@@ -208,7 +225,11 @@ items:
   spec: {containers: [{image: 7}]}
 """
     assert _errors(text) == [
-        ("FactsMalformed", "facts.yaml: items[0].metadata.labels.nvidia.com/gpu.present", 'label values must be strings: quote it, e.g. "true"'),
+        (
+            "FactsMalformed",
+            "facts.yaml: items[0].metadata.labels.nvidia.com/gpu.present",
+            'label values must be strings: quote it, e.g. "true"',
+        ),
         ("FactsMalformed", "facts.yaml: items[0].status.allocatable.nvidia.com/gpu", "'eight' is not a Kubernetes quantity"),
         ("FactsMalformed", "facts.yaml: items[1].spec.unschedulable", "expected true or false, found a string"),
         ("FactsMalformed", "facts.yaml: items[1].spec.taints[0].key", "required"),
@@ -222,7 +243,9 @@ def test_top_level_shapes_are_checked():
     assert _errors("metadata: {name: x}\n") == [
         ("FactsMalformed", "facts.yaml: kind", "every object needs a kind (Node, ResourceSlice, Pod or a List of them)")
     ]
-    assert _errors("kind: List\nitems: {a: 1}\n") == [("FactsMalformed", "facts.yaml: items", "expected a list of objects, found a mapping")]
+    assert _errors("kind: List\nitems: {a: 1}\n") == [
+        ("FactsMalformed", "facts.yaml: items", "expected a list of objects, found a mapping")
+    ]
 
 
 def test_resource_slice_shapes_are_checked():
@@ -316,7 +339,10 @@ def test_node_accessors():
 
 def test_device_attributes_handle_both_layouts():
     v1 = {"name": "gpu-0", "attributes": {"productName": {"string": "NVIDIA GB300"}, "index": {"int": 0}}}
-    v1beta1 = {"name": "gpu-0", "basic": {"attributes": {"productName": {"string": "NVIDIA GB300"}, "cudaComputeCapability": {"version": "10.3.0"}}}}
+    v1beta1 = {
+        "name": "gpu-0",
+        "basic": {"attributes": {"productName": {"string": "NVIDIA GB300"}, "cudaComputeCapability": {"version": "10.3.0"}}},
+    }
     assert device_attributes(v1) == {"productName": "NVIDIA GB300", "index": 0}
     assert device_attributes(v1beta1) == {"productName": "NVIDIA GB300", "cudaComputeCapability": "10.3.0"}
 

@@ -124,7 +124,11 @@ def mutated(draw: Callable[..., Any], cases: list[Case]) -> tuple[Case, Any]:
     deep: list[tuple[Path_, int, bool]] = []
     for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3, 4]))):
         where = draw(st.sampled_from(paths(subject)))
-        op = draw(st.sampled_from(["delete", "retype", "duplicate", "huge", "yaml", "string", "deep", "unknown", "small", "small", "small", "small"]))
+        op = draw(
+            st.sampled_from(
+                ["delete", "retype", "duplicate", "huge", "yaml", "string", "deep", "unknown", "small", "small", "small", "small"]
+            )
+        )
         here = _get(subject, where)
         if op == "delete" and where:
             parent = _get(subject, where[:-1])

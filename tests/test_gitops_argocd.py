@@ -70,8 +70,7 @@ def test_generate_prints_only_the_manifests_for_the_platform_in_the_env(app_dir:
     assert run_like_repo_server("init", app_dir, {}).returncode == 0
     result = run_like_repo_server("generate", app_dir, {"NVCRE_PLATFORM": "aws", "NVCRE_GPU_ARCH": "h100"})
     assert result.returncode == 0, result.stderr
-    expected = render_certification(load_documents((app_dir / "certification.yaml").read_text())[0],
-                                    platform="aws", gpu_arch="h100")
+    expected = render_certification(load_documents((app_dir / "certification.yaml").read_text())[0], platform="aws", gpu_arch="h100")
     assert result.stdout == dump_yaml_stream(expected.workflows)
     assert "aws-efa-nccl-mpi" in result.stdout
 

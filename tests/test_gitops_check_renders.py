@@ -70,9 +70,7 @@ def test_a_file_the_source_no_longer_renders_is_stale(project: Path) -> None:
 
 
 def test_config_errors_exit_2_with_field_paths(tmp_path: Path) -> None:
-    (tmp_path / "nvcre-renders.yaml").write_text(
-        "renders:\n- source: a.yaml\n  platfrom: aws\n- outputDir: x\n  output: y\n- 3\n"
-    )
+    (tmp_path / "nvcre-renders.yaml").write_text("renders:\n- source: a.yaml\n  platfrom: aws\n- outputDir: x\n  output: y\n- 3\n")
     result = check(cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     for path in ("renders[0].platfrom", "renders[0]: set exactly one", "renders[1].source", "renders[2]: expected a mapping"):
@@ -84,8 +82,13 @@ def test_config_errors_exit_2_with_field_paths(tmp_path: Path) -> None:
 
 
 def test_script_and_hook_run_the_same_check(project: Path) -> None:
-    script = subprocess.run([sys.executable, str(REPO / "scripts/check_renders.py"), "--config", "nvcre-renders.yaml"],
-                            cwd=project, capture_output=True, text=True, timeout=120)
+    script = subprocess.run(
+        [sys.executable, str(REPO / "scripts/check_renders.py"), "--config", "nvcre-renders.yaml"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert script.returncode == 1 and "2 of 2 render(s) are stale" in script.stderr
     hooks = load_documents((REPO / ".pre-commit-hooks.yaml").read_text())[0]
     (hook,) = hooks

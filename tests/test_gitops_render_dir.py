@@ -23,8 +23,7 @@ KUBECTL = shutil.which("kubectl")
 
 
 def run(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*NVCRECTL, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run([*NVCRECTL, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
 
 
 def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
@@ -40,9 +39,14 @@ def workflow(name: str, **labels: str) -> dict:
 
 def test_plan_names_files_after_the_category_and_lists_them_in_render_order() -> None:
     docs = [
-        workflow("c-communication-nccl-a-1", **{"nvcre.nvidia.com/certification": "c",
-                                               "nvcre.nvidia.com/category-domain": "communication",
-                                               "nvcre.nvidia.com/category-variant": "nccl-all-reduce"}),
+        workflow(
+            "c-communication-nccl-a-1",
+            **{
+                "nvcre.nvidia.com/certification": "c",
+                "nvcre.nvidia.com/category-domain": "communication",
+                "nvcre.nvidia.com/category-variant": "nccl-all-reduce",
+            },
+        ),
         workflow("Odd_Name"),
     ]
     plan = plan_directory(docs)
@@ -55,8 +59,7 @@ def test_plan_names_files_after_the_category_and_lists_them_in_render_order() ->
 
 
 def test_the_same_category_twice_falls_back_to_object_names() -> None:
-    labels = {"nvcre.nvidia.com/certification": "c", "nvcre.nvidia.com/category-domain": "d",
-              "nvcre.nvidia.com/category-variant": "v"}
+    labels = {"nvcre.nvidia.com/certification": "c", "nvcre.nvidia.com/category-domain": "d", "nvcre.nvidia.com/category-variant": "v"}
     plan = plan_directory([workflow("c-d-v-aaaa", **labels), workflow("c-d-v-bbbb", **labels)])
     assert plan.resources == ("workflow-c-d-v-aaaa.yaml", "workflow-c-d-v-bbbb.yaml")
 
@@ -109,8 +112,7 @@ def test_stale_files_of_an_earlier_render_go_and_other_files_stay(tmp_path: Path
     smaller.write_text(text[: text.index("  - domain: communication\n    variant: nccl-alltoall")])
     result = run("certification", "render", str(smaller), *FLAGS, "--output-dir", str(out))
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == [
-        "README.md", "gb300-burn-in-communication-nccl-all-reduce.yaml", KUSTOMIZATION]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "gb300-burn-in-communication-nccl-all-reduce.yaml", KUSTOMIZATION]
     assert (out / "README.md").read_text() == "kept\n"
 
 

@@ -114,7 +114,9 @@ def test_expand_case(case: Path, update_golden: bool) -> None:
         check(case / "error.txt", f"{exc.reason}: {exc.message}\n", update_golden)
         return
     except CompileError as exc:
-        assert not (case / "expected.yaml").exists() or update_golden, f"{case.name}: expansion failed:\n{diagnostics_text(exc.diagnostics)}"
+        assert not (case / "expected.yaml").exists() or update_golden, (
+            f"{case.name}: expansion failed:\n{diagnostics_text(exc.diagnostics)}"
+        )
         check(case / "error.txt", diagnostics_text(exc.diagnostics), update_golden)
         return
     assert not (case / "error.txt").exists() or update_golden, f"{case.name}: expected an error, expansion succeeded"

@@ -42,7 +42,8 @@ def test_every_pair_an_overlay_names_has_a_case() -> None:
         f"{platform}-{arch}"
         for platform, arch in itertools.product(platform_names(), archs)
         if any(
-            o.when.platform is not None and o.when.platform.matches(platform)
+            o.when.platform is not None
+            and o.when.platform.matches(platform)
             and (o.when.gpu_architecture is None or o.when.gpu_architecture.matches(arch))
             for o in overlays
         )

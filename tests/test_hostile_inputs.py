@@ -104,8 +104,7 @@ def certification(categories: list[str], extra: str = "", name: str = "hostile")
 def workloadrun(extra: str) -> str:
     return (
         "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: WorkloadRun\nmetadata:\n  name: hostile\nspec:\n"
-        "  image: nvcr.io/nvidia/pytorch:25.01-py3\n  numNodes: 1\n  framework:\n    exec:\n      command: [sh, -c, 'true']\n"
-        + extra
+        "  image: nvcr.io/nvidia/pytorch:25.01-py3\n  numNodes: 1\n  framework:\n    exec:\n      command: [sh, -c, 'true']\n" + extra
     )
 
 
@@ -246,7 +245,9 @@ def test_non_json_values_in_free_form_workloadrun_parts(tmp_path: Path, yaml_val
 
 
 def test_annotations_over_256_kib(tmp_path: Path) -> None:
-    text = certification([CATEGORY % 1]).replace("  name: hostile\n", "  name: hostile\n  annotations:\n    note: '" + "x" * 262_144 + "'\n")
+    text = certification([CATEGORY % 1]).replace(
+        "  name: hostile\n", "  name: hostile\n  annotations:\n    note: '" + "x" * 262_144 + "'\n"
+    )
     refused(nvcrectl(tmp_path, "certification", "validate", write(tmp_path, "c.yaml", text)), "metadata.annotations: Too long")
 
 
@@ -264,7 +265,16 @@ def test_dcgm_host_ports_inside_the_range_pass(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "repo", ["https://", "ssh://", "https:///path.git", "ssh://-oProxyCommand%3Dtouch%20x/repo.git", "ssh://-oStrictHostKeyChecking/r.git", "ssh://git@-oProxyCommand/r.git", "https://@host/r.git"]
+    "repo",
+    [
+        "https://",
+        "ssh://",
+        "https:///path.git",
+        "ssh://-oProxyCommand%3Dtouch%20x/repo.git",
+        "ssh://-oStrictHostKeyChecking/r.git",
+        "ssh://git@-oProxyCommand/r.git",
+        "https://@host/r.git",
+    ],
 )
 def test_source_repo_without_a_host_or_with_an_option_for_ssh(tmp_path: Path, repo: str) -> None:
     doc = write(tmp_path, "c.yaml", certification([CATEGORY % 1], extra=f"  sourceRepo: '{repo}'\n"))
@@ -272,7 +282,11 @@ def test_source_repo_without_a_host_or_with_an_option_for_ssh(tmp_path: Path, re
 
 
 def test_source_repo_with_a_host_passes(tmp_path: Path) -> None:
-    for repo in ("https://github.com/NVIDIA/Megatron-LM.git", "ssh://git@git.example.com/mirrors/m.git", "https://user:token@git.example.com/r.git"):
+    for repo in (
+        "https://github.com/NVIDIA/Megatron-LM.git",
+        "ssh://git@git.example.com/mirrors/m.git",
+        "https://user:token@git.example.com/r.git",
+    ):
         doc = write(tmp_path, "c.yaml", certification([CATEGORY % 1], extra=f"  sourceRepo: '{repo}'\n"))
         outcome = nvcrectl(tmp_path, "certification", "validate", doc)
         assert outcome.code == 0, (repo, outcome.stderr)
@@ -282,7 +296,11 @@ def test_source_repo_with_a_host_passes(tmp_path: Path) -> None:
 def test_label_keys_under_any_nvcre_subdomain_are_reserved(tmp_path: Path, key: str) -> None:
     doc = write(tmp_path, "c.yaml", certification([CATEGORY % 1], extra=f"  workloadMetadata:\n    labels:\n      {key}: v\n"))
     refused(nvcrectl(tmp_path, "certification", "validate", doc), "spec.workloadMetadata.labels: label keys must not be")
-    gang = write(tmp_path, "g.yaml", certification([CATEGORY % 1], extra=f"  gangScheduler:\n    schedulerName: kai-scheduler\n    queueLabelKey: {key}\n"))
+    gang = write(
+        tmp_path,
+        "g.yaml",
+        certification([CATEGORY % 1], extra=f"  gangScheduler:\n    schedulerName: kai-scheduler\n    queueLabelKey: {key}\n"),
+    )
     refused(nvcrectl(tmp_path, "certification", "validate", gang), "spec.gangScheduler.queueLabelKey: queueLabelKey must not be")
 
 
@@ -296,11 +314,15 @@ def test_config_inline_values_must_be_strings(tmp_path: Path, value: str, kind: 
 def test_keys_with_a_newline_stay_on_one_line(tmp_path: Path) -> None:
     unknown = write(tmp_path, "u.yaml", certification([CATEGORY % 1], extra='  "bad\\nfield": 1\n'))
     refused(nvcrectl(tmp_path, "certification", "validate", unknown), 'spec.bad\\nfield: unknown field "bad\\nfield"')
-    selector = write(tmp_path, "s.yaml", certification([CATEGORY % 1]).replace("  target: {}\n", '  target: {nodeSelector: {"a\\nb": 1}}\n'))
+    selector = write(
+        tmp_path, "s.yaml", certification([CATEGORY % 1]).replace("  target: {}\n", '  target: {nodeSelector: {"a\\nb": 1}}\n')
+    )
     refused(nvcrectl(tmp_path, "certification", "validate", selector), "spec.target.nodeSelector.a\\nb: must be of type string")
     labels = write(tmp_path, "l.yaml", certification([CATEGORY % 1], extra='  workloadMetadata:\n    labels:\n      "bad\\nkey": v\n'))
     refused(nvcrectl(tmp_path, "certification", "validate", labels), "spec.workloadMetadata.labels: label keys must be valid")
-    meta = write(tmp_path, "m.yaml", certification([CATEGORY % 1]).replace("  name: hostile\n", '  name: hostile\n  labels: {"x\\ny": v}\n'))
+    meta = write(
+        tmp_path, "m.yaml", certification([CATEGORY % 1]).replace("  name: hostile\n", '  name: hostile\n  labels: {"x\\ny": v}\n')
+    )
     refused(nvcrectl(tmp_path, "certification", "validate", meta), "'x\\ny' is not a valid key")
 
 

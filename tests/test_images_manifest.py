@@ -20,8 +20,9 @@ NEMOTRON = REPO / "golden/render/aws-h100-nemotron5-8b/certification.yaml"
 
 
 def images(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", "images", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "certification", "images", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 def manifest_for(path: Path, platform: str, gpu_arch: str):
@@ -36,8 +37,12 @@ def test_aws_h100_lists_the_efa_nccl_tests_image_on_every_container_that_runs_it
     assert ref.image.startswith("public.ecr.aws/hpc-cloud/nccl-tests:") and "efa" in ref.tag
     assert (ref.registry, ref.repository) == ("public.ecr.aws", "hpc-cloud/nccl-tests")
     roles = {(u.role, u.container, u.job) for u in ref.uses}
-    assert {("container", "node", "node"), ("container", "node", "launcher"),
-            ("init", "fix-ssh-permissions", "launcher"), ("trainer", "trainer", None)} <= roles
+    assert {
+        ("container", "node", "node"),
+        ("container", "node", "launcher"),
+        ("init", "fix-ssh-permissions", "launcher"),
+        ("trainer", "trainer", None),
+    } <= roles
 
 
 def test_gcp_h100_lists_the_tcpxo_daemon_as_a_sidecar() -> None:
@@ -64,13 +69,16 @@ def test_the_source_repository_follows_the_spec() -> None:
     assert [s.url for s in entry.sources] == ["https://git.example.com/mirrors/Megatron-LM.git"]
 
 
-@pytest.mark.parametrize(("image", "parts"), [
-    ("nvcr.io/nvidia/pytorch:25.06-py3", ("nvcr.io", "nvidia/pytorch", "25.06-py3", None)),
-    ("ubuntu", ("docker.io", "library/ubuntu", None, None)),
-    ("org/app:1", ("docker.io", "org/app", "1", None)),
-    ("localhost:5000/app@sha256:abc", ("localhost:5000", "app", None, "sha256:abc")),
-    ("registry.example.com:443/a/b:2@sha256:def", ("registry.example.com:443", "a/b", "2", "sha256:def")),
-])
+@pytest.mark.parametrize(
+    ("image", "parts"),
+    [
+        ("nvcr.io/nvidia/pytorch:25.06-py3", ("nvcr.io", "nvidia/pytorch", "25.06-py3", None)),
+        ("ubuntu", ("docker.io", "library/ubuntu", None, None)),
+        ("org/app:1", ("docker.io", "org/app", "1", None)),
+        ("localhost:5000/app@sha256:abc", ("localhost:5000", "app", None, "sha256:abc")),
+        ("registry.example.com:443/a/b:2@sha256:def", ("registry.example.com:443", "a/b", "2", "sha256:def")),
+    ],
+)
 def test_references_split_into_registry_repository_tag_and_digest(image: str, parts: tuple) -> None:
     assert parse_reference(image) == parts
 

@@ -42,20 +42,31 @@ def test_which_invocations_take_the_short_way() -> None:
     assert not needs_every_group(["certification", "render", "x.yaml"])
     assert not needs_every_group(["certification", "validate", "x.yaml"])
     assert not needs_every_group(["certification", "list-categories"])
-    for argv in ([], ["--help"], ["certification"], ["certification", "--help"], ["certification", "run"],
-                 ["certification", "rendr"], ["workloadrun", "render"], ["--version"]):
+    for argv in (
+        [],
+        ["--help"],
+        ["certification"],
+        ["certification", "--help"],
+        ["certification", "run"],
+        ["certification", "rendr"],
+        ["workloadrun", "render"],
+        ["--version"],
+    ):
         assert needs_every_group(argv), argv
 
 
-@pytest.mark.parametrize("args", [
-    ("certification", "render", EXAMPLE, "--platform", "aws", "--gpu-arch", "h100"),
-    ("certification", "render", EXAMPLE, "--platform", "aws", "--gpu-arch", "h100", "-o", "json", "--explain"),
-    ("certification", "render", "--help"),
-    ("certification", "render", EXAMPLE, "--gpu-arch", "nope"),
-    ("certification", "render", EXAMPLE, "--bogus-flag"),
-    ("certification", "validate", EXAMPLE),
-    ("certification", "list-categories", "-o", "json"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("certification", "render", EXAMPLE, "--platform", "aws", "--gpu-arch", "h100"),
+        ("certification", "render", EXAMPLE, "--platform", "aws", "--gpu-arch", "h100", "-o", "json", "--explain"),
+        ("certification", "render", "--help"),
+        ("certification", "render", EXAMPLE, "--gpu-arch", "nope"),
+        ("certification", "render", EXAMPLE, "--bogus-flag"),
+        ("certification", "validate", EXAMPLE),
+        ("certification", "list-categories", "-o", "json"),
+    ],
+)
 def test_the_short_way_says_exactly_what_the_mounted_cli_says(args: tuple[str, ...]) -> None:
     short = _nvcrectl("short", *args)
     mounted = _nvcrectl("mounted", *args)

@@ -19,9 +19,7 @@ from nvcre.compiler.yamlio import MAX_FLOW_NESTING, check_nesting, read_text
 
 
 def nvcrectl(*args: str, stdin: object = subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nvcre.cli.main", *args], stdin=stdin, capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", *args], stdin=stdin, capture_output=True, text=True, timeout=60)
 
 
 def _refused(done: subprocess.CompletedProcess, *codes: str) -> None:

@@ -17,8 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def setup(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.setup", "render", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.setup", "render", *args], cwd=REPO, capture_output=True, text=True, timeout=120, input=stdin
+    )
 
 
 def by_kind(objects: list[dict], kind: str) -> list[dict]:
@@ -82,8 +83,12 @@ def test_the_controller_runs_non_root_on_a_read_only_root_filesystem() -> None:
     (container,) = pod["containers"]
     assert container["command"] == ["python", "-m", "nvcre.runtime"]
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
     args = _parser().parse_args(container["args"])  # every flag is one the controller accepts
     assert (args.lease_namespace, args.leader_elect, args.health_probe_bind_address) == ("nvcre", True, "0.0.0.0:8081")
@@ -93,8 +98,9 @@ def test_the_controller_runs_non_root_on_a_read_only_root_filesystem() -> None:
 
 def test_a_digest_pins_the_image_and_pull_secrets_render_by_name() -> None:
     digest = "sha256:" + "a" * 64
-    objects = render_install([{"manager": {"image": {"repository": "registry.example.com/nvcre/manager", "digest": digest},
-                                           "imagePullSecrets": ["regcred"]}}]).objects
+    objects = render_install(
+        [{"manager": {"image": {"repository": "registry.example.com/nvcre/manager", "digest": digest}, "imagePullSecrets": ["regcred"]}}]
+    ).objects
     pod = deployment(objects)["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == f"registry.example.com/nvcre/manager@{digest}"
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
@@ -109,17 +115,21 @@ def test_builtin_logprofiles_are_part_of_the_install() -> None:
     logprofiles = pytest.importorskip("nvcre.compiler.logprofiles")
     objects = render_install().objects
     assert [o["metadata"]["name"] for o in by_kind(objects, "LogProfile")] == [
-        p["metadata"]["name"] for p in logprofiles.builtin_logprofiles()]
+        p["metadata"]["name"] for p in logprofiles.builtin_logprofiles()
+    ]
 
 
-@pytest.mark.parametrize(("expression", "expected"), [
-    ("a.b=c", {"a": {"b": "c"}}),
-    ("a=1,b=true,c=null,d=01", {"a": 1, "b": True, "c": None, "d": "01"}),
-    ("list={x,y}", {"list": ["x", "y"]}),
-    ("list[1]=y", {"list": [None, "y"]}),
-    (r"key\.with\.dots=v\,w", {"key.with.dots": "v,w"}),
-    ("a.b[0].c=d", {"a": {"b": [{"c": "d"}]}}),
-])
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("a.b=c", {"a": {"b": "c"}}),
+        ("a=1,b=true,c=null,d=01", {"a": 1, "b": True, "c": None, "d": "01"}),
+        ("list={x,y}", {"list": ["x", "y"]}),
+        ("list[1]=y", {"list": [None, "y"]}),
+        (r"key\.with\.dots=v\,w", {"key.with.dots": "v,w"}),
+        ("a.b[0].c=d", {"a": {"b": [{"c": "d"}]}}),
+    ],
+)
 def test_set_follows_helm_syntax(expression: str, expected: dict) -> None:
     assert parse_set(expression) == expected
 
@@ -133,12 +143,28 @@ def test_values_merge_like_helm() -> None:
 
 def test_bad_values_report_every_path() -> None:
     with pytest.raises(CompileError) as exc:
-        render_install([{"rbac": {"scope": "everywhere", "runNamespaces": ["Team_A", "b", "b"]},
-                         "manager": {"image": {"digest": "sha256:short"}, "replicas": 2, "leaderElection": False,
-                                     "namespaceAccessTimeout": "ten minutes"}}])
+        render_install(
+            [
+                {
+                    "rbac": {"scope": "everywhere", "runNamespaces": ["Team_A", "b", "b"]},
+                    "manager": {
+                        "image": {"digest": "sha256:short"},
+                        "replicas": 2,
+                        "leaderElection": False,
+                        "namespaceAccessTimeout": "ten minutes",
+                    },
+                }
+            ]
+        )
     paths = {d.path for d in exc.value.errors}
-    assert paths == {"rbac.scope", "rbac.runNamespaces[0]", "rbac.runNamespaces[2]", "manager.image.digest",
-                     "manager.replicas", "manager.namespaceAccessTimeout"}
+    assert paths == {
+        "rbac.scope",
+        "rbac.runNamespaces[0]",
+        "rbac.runNamespaces[2]",
+        "manager.image.digest",
+        "manager.replicas",
+        "manager.namespaceAccessTimeout",
+    }
     with pytest.raises(CompileError) as exc:
         render_install([{"rbac": {"scoop": "cluster"}, "manager": {"replicas": "2"}}])
     assert {d.path for d in exc.value.errors} == {"rbac.scoop", "manager.replicas"}
@@ -167,8 +193,14 @@ def test_cli_errors_exit_2_with_the_field_path(tmp_path: Path) -> None:
 
 
 def test_set_json_comes_after_set_and_reports_bad_json() -> None:
-    done = setup("--set", "manager.workers=3", "--set-json", 'manager.tolerations=[{"key":"gpu","operator":"Exists"}]',
-                 "--set-json", "manager.workers=5")
+    done = setup(
+        "--set",
+        "manager.workers=3",
+        "--set-json",
+        'manager.tolerations=[{"key":"gpu","operator":"Exists"}]',
+        "--set-json",
+        "manager.workers=5",
+    )
     assert done.returncode == 0, done.stderr
     pod = deployment(load_documents(done.stdout))["spec"]["template"]["spec"]
     assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists"}]

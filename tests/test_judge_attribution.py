@@ -45,7 +45,11 @@ def test_threshold_violation_blames_every_group_node() -> None:
 
 
 def test_detector_entries_survive() -> None:
-    entry = {"name": "n1", "reason": "HardwareFailureDetected", "message": "Hardware failure detected by node health check: GPUHealthy: XID 79"}
+    entry = {
+        "name": "n1",
+        "reason": "HardwareFailureDetected",
+        "message": "Hardware failure detected by node health check: GPUHealthy: XID 79",
+    }
     job = _job([_cond("Failed", "WorkloadFailed", "boom")], failed_nodes=[entry])
     assert seed_failed_nodes(job, ["n1", "n2"]) == [entry]
 

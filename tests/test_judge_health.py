@@ -76,7 +76,10 @@ def test_reading_only_the_named_parts_gives_the_same_answers() -> None:
     node = {
         "metadata": {"name": "n", "labels": {"nvidia.com/gpu.present": "true", "rack": "r1"}},
         "spec": {"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "GPUHealthy", "status": "False"}], "capacity": {"nvidia.com/gpu": "8"}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "GPUHealthy", "status": "False"}],
+            "capacity": {"nvidia.com/gpu": "8"},
+        },
     }
     expressions = [
         "node.metadata.labels['nvidia.com/gpu.present'] == 'true'",

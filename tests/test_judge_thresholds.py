@@ -13,7 +13,9 @@ def test_violation_names_the_key_value_and_expression() -> None:
 
 
 def test_int_literals_compare_with_double_values() -> None:
-    outcome = evaluate({"busBandwidthGBps": "value >= 900", "goodputRatio": "value > 0.5"}, {"busBandwidthGBps": 950.0, "goodputRatio": 0.9})
+    outcome = evaluate(
+        {"busBandwidthGBps": "value >= 900", "goodputRatio": "value > 0.5"}, {"busBandwidthGBps": 950.0, "goodputRatio": 0.9}
+    )
     assert (outcome.reason, outcome.message, outcome.failed) == ("ThresholdsMet", "All performance thresholds satisfied", False)
 
 
@@ -67,13 +69,18 @@ def _bm(reason: str, results: list[dict]) -> dict:
         "kind": "BandwidthMeasurement",
         "status": {
             "results": results,
-            "conditions": [{"type": "Complete", "status": "True", "reason": reason, "message": "", "lastTransitionTime": "2026-03-01T00:00:00Z"}],
+            "conditions": [
+                {"type": "Complete", "status": "True", "reason": reason, "message": "", "lastTransitionTime": "2026-03-01T00:00:00Z"}
+            ],
         },
     }
 
 
 def test_values_come_from_final_measurements_only() -> None:
-    rows = [{"sizeBytes": 8, "algBW": "0.01", "busBW": "9.50", "samples": 1}, {"sizeBytes": 1 << 30, "algBW": "400.00", "busBW": "750.25", "samples": 2}]
+    rows = [
+        {"sizeBytes": 8, "algBW": "0.01", "busBW": "9.50", "samples": 1},
+        {"sizeBytes": 1 << 30, "algBW": "400.00", "busBW": "750.25", "samples": 2},
+    ]
     final = _bm("JobSucceeded", rows)
     assert bandwidth_is_final(final)
     assert measured_values(final) == {"busBandwidthGBps": 750.25, "algBandwidthGBps": 400.0}

@@ -42,7 +42,9 @@ def test_configmap_entries_decode_and_garbage_gives_none() -> None:
 
 def test_detector_message_reaches_failed_node_details() -> None:
     kinds = _objects("failed-hardware")
-    verdict = certification_verdict(kinds["Certification"][0], kinds["Workflow"], kinds["Job"], kinds["GoodputMeasurement"], kinds["ConfigMap"])
+    verdict = certification_verdict(
+        kinds["Certification"][0], kinds["Workflow"], kinds["Job"], kinds["GoodputMeasurement"], kinds["ConfigMap"]
+    )
     details = json_report.to_dict(verdict)["failedNodeDetails"]
     assert details == [
         {
@@ -99,7 +101,12 @@ def test_workloadrun_reports_per_node_results() -> None:
     kinds = _objects("workloadrun-unpinned")
     verdict = workloadrun_verdict(kinds["WorkloadRun"][0], kinds["Workflow"][0], kinds["Job"], kinds["BandwidthMeasurement"])
     assert verdict.title == "WorkloadRun Report"
-    assert [(r.name, r.status) for r in verdict.node_results] == [("n-01", "Passed"), ("n-03", "Passed"), ("n-04", "Passed"), ("n-07", "Passed")]
+    assert [(r.name, r.status) for r in verdict.node_results] == [
+        ("n-01", "Passed"),
+        ("n-03", "Passed"),
+        ("n-04", "Passed"),
+        ("n-07", "Passed"),
+    ]
     category = verdict.categories[0]
     assert (category.placement, category.exercised_nodes, category.target_nodes, category.test_scale) == ("Unpinned", 4, 8, "")
 

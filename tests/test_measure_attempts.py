@@ -113,8 +113,9 @@ def test_an_attempt_resumed_at_the_last_checkpoint_keeps_the_runs_steps() -> Non
     from nvcre.runtime.measure.attempts import has_steps
 
     nothing_left = TrainingParse(application_start=at(100))
-    prior = PriorAttempts(interruptions=1, wall_start=at(0), warmup=5.0, non_warmup=40.0, highest_step=200,
-                          checkpoint_step=200, interrupted_at=at(90))
+    prior = PriorAttempts(
+        interruptions=1, wall_start=at(0), warmup=5.0, non_warmup=40.0, highest_step=200, checkpoint_step=200, interrupted_at=at(90)
+    )
     assert has_steps(prior, nothing_left)
     assert not has_steps(PriorAttempts(), nothing_left)
     assert not has_steps(PriorAttempts(interruptions=1), nothing_left)  # interrupted before any step

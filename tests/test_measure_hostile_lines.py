@@ -23,10 +23,7 @@ from nvcre.runtime.measure.training import parse_training
 
 PROFILES = Path(__file__).resolve().parent.parent / "catalog" / "logprofiles"
 STAMP = "2026-12-03T17:00:00.000000000Z "
-SEGMENT = (
-    "[2026-12-03 17:00:00] iteration 1/ 1 | elapsed time per iteration (ms): 1 | "
-    "throughput per GPU (TFLOP/s/GPU): 1 |"
-)
+SEGMENT = "[2026-12-03 17:00:00] iteration 1/ 1 | elapsed time per iteration (ms): 1 | throughput per GPU (TFLOP/s/GPU): 1 |"
 DEADLINE = 60.0
 
 
@@ -83,8 +80,7 @@ def test_patterns_see_a_bounded_part_of_a_line() -> None:
 
 def test_a_real_step_line_still_parses_after_a_hostile_one() -> None:
     good = (
-        STAMP
-        + " [2026-12-03 17:00:01] iteration        2/     100 | consumed samples: 64 | elapsed time per iteration (ms): 2850.5 |"
+        STAMP + " [2026-12-03 17:00:01] iteration        2/     100 | consumed samples: 64 | elapsed time per iteration (ms): 2850.5 |"
         " throughput per GPU (TFLOP/s/GPU): 539.8 | learning rate: 1.0E-04 | global batch size: 32 | lm loss: 9.1E+00 |"
     )
     parsed = parse_training(STAMP + SEGMENT * 300 + "\n" + good + "\n", _profile("megatron-training"))

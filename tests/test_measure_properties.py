@@ -45,7 +45,10 @@ def _damage(line: str, cut: int, junk: str) -> str:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.tuples(rows(), st.integers(0, 200), st.sampled_from(["", "x", "node-1:2:2 [1] NCCL", "\x00\x1b[2J", "١٢٣"]), st.booleans()), max_size=30),
+    st.lists(
+        st.tuples(rows(), st.integers(0, 200), st.sampled_from(["", "x", "node-1:2:2 [1] NCCL", "\x00\x1b[2J", "١٢٣"]), st.booleans()),
+        max_size=30,
+    ),
     st.lists(noise, max_size=10),
     st.randoms(use_true_random=False),
 )

@@ -32,8 +32,12 @@ def _certification() -> dict:
     for key in load_catalog().keys():
         domain, variant = key.split("/")
         categories.append({"domain": domain, "variant": variant, "options": {"nodesPerJob": 8}})
-    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "grid"},
-            "spec": {"target": {}, "categories": categories, "rdmaDeviceAccess": "hostPath"}}
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "grid"},
+        "spec": {"target": {}, "categories": categories, "rdmaDeviceAccess": "hostPath"},
+    }
 
 
 @lru_cache(maxsize=None)
@@ -43,7 +47,8 @@ def _render(platform: str, arch: str, only_named: bool) -> tuple[str, tuple]:
         overlays = OverlaySet(
             root=overlays.root,
             overlays=tuple(
-                o for o in overlays.overlays
+                o
+                for o in overlays.overlays
                 if (o.when.platform is None or o.when.platform.matches(platform))
                 and (o.when.gpu_architecture is None or o.when.gpu_architecture.matches(arch))
             ),

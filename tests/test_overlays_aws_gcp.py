@@ -33,10 +33,39 @@ PERF = {
     "communication/nccl-alltoall": "alltoall_perf",
 }
 LEADING = ["-N", "--allow-run-as-root", "--mca", "plm_rsh_args"]
-TRANSPORT_ARGS = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
-                  "--mca", "oob", "tcp", "--mca", "oob_tcp_if_include", "eth0"]
-GB200_MPIRUN = ["-bind-to", "none", "--mca", "pml", "^cm,ucx", "--mca", "btl", "tcp,self",
-                "--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--mca", "plm_rsh_agent", "ssh"]
+TRANSPORT_ARGS = [
+    "--mca",
+    "pml",
+    "ob1",
+    "--mca",
+    "btl",
+    "tcp,self",
+    "--mca",
+    "btl_tcp_if_include",
+    "eth0",
+    "--mca",
+    "oob",
+    "tcp",
+    "--mca",
+    "oob_tcp_if_include",
+    "eth0",
+]
+GB200_MPIRUN = [
+    "-bind-to",
+    "none",
+    "--mca",
+    "pml",
+    "^cm,ucx",
+    "--mca",
+    "btl",
+    "tcp,self",
+    "--mca",
+    "btl_tcp_if_exclude",
+    "lo,docker0,veth_def_agent",
+    "--mca",
+    "plm_rsh_agent",
+    "ssh",
+]
 EFA_CLEANUP = "rm -rf /opt/amazon/efa /opt/amazon/ofi-nccl /opt/aws-ofi-nccl"
 DEFAULT_GKE_NETWORKS = [f"gpu-nic{i}" for i in range(8)]
 TCPXO_V1015 = {
@@ -119,7 +148,7 @@ def forwarded(workflow: dict) -> dict[str, str | None]:
 def contains_run(items: list, run: list) -> int:
     """Index where ``run`` occurs contiguously in ``items`` (fails when it does not)."""
     for start in range(len(items) - len(run) + 1):
-        if items[start:start + len(run)] == run:
+        if items[start : start + len(run)] == run:
             return start
     raise AssertionError(f"{run} not found in {items}")
 
@@ -154,7 +183,11 @@ def test_aws_efa_collectives_run_nccl_tests_with_the_efa_provider(arch, entry):
     assert binary in spec["args"] and not any(str(a).endswith("_perf_mpi") for a in spec["args"])
     env = forwarded(wf)
     assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "NCCL_SOCKET_IFNAME")} == {
-        "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
+        "FI_PROVIDER": "efa",
+        "FI_EFA_USE_DEVICE_RDMA": "1",
+        "FI_EFA_FORK_SAFE": "1",
+        "NCCL_SOCKET_IFNAME": "eth0",
+    }
     # the launcher's own search paths, never a literal "$PATH:..."
     assert env["PATH"] is None and env["LD_LIBRARY_PATH"] is None
     assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_MNNVL_ENABLE"] == ("1" if arch == "gb200" else "0")
@@ -172,7 +205,7 @@ def test_aws_efa_collectives_run_nccl_tests_with_the_efa_provider(arch, entry):
 def test_aws_alltoall_keeps_its_own_binary_arguments():
     args = trainer(render("communication/nccl-alltoall", "aws", "h100"))["args"]
     start = args.index("/opt/nccl-tests/build/alltoall_perf")
-    assert args[start + 1:start + 3] == ["-d", "uint8"]
+    assert args[start + 1 : start + 3] == ["-d", "uint8"]
 
 
 @pytest.mark.parametrize("entry", MPI + LOOPBACKS)
@@ -195,7 +228,11 @@ def test_aws_gb200_workers_request_efa_hugepages_and_memory(entry):
     resources = container(wf)["resources"]
     assert resources["limits"] == resources["requests"]
     assert {k: resources["limits"][k] for k in ("vpc.amazonaws.com/efa", "hugepages-2Mi", "memory", "nvidia.com/gpu")} == {
-        "vpc.amazonaws.com/efa": "4", "hugepages-2Mi": "10256Mi", "memory": "800Gi", "nvidia.com/gpu": "4"}
+        "vpc.amazonaws.com/efa": "4",
+        "hugepages-2Mi": "10256Mi",
+        "memory": "800Gi",
+        "nvidia.com/gpu": "4",
+    }
 
 
 @pytest.mark.parametrize("entry", MPI)
@@ -204,11 +241,12 @@ def test_aws_gb200_mpirun_options_follow_the_leading_ones(entry):
     assert "aws-gb200-efa-mpirun" in applied(wf)
     args = trainer(wf)["args"]
     assert args[:6] == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no"]
-    assert args[6:6 + len(GB200_MPIRUN)] == GB200_MPIRUN
+    assert args[6 : 6 + len(GB200_MPIRUN)] == GB200_MPIRUN
     assert args[6 + len(GB200_MPIRUN)] == "-x"
     assert env_of(container(wf, "launcher"))["LD_LIBRARY_PATH"] == (
         "/opt/amazon/openmpi/lib:/opt/nccl/build/lib:/opt/amazon/efa/lib:/opt/aws-ofi-nccl/install/lib:"
-        "/usr/local/nvidia/lib:/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu")
+        "/usr/local/nvidia/lib:/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu"
+    )
     # H100 keeps the catalog's mpirun options untouched
     h100 = trainer(render(entry, "aws", "h100"))["args"]
     assert "-bind-to" not in h100 and h100[6] == "-x"
@@ -224,7 +262,10 @@ def test_aws_efa_loopbacks_run_the_nccl_tests_binary_with_the_provider_env(arch,
     assert spec["command"] == ["/opt/nccl-tests/build/all_reduce_perf"]
     env = env_of(spec)
     assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE")} == {
-        "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
+        "FI_PROVIDER": "efa",
+        "FI_EFA_USE_DEVICE_RDMA": "1",
+        "FI_EFA_FORK_SAFE": "1",
+    }
     if arch == "gb200":
         # NVCRE's GB200 EFA env: the aarch64 OFI plugin directory and the EFA tools, no socket pin
         assert env["LD_LIBRARY_PATH"].endswith(":/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu")
@@ -248,7 +289,10 @@ def test_aws_efa_training_env_attention_backend_and_ipc_lock(arch, entry):
     env = env_of(worker)
     assert env["ATTENTION_BACKEND"] == "auto"
     assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE")} == {
-        "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "FI_EFA_FORK_SAFE": "1"}
+        "FI_PROVIDER": "efa",
+        "FI_EFA_USE_DEVICE_RDMA": "1",
+        "FI_EFA_FORK_SAFE": "1",
+    }
     assert env["OPAL_PREFIX"] == "/opt/amazon-efa-ofi/openmpi"
     assert env["LD_LIBRARY_PATH"].startswith("/opt/amazon-efa-ofi/ofi/lib:")
     assert env["PATH"].startswith("/opt/amazon/efa/bin:")
@@ -263,9 +307,17 @@ def test_aws_h100_training_resources(entry):
     wf = render(entry, "aws", "h100")
     resources = container(wf)["resources"]
     assert {k: resources["limits"][k] for k in ("vpc.amazonaws.com/efa", "memory", "cpu", "nvidia.com/gpu")} == {
-        "vpc.amazonaws.com/efa": "32", "memory": "1800Gi", "cpu": "192", "nvidia.com/gpu": "8"}
+        "vpc.amazonaws.com/efa": "32",
+        "memory": "1800Gi",
+        "cpu": "192",
+        "nvidia.com/gpu": "8",
+    }
     assert {k: resources["requests"][k] for k in ("vpc.amazonaws.com/efa", "memory", "cpu", "nvidia.com/gpu")} == {
-        "vpc.amazonaws.com/efa": "32", "memory": "1200Gi", "cpu": "128", "nvidia.com/gpu": "8"}
+        "vpc.amazonaws.com/efa": "32",
+        "memory": "1200Gi",
+        "cpu": "128",
+        "nvidia.com/gpu": "8",
+    }
 
 
 @pytest.mark.parametrize("entry", TRAINING)
@@ -277,8 +329,9 @@ def test_aws_gb200_training_resources(entry):
         assert resources[side]["nvidia.com/gpu"] == "4"
 
 
-@pytest.mark.parametrize(("platform", "arch"), [("aws", "gb300"), ("aws", "b200"), ("gcp", "h100"), ("gcp", "gb200"),
-                                                ("gcp", "rtxpro6000"), ("onprem", "h100")])
+@pytest.mark.parametrize(
+    ("platform", "arch"), [("aws", "gb300"), ("aws", "b200"), ("gcp", "h100"), ("gcp", "gb200"), ("gcp", "rtxpro6000"), ("onprem", "h100")]
+)
 def test_every_other_platform_keeps_the_flash_default(platform, arch):
     wf = render("training/nemotron5-8b", platform, arch)
     assert "ATTENTION_BACKEND" not in all_env_names(wf)
@@ -288,8 +341,12 @@ def test_every_other_platform_keeps_the_flash_default(platform, arch):
 
 
 def test_aws_user_env_still_wins_and_is_forwarded_once():
-    wf = render("communication/nccl-all-reduce", "aws", "h100",
-                spec={"env": [{"name": "NCCL_SOCKET_IFNAME", "value": "ens5"}, {"name": "FI_LOG_LEVEL", "value": "warn"}]})
+    wf = render(
+        "communication/nccl-all-reduce",
+        "aws",
+        "h100",
+        spec={"env": [{"name": "NCCL_SOCKET_IFNAME", "value": "ens5"}, {"name": "FI_LOG_LEVEL", "value": "warn"}]},
+    )
     env = forwarded(wf)
     assert env["NCCL_SOCKET_IFNAME"] == "ens5" and env["FI_LOG_LEVEL"] == "warn"
 
@@ -340,8 +397,18 @@ def test_aws_gb300_transport(entry):
     wf = render(entry, "aws", "gb300")
     assert "aws-gb300-roce-nccl" in applied(wf)
     spec = trainer(wf)
-    assert spec["command"] == ["/usr/bin/env", "-u", "OMPI_MCA_btl_tcp_if_include", "-u", "OMPI_MCA_btl_tcp_if_exclude",
-                               "-u", "OMPI_MCA_oob_tcp_if_include", "-u", "OMPI_MCA_oob_tcp_if_exclude", EFA_MPIRUN]
+    assert spec["command"] == [
+        "/usr/bin/env",
+        "-u",
+        "OMPI_MCA_btl_tcp_if_include",
+        "-u",
+        "OMPI_MCA_btl_tcp_if_exclude",
+        "-u",
+        "OMPI_MCA_oob_tcp_if_include",
+        "-u",
+        "OMPI_MCA_oob_tcp_if_exclude",
+        EFA_MPIRUN,
+    ]
     args = spec["args"]
     start = contains_run(args, TRANSPORT_ARGS)
     assert start < min(i for i, _ in forward_pairs([str(a) for a in args]))
@@ -349,10 +416,24 @@ def test_aws_gb300_transport(entry):
     assert "-o StrictHostKeyChecking=no -o ConnectionAttempts=10" in args
     assert f"/opt/nccl-tests/build/{PERF[entry]}" in args
     env = forwarded(wf)
-    assert {k: env[k] for k in ("NCCL_DEBUG_SUBSYS", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_NVLS_ENABLE",
-                                 "NCCL_CUMEM_ENABLE", "NCCL_NET_GDR_C2C")} == {
-        "NCCL_DEBUG_SUBSYS": "NET,INIT", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_GID_INDEX": "3",
-        "NCCL_NVLS_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1", "NCCL_NET_GDR_C2C": "1"}
+    assert {
+        k: env[k]
+        for k in (
+            "NCCL_DEBUG_SUBSYS",
+            "NCCL_SOCKET_IFNAME",
+            "NCCL_IB_GID_INDEX",
+            "NCCL_NVLS_ENABLE",
+            "NCCL_CUMEM_ENABLE",
+            "NCCL_NET_GDR_C2C",
+        )
+    } == {
+        "NCCL_DEBUG_SUBSYS": "NET,INIT",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_IB_GID_INDEX": "3",
+        "NCCL_NVLS_ENABLE": "1",
+        "NCCL_CUMEM_ENABLE": "1",
+        "NCCL_NET_GDR_C2C": "1",
+    }
     assert "FI_PROVIDER" not in env and env["PATH"] is None and env["LD_LIBRARY_PATH"] is None
     assert spec["image"] == EFA_IMAGE
     assert container(wf, "launcher")["image"] == EFA_IMAGE
@@ -401,9 +482,15 @@ def test_aws_gb300_cleanup_prologue_runs_the_program_with_its_arguments_as_data(
     command = render(entry, "aws", "gb300")["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["command"]
     prologue = command[2].replace("rm -rf /opt/amazon", "true")  # keep the test away from the filesystem
     hostile = "$(touch pwned)"
-    done = subprocess.run([shutil.which("sh") or "/bin/sh", "-c", prologue, "printf", "%s|", "-b", hostile],
-                          env={"NCCL_NET_PLUGIN": "ofi", "PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                          capture_output=True, text=True, check=True, timeout=30)
+    done = subprocess.run(
+        [shutil.which("sh") or "/bin/sh", "-c", prologue, "printf", "%s|", "-b", hostile],
+        env={"NCCL_NET_PLUGIN": "ofi", "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     assert done.stdout == "-b|$(touch pwned)|"
     assert not (tmp_path / "pwned").exists()
 
@@ -422,15 +509,23 @@ def tcpxo_plumbing(wf: dict, networks: list[str], daemon_image: str) -> None:
     assert metadata["networking.gke.io/default-interface"] == "eth0"
     interfaces = json.loads(metadata["networking.gke.io/interfaces"])
     assert interfaces == [{"interfaceName": "eth0", "network": "default"}] + [
-        {"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(networks)]
+        {"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(networks)
+    ]
     devices = [line for line in metadata["devices.gke.io/container.tcpxo-daemon"].splitlines() if line]
     assert devices == [f"- path: /dev/nvidia{i}" for i in range(8)] + [
-        "- path: /dev/nvidiactl", "- path: /dev/nvidia-uvm", "- path: /dev/dmabuf_import_helper"]
+        "- path: /dev/nvidiactl",
+        "- path: /dev/nvidia-uvm",
+        "- path: /dev/dmabuf_import_helper",
+    ]
     spec = pod(wf)["spec"]
     assert GPU_PRESENT in spec["tolerations"]
     volumes = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert volumes == {"nvtcpxo-libraries": "/home/kubernetes/bin/nvidia", "nvtcpxo-sys": "/sys",
-                       "nvtcpxo-proc-sys": "/proc/sys", "nvtcpxo-aperture-devices": "/dev/aperture_devices"}
+    assert volumes == {
+        "nvtcpxo-libraries": "/home/kubernetes/bin/nvidia",
+        "nvtcpxo-sys": "/sys",
+        "nvtcpxo-proc-sys": "/proc/sys",
+        "nvtcpxo-aperture-devices": "/dev/aperture_devices",
+    }
     daemon = container(wf, name="tcpxo-daemon", init=True)
     assert daemon["restartPolicy"] == "Always" and daemon["image"] == daemon_image
     assert set(daemon["securityContext"]["capabilities"]["add"]) == {"NET_ADMIN", "NET_BIND_SERVICE"}
@@ -504,7 +599,8 @@ def test_gcp_h100_loopbacks_take_the_tcpxo_plumbing_image_and_fastrak_env(entry)
     assert env["NCCL_FASTRAK_IFNAME"] == ",".join(f"eth{i}" for i in range(1, 9))
     assert env["NCCL_FASTRAK_CTRL_DEV"] == "eth0" and env["NCCL_DEBUG"] == "INFO"
     assert (env.get("NCCL_SHM_DISABLE"), env.get("NCCL_P2P_DISABLE")) == (
-        ("1", "1") if entry == "communication/nccl-loopback" else (None, None))
+        ("1", "1") if entry == "communication/nccl-loopback" else (None, None)
+    )
 
 
 def test_gcp_h100_cluster_facts_pick_networks_and_images():
@@ -529,15 +625,26 @@ def test_gcp_h100_user_image_leaves_the_tcpxo_daemon_alone():
 def test_gcp_gpu_toleration_keeps_the_users_tolerations():
     cordoned = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
     for arch in ("h100", "rtxpro6000"):
-        wf = render("communication/nccl-all-reduce", "gcp", arch, spec={"target": {
-            "nodeSelector": {"nvidia.com/gpu.present": "true"}, "taintSelectors": [cordoned]}})
+        wf = render(
+            "communication/nccl-all-reduce",
+            "gcp",
+            arch,
+            spec={"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}, "taintSelectors": [cordoned]}},
+        )
         tolerations = pod(wf)["spec"]["tolerations"]
-        assert tolerations == [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
-                               GPU_PRESENT]
+        assert tolerations == [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}, GPU_PRESENT]
         # a selector for the GPU taint itself is not repeated
-        wf = render("communication/nccl-all-reduce", "gcp", arch, spec={"target": {
-            "nodeSelector": {"nvidia.com/gpu.present": "true"},
-            "taintSelectors": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})
+        wf = render(
+            "communication/nccl-all-reduce",
+            "gcp",
+            arch,
+            spec={
+                "target": {
+                    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                    "taintSelectors": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+                }
+            },
+        )
         assert pod(wf)["spec"]["tolerations"] == [GPU_PRESENT]
 
 
@@ -558,7 +665,8 @@ def test_gcp_gb_rdma_networks(arch, entry):
     resources = container(wf)["resources"]
     for side in ("limits", "requests"):
         assert {k: v for k, v in resources[side].items() if k.startswith("networking.gke.io.networks/")} == {
-            f"networking.gke.io.networks/{n}": "1" for n in RDMA_NETWORKS}
+            f"networking.gke.io.networks/{n}": "1" for n in RDMA_NETWORKS
+        }
     if entry in MPI:
         assert "annotations" not in pod(wf, "launcher").get("metadata", {})
 
@@ -688,30 +796,31 @@ def test_the_scope_table_lists_every_overlay():
     assert {o.name for o in own_overlays()} == set(SCOPE)
 
 
-GRID = [(p, a) for p in ("aws", "gcp", "onprem")
-        for a in ("h100", "h200", "gb200", "gb300", "rtxpro6000", "b200", "a100", "l40s")]
+GRID = [(p, a) for p in ("aws", "gcp", "onprem") for a in ("h100", "h200", "gb200", "gb300", "rtxpro6000", "b200", "a100", "l40s")]
 
 
 @pytest.mark.parametrize(("platform", "arch"), GRID, ids=[f"{p}-{a}" for p, a in GRID])
 def test_overlays_fire_exactly_where_intended(platform, arch):
     workflows = render_all(ALL_ENTRIES, platform, arch)
     for key, wf in zip(ALL_ENTRIES, workflows):
-        expected = sorted(name for name, (p, archs, entries) in SCOPE.items()
-                          if p == platform and arch in archs and key in entries)
+        expected = sorted(name for name, (p, archs, entries) in SCOPE.items() if p == platform and arch in archs and key in entries)
         assert sorted(n for n in applied(wf) if n in SCOPE) == expected, (platform, arch, key)
 
 
-@pytest.mark.parametrize(("overlay", "platform", "arch", "entry", "other_archs"), [
-    ("aws-efa-nccl-mpi", "aws", "h100", "communication/nccl-all-reduce", ["gb300", "b200", "a100"]),
-    ("aws-efa-nccl-loopback", "aws", "gb200", "communication/nccl-loopback", ["gb300", "h200"]),
-    ("aws-efa-training", "aws", "h100", "training/nemotron5-8b", ["gb300", "b200"]),
-    ("aws-gb300-roce-nccl", "aws", "gb300", "communication/nccl-alltoall", ["gb200", "h100"]),
-    ("aws-gb300-roce-devices", "aws", "gb300", "communication/nccl-all-reduce", ["gb200"]),
-    ("gcp-h100-tcpxo-daemon", "gcp", "h100", "communication/nccl-all-reduce", ["h200", "b200", "gb200"]),
-    ("gcp-h100-tcpxo-training", "gcp", "h100", "training/nemotron5-8b", ["h200", "a100"]),
-    ("gcp-gb200-gb300-rdma-networks", "gcp", "gb200", "communication/nccl-all-reduce", ["h100", "b200"]),
-    ("gcp-rtxpro6000-tcp-nccl", "gcp", "rtxpro6000", "communication/nccl-all-gather", ["l40s", "h100"]),
-])
+@pytest.mark.parametrize(
+    ("overlay", "platform", "arch", "entry", "other_archs"),
+    [
+        ("aws-efa-nccl-mpi", "aws", "h100", "communication/nccl-all-reduce", ["gb300", "b200", "a100"]),
+        ("aws-efa-nccl-loopback", "aws", "gb200", "communication/nccl-loopback", ["gb300", "h200"]),
+        ("aws-efa-training", "aws", "h100", "training/nemotron5-8b", ["gb300", "b200"]),
+        ("aws-gb300-roce-nccl", "aws", "gb300", "communication/nccl-alltoall", ["gb200", "h100"]),
+        ("aws-gb300-roce-devices", "aws", "gb300", "communication/nccl-all-reduce", ["gb200"]),
+        ("gcp-h100-tcpxo-daemon", "gcp", "h100", "communication/nccl-all-reduce", ["h200", "b200", "gb200"]),
+        ("gcp-h100-tcpxo-training", "gcp", "h100", "training/nemotron5-8b", ["h200", "a100"]),
+        ("gcp-gb200-gb300-rdma-networks", "gcp", "gb200", "communication/nccl-all-reduce", ["h100", "b200"]),
+        ("gcp-rtxpro6000-tcp-nccl", "gcp", "rtxpro6000", "communication/nccl-all-gather", ["l40s", "h100"]),
+    ],
+)
 def test_overlay_absent_on_another_architecture_and_platform(overlay, platform, arch, entry, other_archs):
     assert overlay in applied(render(entry, platform, arch))
     for other in other_archs:

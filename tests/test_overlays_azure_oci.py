@@ -17,7 +17,19 @@ from typing import Any
 
 import pytest
 
-from platform_profiles import AZURE_A100, AZURE_H100_EXTRA, AZURE_IB, GB200_BASE, TOGETHER_HCAS, TOGETHER_IB, DCGM, FORGE_IB, LOOPBACKS, MPI, TRAINING
+from platform_profiles import (
+    AZURE_A100,
+    AZURE_H100_EXTRA,
+    AZURE_IB,
+    GB200_BASE,
+    TOGETHER_HCAS,
+    TOGETHER_IB,
+    DCGM,
+    FORGE_IB,
+    LOOPBACKS,
+    MPI,
+    TRAINING,
+)
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays
 from nvcre.compiler.render import render_certification
@@ -263,7 +275,8 @@ def test_azure_loopbacks_cross_the_hcas_with_the_topology_file(arch: str, key: s
     env = env_map(trainer(workflow)["env"])
     assert {k: env[k] for k in AZURE_IB} == AZURE_IB
     assert (env.get("NCCL_SHM_DISABLE"), env.get("NCCL_P2P_DISABLE")) == (
-        ("1", "1") if key == "communication/nccl-loopback" else (None, None))
+        ("1", "1") if key == "communication/nccl-loopback" else (None, None)
+    )
     assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-topo")
     assert_nics(workflow, 8)
 

@@ -32,7 +32,8 @@ def _overlay_root(tmp_path: Path, expression: str | None, patches: str) -> Path:
     if expression is not None:
         when += f"  expression: '{expression}'\n"
     (folder / "probe.yaml").write_text(
-        "name: site-probe\nreason: a probe overlay for the error tests\norder: 100\nwhen:\n" + when
+        "name: site-probe\nreason: a probe overlay for the error tests\norder: 100\nwhen:\n"
+        + when
         + "patches: site/probe.patches.yaml.j2\n",
         encoding="utf-8",
     )
@@ -50,9 +51,9 @@ def _errors(tmp_path: Path, expression: str | None, patches: str) -> list[str]:
 @pytest.mark.parametrize(
     "expression",
     [
-        "options.noSuchOption > 0",        # a missing key: cel-python's CELEvalError
-        "options.nodesPerJob > \"two\"",   # int against string
-        "options.nodesPerJob / 0 == 1",    # division by zero
+        "options.noSuchOption > 0",  # a missing key: cel-python's CELEvalError
+        'options.nodesPerJob > "two"',  # int against string
+        "options.nodesPerJob / 0 == 1",  # division by zero
     ],
 )
 def test_a_when_expression_that_cannot_evaluate_names_the_overlay_and_the_pass(tmp_path, expression):
@@ -66,7 +67,9 @@ def test_a_when_expression_that_cannot_evaluate_names_the_overlay_and_the_pass(t
 
 def test_a_when_expression_that_is_fine_still_matches(tmp_path):
     rendered = render_certification(
-        CERT, platform="onprem", gpu_arch="h100",
+        CERT,
+        platform="onprem",
+        gpu_arch="h100",
         overlays=load_overlays(str(_overlay_root(tmp_path, "options.nodesPerJob == 2", "- trainer: {numNodes: 2}\n"))),
     )
     assert "site-probe" in rendered.workflows[0]["metadata"]["annotations"]["nvcre.nvidia.com/applied-overlays"]

@@ -65,8 +65,9 @@ def cert(entries: list[str], **spec: Any) -> dict:
     }
 
 
-def render(platform: str | None, arch: str | None, entries: list[str], facts: str | None = None,
-           overlays: OverlaySet | None = None, **spec: Any) -> dict[str, dict]:
+def render(
+    platform: str | None, arch: str | None, entries: list[str], facts: str | None = None, overlays: OverlaySet | None = None, **spec: Any
+) -> dict[str, dict]:
     """The rendered Workflows keyed by catalog entry ("domain/variant")."""
     rendered = render_certification(
         cert(entries, **spec),
@@ -105,9 +106,7 @@ def container(workflow: dict, job: str = "node", name: str = "node") -> dict:
 
 
 def dependency(workflow: dict, kind: str, name: str) -> dict | None:
-    return next(
-        (d for d in workflow["spec"]["dependencies"] if d["kind"] == kind and d["metadata"]["name"] == name), None
-    )
+    return next((d for d in workflow["spec"]["dependencies"] if d["kind"] == kind and d["metadata"]["name"] == name), None)
 
 
 def trainer(workflow: dict) -> dict:
@@ -158,8 +157,16 @@ def test_overlay_order_puts_common_first_and_the_nscale_key_after_the_clique_key
 
 @pytest.mark.parametrize(
     "platform,arch",
-    [("onprem", "gb200"), ("onprem", "gb300"), ("onprem", "b200"), ("onprem", "b300"), ("nscale", "b200"),
-     ("nscale", "gb300"), ("mistral", "gb300"), ("mistral", "b300")],
+    [
+        ("onprem", "gb200"),
+        ("onprem", "gb300"),
+        ("onprem", "b200"),
+        ("onprem", "b300"),
+        ("nscale", "b200"),
+        ("nscale", "gb300"),
+        ("mistral", "gb300"),
+        ("mistral", "b300"),
+    ],
 )
 def test_every_entry_renders_without_ownership_clashes(platform, arch):
     workflows = render(platform, arch, ALL_ENTRIES, nodesPerJob=8, nicResourceName="rdma/ib")
@@ -172,9 +179,7 @@ def test_every_entry_renders_without_ownership_clashes(platform, arch):
 # --- GB200/GB300 ComputeDomain (every platform) --------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "platform,arch", [("onprem", "gb200"), ("onprem", "gb300"), ("nscale", "gb300"), ("mistral", "gb300")]
-)
+@pytest.mark.parametrize("platform,arch", [("onprem", "gb200"), ("onprem", "gb300"), ("nscale", "gb300"), ("mistral", "gb300")])
 def test_compute_domain_on_every_nccl_and_training_entry(platform, arch):
     workflows = render(platform, arch, MPI + LOOPBACKS + TRAINING, nodesPerJob=8)
     for entry, workflow in workflows.items():
@@ -274,8 +279,9 @@ def test_onprem_gb_tolerations_env_and_nic_on_mpi_entries(arch):
 
 
 def test_onprem_gb_user_env_still_lands_after_the_profile():
-    workflow = one("onprem", "gb200", MPI[0], env=[{"name": "NCCL_IB_PCI_RELAXED_ORDERING", "value": "0"},
-                                                   {"name": "NCCL_IB_HCA", "value": "mlx5_0"}])
+    workflow = one(
+        "onprem", "gb200", MPI[0], env=[{"name": "NCCL_IB_PCI_RELAXED_ORDERING", "value": "0"}, {"name": "NCCL_IB_HCA", "value": "mlx5_0"}]
+    )
     env = forwarded(workflow)
     assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "0"
     assert env["NCCL_IB_HCA"] == "mlx5_0"
@@ -315,9 +321,12 @@ def test_onprem_gb_loopbacks_and_dcgm():
 
 def test_onprem_gb_tolerations_are_added_to_taint_selectors():
     workflow = one(
-        "onprem", "gb200", MPI[0], nodesPerJob=1, enableMNNVL=True,
-        target={"nodeNames": ["gpu-node-1"],
-                "taintSelectors": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]},
+        "onprem",
+        "gb200",
+        MPI[0],
+        nodesPerJob=1,
+        enableMNNVL=True,
+        target={"nodeNames": ["gpu-node-1"], "taintSelectors": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]},
     )
     for job in ("node", "launcher"):
         assert pod(workflow, job)["tolerations"] == [CORDON, ARM64, GPU_PRESENT]
@@ -512,7 +521,10 @@ def test_nscale_from_resource_slice_facts():
     workflows = render(None, None, MPI[:1] + [DCGM], facts="nscale-gb300-dra.yaml", testScale="intra-rack")
     allreduce = workflows[MPI[0]]
     assert json.loads(allreduce["metadata"]["annotations"]["nvcre.nvidia.com/render-facts"])["platform"]["value"] == "nscale"
-    assert dependency(allreduce, "ResourceClaimTemplate", "nccl-all-reduce-rdma")["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+    assert (
+        dependency(allreduce, "ResourceClaimTemplate", "nccl-all-reduce-rdma")["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
+        == 4
+    )
     assert workflows[DCGM]["spec"]["orchestration"]["topology"]["topologyKey"] == ACCEL
 
 

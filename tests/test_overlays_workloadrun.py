@@ -19,7 +19,19 @@ from typing import Any
 
 import pytest
 
-from platform_profiles import AZURE_A100, AZURE_H100_EXTRA, AZURE_IB, GB200_BASE, TOGETHER_IB, FORGE_IB, GPU_ANY, GPU_PRESENT, MISTRAL_IB, NSCALE_IB, ONPREM_IB
+from platform_profiles import (
+    AZURE_A100,
+    AZURE_H100_EXTRA,
+    AZURE_IB,
+    GB200_BASE,
+    TOGETHER_IB,
+    FORGE_IB,
+    GPU_ANY,
+    GPU_PRESENT,
+    MISTRAL_IB,
+    NSCALE_IB,
+    ONPREM_IB,
+)
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect import platform_names
 from nvcre.compiler.facts import load_facts
@@ -59,8 +71,23 @@ AWS_GB300 = {
     "NCCL_CUMEM_ENABLE": "1",
     "NCCL_NET_GDR_C2C": "1",
 }
-ROCE_TCP_ARGS = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "eth0",
-                 "--mca", "oob", "tcp", "--mca", "oob_tcp_if_include", "eth0"]
+ROCE_TCP_ARGS = [
+    "--mca",
+    "pml",
+    "ob1",
+    "--mca",
+    "btl",
+    "tcp,self",
+    "--mca",
+    "btl_tcp_if_include",
+    "eth0",
+    "--mca",
+    "oob",
+    "tcp",
+    "--mca",
+    "oob_tcp_if_include",
+    "eth0",
+]
 UCC_HCOLL_OFF_ARGS = ["--mca", "coll_ucc_enable", "0", "--mca", "coll_hcoll_enable", "0"]
 OCI_SHARED = {
     "NCCL_IB_PCI_RELAXED_ORDERING": "1",
@@ -169,13 +196,28 @@ NVLS_KEPT = {("azure", "h100"), ("aws", "gb300"), ("nscale", "b200"), ("nscale",
 #: (platform, arch) pairs the platform WorkloadRun overlays are written for (the compute domain
 #: reaches GB200/GB300 everywhere on top of these)
 COVERED = [
-    ("aws", "h100"), ("aws", "gb200"), ("aws", "gb300"),
-    ("onprem", "gb200"), ("onprem", "gb300"), ("onprem", "b200"), ("onprem", "b300"),
-    ("nscale", "b200"), ("nscale", "gb300"),
-    ("oci", "l40s"), ("oci", "h100"), ("oci", "gb200"), ("oci", "gb300"),
+    ("aws", "h100"),
+    ("aws", "gb200"),
+    ("aws", "gb300"),
+    ("onprem", "gb200"),
+    ("onprem", "gb300"),
+    ("onprem", "b200"),
+    ("onprem", "b300"),
+    ("nscale", "b200"),
+    ("nscale", "gb300"),
+    ("oci", "l40s"),
+    ("oci", "h100"),
+    ("oci", "gb200"),
+    ("oci", "gb300"),
     ("gcp", "h100"),
-    ("azure", "a100"), ("azure", "h100"), ("azure", "h200"), ("azure", "gb200"), ("azure", "gb300"),
-    ("togetherai", "h100"), ("togetherai", "gb200"), ("togetherai", "gb300"),
+    ("azure", "a100"),
+    ("azure", "h100"),
+    ("azure", "h200"),
+    ("azure", "gb200"),
+    ("azure", "gb300"),
+    ("togetherai", "h100"),
+    ("togetherai", "gb200"),
+    ("togetherai", "gb300"),
     ("forge", "l40"),
     ("mistral", "gb300"),
 ]
@@ -316,8 +358,7 @@ GRID = list(itertools.product(PLATFORMS, ARCHS, FRAMEWORKS))
 @pytest.mark.parametrize(("platform", "arch", "framework"), GRID, ids=[f"{p}-{a}-{f}" for p, a, f in GRID])
 def test_overlays_fire_exactly_where_intended_and_keep_the_global_rules(platform, arch, framework):
     wf = default_render(platform, arch, framework)
-    expected = sorted(name for name, (p, archs, fws) in SCOPE.items()
-                      if p in (None, platform) and arch in archs and framework in fws)
+    expected = sorted(name for name, (p, archs, fws) in SCOPE.items() if p in (None, platform) and arch in archs and framework in fws)
     assert sorted(n for n in applied(wf) if n in SCOPE) == expected
     # no variable forwarded twice, no env list repeating a name
     if framework == "mpi":
@@ -338,8 +379,12 @@ def test_no_workloadrun_overlay_fires_for_a_certification(platform, arch):
     for key in load_catalog().keys():
         domain, variant = key.split("/")
         categories.append({"domain": domain, "variant": variant, "options": {"nodesPerJob": 8}})
-    cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "cert"},
-            "spec": {"target": {}, "categories": categories, "nicResourceName": "rdma/ib"}}
+    cert = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "cert"},
+        "spec": {"target": {}, "categories": categories, "nicResourceName": "rdma/ib"},
+    }
     rendered = render_certification(cert, platform=platform, gpu_arch=arch)
     mine = my_overlay_names()
     assert len(rendered.workflows) == len(categories)
@@ -374,7 +419,7 @@ def test_the_users_image_mpirun_and_binary_are_untouched(platform, arch, framewo
         args = spec["args"]
         assert spec["command"] == [MPIRUN]
         assert args[:2] == ["-N", str(spec["numProcPerNode"])] and args[2:6] == LEADING
-        assert args[-len(BINARY_ARGS) - 1:] == [BINARY, *BINARY_ARGS] and args.count(BINARY) == 1
+        assert args[-len(BINARY_ARGS) - 1 :] == [BINARY, *BINARY_ARGS] and args.count(BINARY) == 1
         last_pair = forward_pairs(args)[-1][0]
         assert args[last_pair + 2] == BINARY  # every -x pair (and any option) comes before the binary
     elif framework == "torch":
@@ -419,8 +464,10 @@ def test_gb200_gb300_get_a_compute_domain_sized_to_the_job(platform, framework):
     (domain,) = dependencies(wf, "ComputeDomain").values()
     assert domain["apiVersion"] == "resource.nvidia.com/v1beta1"
     assert domain["metadata"] == {"name": f"{prefix}-compute-domain", "labels": {"app": prefix}}
-    assert domain["spec"] == {"numNodes": 3, "channel": {"allocationMode": "Single",
-                                                        "resourceClaimTemplate": {"name": f"{prefix}-channel"}}}
+    assert domain["spec"] == {
+        "numNodes": 3,
+        "channel": {"allocationMode": "Single", "resourceClaimTemplate": {"name": f"{prefix}-channel"}},
+    }
     claim = "compute-domain-channel" if framework == "mpi" else "compute-domain"
     assert {"name": claim, "resourceClaimTemplateName": f"{prefix}-channel"} in pod(wf)["spec"]["resourceClaims"]
     assert {"name": claim} in container(wf)["resources"]["claims"]
@@ -481,7 +528,7 @@ def test_aws_gb300_mpi_transport_goes_after_the_leading_options_and_keeps_the_an
     wf = render("aws", "gb300", "mpi", env=doc_env)
     args = trainer(wf)["args"]
     assert args[:6] == ["-N", "4", *LEADING]
-    assert args[6:6 + len(ROCE_TCP_ARGS)] == ROCE_TCP_ARGS
+    assert args[6 : 6 + len(ROCE_TCP_ARGS)] == ROCE_TCP_ARGS
     assert args[6 + len(ROCE_TCP_ARGS)] == "-x"
     assert UCC_HCOLL_OFF_ARGS[1] not in args  # AWS does not disable UCC/HCOLL
     got = forwarded(wf)
@@ -495,8 +542,8 @@ def test_aws_gb300_mpi_keeps_the_users_mpi_args_before_the_binary():
     doc["spec"]["framework"]["mpi"]["mpiArgs"] = ["--bind-to", "none", "-x", "SITE_VAR=1"]
     (wf,) = render_workloadrun(doc, platform="aws", gpu_arch="gb300", check_purity=True).workflows
     args = trainer(wf)["args"]
-    assert args[-len(BINARY_ARGS) - 1:] == [BINARY, *BINARY_ARGS]
-    assert args[args.index("--bind-to"):args.index("--bind-to") + 4] == ["--bind-to", "none", "-x", "SITE_VAR=1"]
+    assert args[-len(BINARY_ARGS) - 1 :] == [BINARY, *BINARY_ARGS]
+    assert args[args.index("--bind-to") : args.index("--bind-to") + 4] == ["--bind-to", "none", "-x", "SITE_VAR=1"]
     assert args.index("NCCL_NET_GDR_C2C=1") < args.index(BINARY)
     names = forwarded_names(args)
     assert names.count("SITE_VAR") == 1 and len(names) == len(set(names))
@@ -528,8 +575,10 @@ def test_onprem_tolerations_keep_the_taint_selectors_and_the_blanket_one(framewo
     wf = render("onprem", "b200", framework, target=target)
     assert pod(wf)["spec"]["tolerations"] == [own, GPU_ANY]
     # a selector that is already one of the added tolerations is not repeated
-    target = {"nodeSelector": {"nvidia.com/gpu.present": "true"},
-              "taintSelectors": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}
+    target = {
+        "nodeSelector": {"nvidia.com/gpu.present": "true"},
+        "taintSelectors": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    }
     wf = render("onprem", "gb200", framework, target=target)
     assert pod(wf)["spec"]["tolerations"] == [GPU_PRESENT, ARM64]
 
@@ -621,8 +670,7 @@ def test_nscale_gb300_tolerations_and_accelerator_domain(framework):
     assert pod(wf)["spec"]["tolerations"] == [ARM64, GPU_PRESENT]
     if framework == "mpi":
         assert pod(wf, "launcher")["spec"]["tolerations"] == [ARM64, GPU_PRESENT]
-    assert wf["spec"]["orchestration"]["topology"] == {
-        "topologyKey": "topology.nks.nscale.com/accelerator-domain", "strictDomain": True}
+    assert wf["spec"]["orchestration"]["topology"] == {"topologyKey": "topology.nks.nscale.com/accelerator-domain", "strictDomain": True}
     assert "topology" not in render("nscale", "gb300", framework)["spec"]["orchestration"]
     b200 = render("nscale", "b200", framework, orchestration={"testScale": "intra-rack"})
     assert "tolerations" not in pod(b200)["spec"]
@@ -665,8 +713,8 @@ def test_oci_gb_mpi_args_and_launcher_ucx(arch):
     args = trainer(wf)["args"]
     inserted = ROCE_TCP_ARGS + UCC_HCOLL_OFF_ARGS
     assert args[:6] == ["-N", "4", *LEADING]
-    assert args[6:6 + len(inserted)] == inserted
-    assert args[6 + len(inserted):6 + len(inserted) + 2] == ["-x", "NCCL_DEBUG=INFO"]
+    assert args[6 : 6 + len(inserted)] == inserted
+    assert args[6 + len(inserted) : 6 + len(inserted) + 2] == ["-x", "NCCL_DEBUG=INFO"]
     assert container(wf, "launcher")["env"] == [{"name": "UCX_IB_GID_INDEX", "value": "3"}]
     assert "UCX_IB_GID_INDEX" not in forwarded(wf)
     assert "env" not in container(wf)
@@ -759,12 +807,15 @@ def test_azure_user_config_and_topology_configmaps_coexist():
 # --- TogetherAI, Forge, Mistral --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("platform", "arch", "resource", "count"), [
-    ("togetherai", "h100", "nvidia.com/mlnxnics", "8"),
-    ("togetherai", "gb300", "nvidia.com/mlnxnics", "8"),
-    ("forge", "l40", "nvidia.com/mlnxnics", "4"),
-    ("mistral", "gb300", "rdma/ib", "1"),
-])
+@pytest.mark.parametrize(
+    ("platform", "arch", "resource", "count"),
+    [
+        ("togetherai", "h100", "nvidia.com/mlnxnics", "8"),
+        ("togetherai", "gb300", "nvidia.com/mlnxnics", "8"),
+        ("forge", "l40", "nvidia.com/mlnxnics", "4"),
+        ("mistral", "gb300", "rdma/ib", "1"),
+    ],
+)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_nic_requests_and_their_omission_at_zero(platform, arch, resource, count, framework):
     wf = render(platform, arch, framework)

@@ -13,13 +13,19 @@ REPO = Path(__file__).resolve().parent.parent
 def test_wheel_carries_code_and_data(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     wheel = next(tmp_path.glob("nvcre-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     expected_data = [
-        *(f"nvcre/catalog/{p.relative_to(REPO / 'catalog')}" for p in (REPO / "catalog").rglob("*") if p.is_file() and p.suffix in {".yaml", ".j2", ".sh"}),
+        *(
+            f"nvcre/catalog/{p.relative_to(REPO / 'catalog')}"
+            for p in (REPO / "catalog").rglob("*")
+            if p.is_file() and p.suffix in {".yaml", ".j2", ".sh"}
+        ),
         *(f"nvcre/platforms/{p.relative_to(REPO / 'platforms')}" for p in (REPO / "platforms").rglob("*.yaml")),
         *(f"nvcre/compiler/api/crds/{p.name}" for p in (REPO / "compiler/api/crds").glob("*.yaml")),
         "nvcre/compiler/cel_lalr.json",
@@ -30,9 +36,7 @@ def test_wheel_carries_code_and_data(tmp_path: Path) -> None:
     # Every folder that is a package ships every module: a subpackage missing from
     # pyproject.toml's list would leave the installed command without it.
     packages = sorted(
-        init.parent.relative_to(REPO)
-        for root in ("compiler", "runtime", "cli", "testing")
-        for init in (REPO / root).rglob("__init__.py")
+        init.parent.relative_to(REPO) for root in ("compiler", "runtime", "cli", "testing") for init in (REPO / root).rglob("__init__.py")
     )
     assert len(packages) > 10
     for package in packages:

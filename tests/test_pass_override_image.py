@@ -17,11 +17,8 @@ IMAGE = "registry.example.com/mirror/pytorch:26.01-py3"
 
 def render(fixture: str, options: dict, gang: GangSpec | None = None):
     workflow = load_file(FIXTURES / f"{fixture}.yaml")[0]
-    ctx = Context(
-        "Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang
-    )
+    ctx = Context("Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang)
     return Unit(category={}, options=options, workflow=workflow), ctx
-
 
 
 def trainer_image(workflow: dict) -> str:
@@ -61,15 +58,11 @@ def test_megatron_clone_follows_the_training_primary():
 def test_distinct_inits_and_further_containers_keep_their_images():
     unit, ctx = render("mpi-all-reduce", {"image": IMAGE})
     node = pod_specs(unit.workflow)["node"]
-    node["initContainers"] = [
-        {"name": "tcpxo-daemon", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.16"}
-    ]
+    node["initContainers"] = [{"name": "tcpxo-daemon", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.16"}]
     node["containers"].append({"name": "sidecar", "image": node["containers"][0]["image"]})
     out, _ = override_image(unit, ctx)
     spec = pod_specs(out.workflow)["node"]
-    assert (
-        spec["initContainers"][0]["image"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.16"
-    )
+    assert spec["initContainers"][0]["image"] == "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.16"
     assert spec["containers"][1]["image"] == "nvcr.io/nvidia/pytorch:26.01-py3"
 
 
@@ -97,9 +90,7 @@ def test_nothing_but_images_changes():
     unit, ctx = render("nemotron5-8b", {"image": IMAGE})
     out, _ = override_image(unit, ctx)
     restored = copy.deepcopy(out.workflow)
-    restored["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"][
-        "image"
-    ] = "nvcr.io/nvidia/pytorch:25.08-py3"
+    restored["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["trainer"]["image"] = "nvcr.io/nvidia/pytorch:25.08-py3"
     spec = pod_specs(restored)["node"]
     spec["containers"][0]["image"] = spec["initContainers"][0]["image"] = "nvcr.io/nvidia/pytorch:25.08-py3"
     assert restored == unit.workflow

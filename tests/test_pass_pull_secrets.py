@@ -12,14 +12,12 @@ from nvcre.compiler.unit import ClusterView, Context, Unit
 from nvcre.compiler.yamlio import load_file
 
 
-
 def render(fixture: str, secrets: list | None, source_kind: str = "Certification"):
     workflow = load_file(FIXTURES / f"{fixture}.yaml")[0]
     path = "spec" if source_kind == "WorkloadRun" else "spec.categories[1]"
     ctx = Context(source_kind, "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), path)
     options = {} if secrets is None else {"imagePullSecrets": secrets}
     return Unit(category={}, options=options, workflow=workflow), ctx
-
 
 
 @pytest.mark.parametrize("fixture", sorted(ENTRIES))
@@ -65,9 +63,7 @@ def test_nothing_but_pull_secrets_changes():
     assert restored == unit.workflow
 
 
-@pytest.mark.parametrize(
-    "source_kind, path", [("Certification", "spec.categories[1].options"), ("WorkloadRun", "spec")]
-)
+@pytest.mark.parametrize("source_kind, path", [("Certification", "spec.categories[1].options"), ("WorkloadRun", "spec")])
 def test_a_secret_without_a_name_is_reported(source_kind, path):
     unit, ctx = render("loopback", [{"name": "ok"}, {"name": ""}], source_kind)
     out, diags = inject_pull_secrets(unit, ctx)

@@ -22,9 +22,7 @@ RUNAI = GangSpec("runai-scheduler", queue="team-a", queue_label_key="runai/queue
 
 def render(fixture: str, gang: GangSpec | None):
     workflow = load_file(FIXTURES / f"{fixture}.yaml")[0]
-    ctx = Context(
-        "Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang
-    )
+    ctx = Context("Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang)
     return Unit(category={}, options={}, workflow=workflow), ctx
 
 
@@ -99,9 +97,7 @@ def test_non_kai_keeps_depends_on_and_startup_policy():
     out, _ = rewrite_gang(unit, ctx)
     assert jobs_of(out.workflow)["launcher"]["dependsOn"] == [{"name": "node", "status": "Ready"}]
     assert runtime_of(out.workflow)["spec"]["template"]["spec"]["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
-    assert [c["name"] for c in pod_of(jobs_of(out.workflow)["launcher"])["spec"]["initContainers"]] == [
-        "fix-ssh-permissions"
-    ]
+    assert [c["name"] for c in pod_of(jobs_of(out.workflow)["launcher"])["spec"]["initContainers"]] == ["fix-ssh-permissions"]
 
 
 def test_different_queue_value_conflicts_and_is_never_overwritten():
@@ -111,17 +107,14 @@ def test_different_queue_value_conflicts_and_is_never_overwritten():
     assert out is unit
     assert [d.code for d in diags] == ["GangQueueLabelConflict"]
     assert diags[0].path == (
-        "workflow.spec.dependencies[0].spec.template.spec.replicatedJobs[1].template.metadata.labels"
-        '["kai.scheduler/queue"]'
+        'workflow.spec.dependencies[0].spec.template.spec.replicatedJobs[1].template.metadata.labels["kai.scheduler/queue"]'
     )
     assert '"low"' in diags[0].message and '"high-priority"' in diags[0].message
 
 
 def test_same_queue_value_is_accepted():
     unit, ctx = render("mpi-all-reduce", KAI)
-    pod_of(jobs_of(unit.workflow)["node"]).setdefault("metadata", {})["labels"] = {
-        "kai.scheduler/queue": "high-priority"
-    }
+    pod_of(jobs_of(unit.workflow)["node"]).setdefault("metadata", {})["labels"] = {"kai.scheduler/queue": "high-priority"}
     _, diags = rewrite_gang(unit, ctx)
     assert diags == []
 
@@ -141,17 +134,13 @@ def test_kai_drops_depends_on_and_startup_policy_and_adds_the_barrier():
     assert barrier["volumeMounts"] == spec["containers"][0]["volumeMounts"]
     assert barrier["command"] == ["sh", "-c"] and barrier["args"] == [WAIT_FOR_WORKERS_SCRIPT]
     env = {item["name"]: item for item in barrier["env"]}
-    assert env["JOBSET_NAME"]["valueFrom"] == {
-        "fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}
-    }
+    assert env["JOBSET_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/jobset-name']"}}
     assert env["WORKER_JOB"]["value"] == "node"
     assert env["WORKER_COUNT"]["value"] == "2"
     assert "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=5" in WAIT_FOR_WORKERS_SCRIPT
     # the workers keep their pods untouched apart from scheduling
     assert (
-        strip_gang(out.workflow, "kai.scheduler/queue")["spec"]["dependencies"][0]["spec"]["template"]["spec"][
-            "replicatedJobs"
-        ][0]
+        strip_gang(out.workflow, "kai.scheduler/queue")["spec"]["dependencies"][0]["spec"]["template"]["spec"]["replicatedJobs"][0]
         == jobs_of(unit.workflow)["node"]
     )
 
@@ -201,9 +190,7 @@ def test_runtime_must_be_a_namespaced_dependency(ref):
     unit.workflow["spec"]["jobTemplate"]["spec"]["workload"]["trainJob"]["runtimeRef"] = ref
     out, diags = rewrite_gang(unit, ctx)
     assert out is unit
-    assert [(d.code, d.path) for d in diags] == [
-        ("GangRuntimeNotFound", "workflow.spec.jobTemplate.spec.workload.trainJob.runtimeRef")
-    ]
+    assert [(d.code, d.path) for d in diags] == [("GangRuntimeNotFound", "workflow.spec.jobTemplate.spec.workload.trainJob.runtimeRef")]
 
 
 @pytest.mark.parametrize("fixture", sorted(ENTRIES))

@@ -20,9 +20,7 @@ TRAINER = "workflow.spec.jobTemplate.spec.workload.trainJob.trainer"
 
 def render(fixture: str, gang: GangSpec | None = None):
     workflow = load_file(FIXTURES / f"{fixture}.yaml")[0]
-    ctx = Context(
-        "Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang
-    )
+    ctx = Context("Certification", "demo", {}, ENTRIES[fixture], ClusterView("onprem", "h100"), "spec.categories[0]", gang=gang)
     unit = Unit(category={}, options={}, workflow=workflow)
     if gang is not None:
         for gang_pass in (rewrite_gang, merge_workload_labels):
@@ -41,9 +39,7 @@ def checked(unit: Unit, ctx: Context):
 
 
 @pytest.mark.parametrize("fixture", sorted(ENTRIES))
-@pytest.mark.parametrize(
-    "gang", [None, KAI, GangSpec("runai-scheduler", queue="team-a", queue_label_key="runai/queue")]
-)
+@pytest.mark.parametrize("gang", [None, KAI, GangSpec("runai-scheduler", queue="team-a", queue_label_key="runai/queue")])
 def test_rendered_fixtures_are_valid(fixture, gang):
     unit, ctx = render(fixture, gang)
     assert checked(unit, ctx) == []
@@ -114,8 +110,7 @@ BROKEN = [
         "patch for an unknown replicated job",
         lambda wf: patch_job(wf, 1).update(name="worker"),
         "RuntimePatchUnknownJob",
-        "workflow.spec.jobTemplate.spec.workload.trainJob.runtimePatches[0].trainingRuntimeSpec.template.spec"
-        ".replicatedJobs[1].name",
+        "workflow.spec.jobTemplate.spec.workload.trainJob.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[1].name",
     ),
     (
         "129 trainer args",
@@ -131,9 +126,7 @@ BROKEN = [
     ),
     (
         "trainer env set twice",
-        lambda wf: trainer(wf).update(
-            env=[{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "A", "value": "3"}]
-        ),
+        lambda wf: trainer(wf).update(env=[{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "A", "value": "3"}]),
         "DuplicateTrainerEnv",
         f"{TRAINER}.env[2].name",
     ),
@@ -145,9 +138,7 @@ BROKEN = [
     ),
     (
         "dependency name over 63 characters",
-        lambda wf: wf["spec"]["dependencies"].append(
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c" * 64}}
-        ),
+        lambda wf: wf["spec"]["dependencies"].append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c" * 64}}),
         "DependencyNameTooLong",
         "workflow.spec.dependencies[1].metadata.name",
     ),

@@ -106,9 +106,7 @@ def test_reserved_keys_are_rejected(key):
     unit, ctx = render(None, {key: "x"})
     out, diags = merge_workload_labels(unit, ctx)
     assert out is unit
-    assert [(d.code, d.path) for d in diags] == [
-        ("WorkloadLabelReserved", f'spec.categories[0].options.workloadMetadata.labels["{key}"]')
-    ]
+    assert [(d.code, d.path) for d in diags] == [("WorkloadLabelReserved", f'spec.categories[0].options.workloadMetadata.labels["{key}"]')]
 
 
 def test_thirty_two_labels_fit():

@@ -16,8 +16,12 @@ from nvcre.compiler.plan.overrides import OverrideContext, apply_overrides, summ
 
 def node(name: str, gpus: str = "8", clique: str = "c1") -> dict[str, Any]:
     labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.clique": clique}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": {"nvidia.com/gpu": gpus}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"nvidia.com/gpu": gpus}},
+    }
 
 
 FACTS = facts_from_documents([node("a"), node("b"), node("c", gpus="4")])
@@ -25,12 +29,20 @@ FACTS = facts_from_documents([node("a"), node("b"), node("c", gpus="4")])
 
 def workflow(*overrides: dict[str, Any]) -> dict[str, Any]:
     return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow",
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
         "metadata": {"name": "wf", "namespace": "ns", "uid": "0123456789"},
         "spec": {
-            "jobTemplate": {"spec": {"workload": {"trainJob": {
-                "runtimeRef": {"kind": "TrainingRuntime", "name": "rt"},
-                "trainer": {"numNodes": 2, "env": [{"name": "A", "value": "1"}]}}}}},
+            "jobTemplate": {
+                "spec": {
+                    "workload": {
+                        "trainJob": {
+                            "runtimeRef": {"kind": "TrainingRuntime", "name": "rt"},
+                            "trainer": {"numNodes": 2, "env": [{"name": "A", "value": "1"}]},
+                        }
+                    }
+                }
+            },
             "dependencies": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"k": "v"}}],
             "orchestration": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}},
             "overrides": list(overrides),
@@ -44,11 +56,17 @@ ONPREM_H100 = {"platform": {"equals": "onprem"}, "gpuArchitecture": {"in": ["h10
 def test_a_matching_override_changes_sizing_capacity_and_the_job() -> None:
     document = workflow(
         {"when": {"platform": {"equals": "aws"}}, "jobTemplate": {"spec": {"schedulingStallGraceSeconds": 5}}},
-        {"when": ONPREM_H100,
-         "jobTemplate": {"spec": {"schedulingStallGraceSeconds": 900,
-                                  "workload": {"trainJob": {"trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}}}}},
-         "dependencies": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"extra": "x"}}],
-         "orchestration": {"iterations": 2}},
+        {
+            "when": ONPREM_H100,
+            "jobTemplate": {
+                "spec": {
+                    "schedulingStallGraceSeconds": 900,
+                    "workload": {"trainJob": {"trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}}},
+                }
+            },
+            "dependencies": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"extra": "x"}}],
+            "orchestration": {"iterations": 2},
+        },
     )
     before = copy.deepcopy(document)
     plan = plan_workflow(document, FACTS)
@@ -56,7 +74,8 @@ def test_a_matching_override_changes_sizing_capacity_and_the_job() -> None:
     assert plan.target_nodes == ("a", "b")  # the override's GPU request drops c
     assert plan.iterations == 2
     assert [(e.reason, e.message) for e in plan.events][0] == (
-        "OverrideApplied", "Override[1] matched (gpuArchitecture=in [h100,h200], platform=onprem), patching jobTemplate, 1 dependencies, orchestration"
+        "OverrideApplied",
+        "Override[1] matched (gpuArchitecture=in [h100,h200], platform=onprem), patching jobTemplate, 1 dependencies, orchestration",
     )
     # NVCRE's shape: strings a client built from its Go types decodes
     assert plan.applied_overrides == (

@@ -20,8 +20,16 @@ CORDON = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def node(name: str, *, product: str | None = H100, gpus: Any = "8", provider: str = "", cordoned: bool = False,
-         present: bool = True, **labels: str) -> dict[str, Any]:
+def node(
+    name: str,
+    *,
+    product: str | None = H100,
+    gpus: Any = "8",
+    provider: str = "",
+    cordoned: bool = False,
+    present: bool = True,
+    **labels: str,
+) -> dict[str, Any]:
     meta_labels = {k.replace("__", "/").replace("_", "."): v for k, v in labels.items()}
     if present:
         meta_labels["nvidia.com/gpu.present"] = "true"
@@ -39,8 +47,7 @@ def facts(*nodes: dict[str, Any]):
     return facts_from_documents(list(nodes))
 
 
-def workflow(num_nodes: int | None = None, *, gpus: int = 8, target: dict[str, Any] | None = None,
-             **orchestration: Any) -> dict[str, Any]:
+def workflow(num_nodes: int | None = None, *, gpus: int = 8, target: dict[str, Any] | None = None, **orchestration: Any) -> dict[str, Any]:
     trainer: dict[str, Any] = {"resourcesPerNode": {"limits": {"nvidia.com/gpu": gpus}}}
     if num_nodes is not None:
         trainer["numNodes"] = num_nodes
@@ -49,10 +56,13 @@ def workflow(num_nodes: int | None = None, *, gpus: int = 8, target: dict[str, A
         "kind": "Workflow",
         "metadata": {"name": "cert-communication-nccl-a-21481", "namespace": "ns", "uid": "0123456789abcdef"},
         "spec": {
-            "jobTemplate": {"spec": {"workload": {"trainJob": {"runtimeRef": {"kind": "TrainingRuntime", "name": "rt"},
-                                                                "trainer": trainer}}}},
-            "orchestration": {"target": target if target is not None else {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-                              **orchestration},
+            "jobTemplate": {
+                "spec": {"workload": {"trainJob": {"runtimeRef": {"kind": "TrainingRuntime", "name": "rt"}, "trainer": trainer}}}
+            },
+            "orchestration": {
+                "target": target if target is not None else {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+                **orchestration,
+            },
         },
     }
 
@@ -72,8 +82,11 @@ def test_full_scale_is_one_group_of_every_node() -> None:
 
 def test_target_filters_are_anded_and_non_gpu_nodes_never_count() -> None:
     cluster = facts(node("a", pool="x"), node("b", pool="y"), node("c", pool="x"), node("cpu", product=None, present=False, pool="x"))
-    target = {"nodeSelector": {"pool": "x"}, "matchExpressions": [{"key": "pool", "operator": "In", "values": ["x", "y"]}],
-              "nodeNames": ["a", "b", "cpu"]}
+    target = {
+        "nodeSelector": {"pool": "x"},
+        "matchExpressions": [{"key": "pool", "operator": "In", "values": ["x", "y"]}],
+        "nodeNames": ["a", "b", "cpu"],
+    }
     assert plan_workflow(workflow(target=target), cluster).target_nodes == ("a",)
 
 
@@ -105,10 +118,18 @@ def test_minority_gpu_architecture_is_filtered_out() -> None:
 
 def test_gpu_product_from_resource_slices_votes_but_is_not_an_affinity_label() -> None:
     slice_ = {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "b-gpu"},
-        "spec": {"driver": "gpu.nvidia.com", "nodeName": "b", "pool": {"name": "b", "generation": 1},
-                 "devices": [{"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"}}}
-                             for i in range(8)]},
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "b-gpu"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": "b",
+            "pool": {"name": "b", "generation": 1},
+            "devices": [
+                {"name": f"gpu-{i}", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"}}}
+                for i in range(8)
+            ],
+        },
     }
     plan = plan_workflow(workflow(), facts_from_documents([node("a"), node("b", product=None), slice_]))
     assert plan.target_nodes == ("a", "b")

@@ -22,8 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _fresh_text(seed: str) -> str:
     """The tables file as a build in a fresh interpreter with ``seed`` as its hash seed writes it."""
     program = (
-        "import json; from nvcre.compiler import cel_tables as t; "
-        "print(json.dumps(t.serialise(t.build_parser()), separators=(',', ':')))"
+        "import json; from nvcre.compiler import cel_tables as t; print(json.dumps(t.serialise(t.build_parser()), separators=(',', ':')))"
     )
     env = {**os.environ, "PYTHONHASHSEED": seed}
     result = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, env=env, timeout=120, check=True)
@@ -37,7 +36,9 @@ def test_the_committed_tables_are_current_and_independent_of_the_hash_seed() -> 
 
 
 def test_the_check_command_agrees() -> None:
-    result = subprocess.run([sys.executable, "-m", "nvcre.compiler.cel_tables", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "nvcre.compiler.cel_tables", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
 
 

@@ -10,10 +10,13 @@ from nvcre.compiler.render import render_certification
 
 
 def _cert(**spec) -> dict:
-    categories = [{"domain": k.split("/")[0], "variant": k.split("/")[1], "options": {"nodesPerJob": 8}}
-                  for k in load_catalog().keys()]
-    return {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "inv"},
-            "spec": {"target": {}, "categories": categories, **spec}}
+    categories = [{"domain": k.split("/")[0], "variant": k.split("/")[1], "options": {"nodesPerJob": 8}} for k in load_catalog().keys()]
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "inv"},
+        "spec": {"target": {}, "categories": categories, **spec},
+    }
 
 
 def _render(doc: dict, platform: str = "onprem", arch: str = "h100") -> list[dict]:
@@ -64,8 +67,12 @@ def test_env_name_set_by_the_user_wins_over_enable_mnnvl() -> None:
 
 
 def test_rendering_does_not_change_the_input_document() -> None:
-    doc = _cert(env=[{"name": "A", "value": "1"}], workloadMetadata={"labels": {"team": "x"}},
-                gangScheduler={"schedulerName": "kai-scheduler"}, imagePullSecrets=[{"name": "regcred"}])
+    doc = _cert(
+        env=[{"name": "A", "value": "1"}],
+        workloadMetadata={"labels": {"team": "x"}},
+        gangScheduler={"schedulerName": "kai-scheduler"},
+        imagePullSecrets=[{"name": "regcred"}],
+    )
     before = copy.deepcopy(doc)
     _render(doc, platform="aws", arch="gb200")
     assert doc == before

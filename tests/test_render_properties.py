@@ -44,8 +44,11 @@ option_values = {
 }
 options = st.fixed_dictionaries({}, optional=option_values)
 category = st.one_of(
-    st.builds(lambda key, opts: {"domain": key.split("/")[0], "variant": key.split("/")[1], **({"options": opts} if opts else {})},
-              st.sampled_from(KEYS), options),
+    st.builds(
+        lambda key, opts: {"domain": key.split("/")[0], "variant": key.split("/")[1], **({"options": opts} if opts else {})},
+        st.sampled_from(KEYS),
+        options,
+    ),
     st.fixed_dictionaries({"domain": st.sampled_from(["communication", "x"]), "variant": st.text(max_size=6)}),
 )
 spec = st.fixed_dictionaries(
@@ -70,19 +73,26 @@ valid_values = {
     "dcgmHost": st.just("dcgm.example.svc:5555"),
     "sourceRepo": st.sampled_from(["https://git.example.com/m.git", "ssh://git@x/y.git"]),
     "thresholds": st.just({"busBandwidthGBps": "value >= 1"}),
-    "env": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["A", "NCCL_DEBUG", "B_2"]), "value": st.text(max_size=6)}),
-                    max_size=3, unique_by=lambda e: e["name"]),
+    "env": st.lists(
+        st.fixed_dictionaries({"name": st.sampled_from(["A", "NCCL_DEBUG", "B_2"]), "value": st.text(max_size=6)}),
+        max_size=3,
+        unique_by=lambda e: e["name"],
+    ),
     "workloadMetadata": st.just({"labels": {"team": "a"}}),
 }
 valid_category = st.builds(
     lambda key, opts: {"domain": key.split("/")[0], "variant": key.split("/")[1], **({"options": opts} if opts else {})},
-    st.sampled_from(KEYS), st.fixed_dictionaries({}, optional=valid_values),
+    st.sampled_from(KEYS),
+    st.fixed_dictionaries({}, optional=valid_values),
 )
 valid_spec = st.fixed_dictionaries(
     {"target": st.just({}), "categories": st.lists(valid_category, min_size=1, max_size=3, unique_by=repr)},
     optional={"gangScheduler": st.just({"schedulerName": "kai-scheduler", "queue": "burn-in"}), **valid_values},
 )
-flags = st.tuples(st.sampled_from([None, "onprem", "aws", "oci", "nscale", "moon"]), st.sampled_from([None, "h100", "gb300", "b300", "NVIDIA GB200", "zz9"]))
+flags = st.tuples(
+    st.sampled_from([None, "onprem", "aws", "oci", "nscale", "moon"]),
+    st.sampled_from([None, "h100", "gb300", "b300", "NVIDIA GB200", "zz9"]),
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -92,8 +102,13 @@ def test_render_never_raises_anything_but_compile_error(spec_doc: dict, flag: tu
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(valid_spec, st.tuples(st.sampled_from(["onprem", "aws", "gcp", "azure", "oci", "nscale", "mistral", "togetherai", "forge"]),
-                             st.sampled_from(["h100", "gb200", "gb300", "b200", "b300", "a100", "l40s", "rtxpro6000"])))
+@given(
+    valid_spec,
+    st.tuples(
+        st.sampled_from(["onprem", "aws", "gcp", "azure", "oci", "nscale", "mistral", "togetherai", "forge"]),
+        st.sampled_from(["h100", "gb200", "gb300", "b200", "b300", "a100", "l40s", "rtxpro6000"]),
+    ),
+)
 def test_plausible_certifications_render_or_explain(spec_doc: dict, flag: tuple) -> None:
     _render_or_clean_error(spec_doc, flag, "cert")
 
@@ -118,31 +133,54 @@ def _render_or_clean_error(spec_doc: dict, flag: tuple, name: str) -> None:
 # --- WorkloadRuns -------------------------------------------------------------------------------
 
 frameworks = st.one_of(
-    st.builds(lambda args, mpi_args: {"mpi": {"binary": "/opt/nccl-tests/build/all_reduce_perf", "mpirunPath": "/usr/local/mpi/bin/mpirun",
-                                               "args": args, "mpiArgs": mpi_args}},
-              st.lists(st.sampled_from(["-b", "8", "-e", "8G", "-x", "-g"]), max_size=4),
-              st.lists(st.sampled_from(["--bind-to", "none", "-x", "A"]), max_size=3)),
+    st.builds(
+        lambda args, mpi_args: {
+            "mpi": {
+                "binary": "/opt/nccl-tests/build/all_reduce_perf",
+                "mpirunPath": "/usr/local/mpi/bin/mpirun",
+                "args": args,
+                "mpiArgs": mpi_args,
+            }
+        },
+        st.lists(st.sampled_from(["-b", "8", "-e", "8G", "-x", "-g"]), max_size=4),
+        st.lists(st.sampled_from(["--bind-to", "none", "-x", "A"]), max_size=3),
+    ),
     st.builds(lambda script: {"torch": {"script": script}}, st.sampled_from(["/config/train.py", "train.py"])),
     st.just({"exec": {"command": ["python", "-c", "print(1)"]}}),
     st.just({"torch": {"script": "a.py", "module": "b"}}),
 )
-volumes = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["data", "dshm", "scratch", "config-volume"]), "emptyDir": st.just({})}), max_size=2)
-mounts = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["data", "scratch", "missing"]),
-                                         "mountPath": st.sampled_from(["/data", "/dev/shm", "/config", "/scratch"])}), max_size=2)
+volumes = st.lists(
+    st.fixed_dictionaries({"name": st.sampled_from(["data", "dshm", "scratch", "config-volume"]), "emptyDir": st.just({})}), max_size=2
+)
+mounts = st.lists(
+    st.fixed_dictionaries(
+        {
+            "name": st.sampled_from(["data", "scratch", "missing"]),
+            "mountPath": st.sampled_from(["/data", "/dev/shm", "/config", "/scratch"]),
+        }
+    ),
+    max_size=2,
+)
 workloadrun_spec = st.fixed_dictionaries(
     # mostly plausible values, sometimes junk, so both renders and refusals are exercised
-    {"image": st.just("nvcr.io/nvidia/pytorch:26.01-py3"), "numNodes": st.integers(0, 6),
-     "framework": frameworks},
+    {"image": st.just("nvcr.io/nvidia/pytorch:26.01-py3"), "numNodes": st.integers(0, 6), "framework": frameworks},
     optional={
         "env": valid_values["env"],
-        "orchestration": st.fixed_dictionaries({}, optional={
-            "placement": st.sampled_from(["Pinned", "Unpinned", "Sideways"]),
-            "testScale": st.sampled_from(["full-scale", "intra-node", "intra-rack", "diagnose"]),
-            "repeatCount": st.integers(0, 3)}),
+        "orchestration": st.fixed_dictionaries(
+            {},
+            optional={
+                "placement": st.sampled_from(["Pinned", "Unpinned", "Sideways"]),
+                "testScale": st.sampled_from(["full-scale", "intra-node", "intra-rack", "diagnose"]),
+                "repeatCount": st.integers(0, 3),
+            },
+        ),
         "volumes": volumes,
         "volumeMounts": mounts,
-        "config": st.one_of(st.just({"inline": {"train.py": "print(1)"}}), st.just({"configMapRef": {"name": "cm"}}),
-                            st.just({"inline": {"a": "1"}, "configMapRef": {"name": "cm"}})),
+        "config": st.one_of(
+            st.just({"inline": {"train.py": "print(1)"}}),
+            st.just({"configMapRef": {"name": "cm"}}),
+            st.just({"inline": {"a": "1"}, "configMapRef": {"name": "cm"}}),
+        ),
         "gpusPerNode": st.sampled_from([1, 4, 8]),
         "imagePullSecrets": st.just([{"name": "regcred"}]),
         "gangScheduler": st.just({"schedulerName": "kai-scheduler"}),
@@ -152,8 +190,12 @@ workloadrun_spec = st.fixed_dictionaries(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workloadrun_spec, st.one_of(flags, st.tuples(st.sampled_from(["onprem", "aws", "oci", "nscale", "gcp"]),
-                                                     st.sampled_from(["h100", "gb200", "gb300", "b200"]))))
+@given(
+    workloadrun_spec,
+    st.one_of(
+        flags, st.tuples(st.sampled_from(["onprem", "aws", "oci", "nscale", "gcp"]), st.sampled_from(["h100", "gb200", "gb300", "b200"]))
+    ),
+)
 def test_workloadruns_render_or_explain(spec_doc: dict, flag: tuple) -> None:
     from nvcre.compiler.workloadrun import render_workloadrun
 
@@ -164,4 +206,6 @@ def test_workloadruns_render_or_explain(spec_doc: dict, flag: tuple) -> None:
         assert any(d.is_error for d in exc.diagnostics) and all(d.message for d in exc.diagnostics)
         return
     assert len(rendered.workflows) == 1
-    assert dump_yaml_stream(render_workloadrun(document, platform=flag[0], gpu_arch=flag[1]).workflows) == dump_yaml_stream(rendered.workflows)
+    assert dump_yaml_stream(render_workloadrun(document, platform=flag[0], gpu_arch=flag[1]).workflows) == dump_yaml_stream(
+        rendered.workflows
+    )

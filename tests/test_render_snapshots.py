@@ -31,7 +31,9 @@ def _same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize("module", ["yaml_snapshot", "template_snapshot"])
 def test_the_committed_snapshots_are_current(module: str) -> None:
-    result = subprocess.run([sys.executable, "-m", f"nvcre.compiler.{module}", "--check"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", f"nvcre.compiler.{module}", "--check"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -108,8 +110,9 @@ def test_plain_copy_copies_containers_and_hands_other_values_to_deepcopy() -> No
 
 
 def _facts(**options: Any) -> MatchFacts:
-    return MatchFacts(platform="aws", gpu_arch="h100", entry="communication/nccl-all-reduce", launch="mpi",
-                      source_kind="Certification", options=options)
+    return MatchFacts(
+        platform="aws", gpu_arch="h100", entry="communication/nccl-all-reduce", launch="mpi", source_kind="Certification", options=options
+    )
 
 
 def test_conditions_are_keyed_by_what_they_can_read() -> None:

@@ -32,8 +32,12 @@ def build(case: Path) -> CertificationVerdict:
     if "WorkloadRun" in kinds:
         workflows = kinds.get("Workflow", [])
         return workloadrun_verdict(
-            kinds["WorkloadRun"][0], workflows[0] if workflows else None, kinds.get("Job", []), measurements,
-            kinds.get("ConfigMap"), now=now,
+            kinds["WorkloadRun"][0],
+            workflows[0] if workflows else None,
+            kinds.get("Job", []),
+            measurements,
+            kinds.get("ConfigMap"),
+            now=now,
         )
     return certification_verdict(
         kinds["Certification"][0], kinds.get("Workflow", []), kinds.get("Job", []), measurements, kinds.get("ConfigMap", []), now=now

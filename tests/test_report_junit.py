@@ -10,19 +10,29 @@ from nvcre.runtime.report import junit
 
 def _verdicts() -> list[CertificationVerdict]:
     failed = CategoryVerdict(
-        "communication", "nccl-all-reduce", "Failed", failure_reason="1 groups failed across 1 iterations",
+        "communication",
+        "nccl-all-reduce",
+        "Failed",
+        failure_reason="1 groups failed across 1 iterations",
         runtime_seconds=42.4,
         groups=(GroupVerdict("group-1", ("node-b", "node-c"), "Failed", True, reason="ThresholdViolation"),),
     )
     passed = CategoryVerdict("diagnostics", "dcgm-level4", "Succeeded", runtime_seconds=60)
     running = CategoryVerdict("training", "nemotron5-8b", "InProgress")
     first = CertificationVerdict(
-        "Certification", "burn-in", "team-a", "Failed", "FAILED", platform="aws", gpu="h100",
+        "Certification",
+        "burn-in",
+        "team-a",
+        "Failed",
+        "FAILED",
+        platform="aws",
+        gpu="h100",
         categories=(passed, failed, running),
         failed_nodes=(FailedNode("node-b", "ThresholdViolation", "busBandwidthGBps: measured 9.9 <x & y>"),),
     )
-    second = CertificationVerdict("WorkloadRun", "adhoc", "team-a", "Succeeded", "PASSED",
-                                  categories=(CategoryVerdict("workloadrun", "adhoc", "Succeeded"),))
+    second = CertificationVerdict(
+        "WorkloadRun", "adhoc", "team-a", "Succeeded", "PASSED", categories=(CategoryVerdict("workloadrun", "adhoc", "Succeeded"),)
+    )
     return [first, second]
 
 

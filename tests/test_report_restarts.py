@@ -29,8 +29,11 @@ def _objects(case: str = CASE) -> dict[str, list[dict[str, Any]]]:
 
 def _verdict(kinds: dict[str, list[dict[str, Any]]]) -> Any:
     return certification_verdict(
-        kinds["Certification"][0], kinds["Workflow"], kinds.get("Job", []),
-        kinds.get("GoodputMeasurement", []) + kinds.get("BandwidthMeasurement", []), kinds.get("ConfigMap", []),
+        kinds["Certification"][0],
+        kinds["Workflow"],
+        kinds.get("Job", []),
+        kinds.get("GoodputMeasurement", []) + kinds.get("BandwidthMeasurement", []),
+        kinds.get("ConfigMap", []),
     )
 
 
@@ -111,8 +114,7 @@ def test_several_groups_name_the_group_that_restarted() -> None:
     assert "│  ↻ group-1-with-a-rather-long-... restarted from checkpoint 2/3│" in rendered.splitlines()
     assert all(width(line) == 66 for line in _box_lines(rendered))
     restarted = json_report.to_dict(_verdict(kinds))["categories"][0]["restartedGroups"]
-    assert [(g["name"], g["job"], g["restartCount"]) for g in restarted] == [
-        ("group-0", JOB, 1), (second["name"], f"{JOB}-2", 2)]
+    assert [(g["name"], g["job"], g["restartCount"]) for g in restarted] == [("group-0", JOB, 1), (second["name"], f"{JOB}-2", 2)]
     assert "lostWorkTimeSec" not in restarted[1], "the second Job has no measurement of its own"
 
 
@@ -144,6 +146,5 @@ def test_the_bandwidth_by_group_entry_carries_the_restarts_too() -> None:
     kinds["Job"][0]["status"]["restartCount"] = 1
     category = json_report.to_dict(_verdict(kinds))["categories"][0]
     restarted = [g for g in category["groupBandwidth"] if "restartCount" in g]
-    assert [(g["group"], g["restartCount"], g["maxRestarts"]) for g in restarted] == [
-        (category["restartedGroups"][0]["name"], 1, 0)]
+    assert [(g["group"], g["restartCount"], g["maxRestarts"]) for g in restarted] == [(category["restartedGroups"][0]["name"], 1, 0)]
     assert "lostWorkTimeSec" not in restarted[0], "a bandwidth category has no goodput measurement"

@@ -45,7 +45,14 @@ restart_verdicts = st.builds(
     reschedule_seconds=seconds,
     resume_seconds=seconds,
 )
-logs = st.builds(FailureLog, pod_name=awkward, node_name=awkward, exit_code=st.one_of(st.none(), st.integers(-1, 255)), reason=awkward, tail=st.text(max_size=300))
+logs = st.builds(
+    FailureLog,
+    pod_name=awkward,
+    node_name=awkward,
+    exit_code=st.one_of(st.none(), st.integers(-1, 255)),
+    reason=awkward,
+    tail=st.text(max_size=300),
+)
 groups = st.builds(
     GroupVerdict,
     name=awkward,
@@ -65,10 +72,14 @@ diagnoses = st.builds(
     stage=st.sampled_from(["complete", "intra-screening", "confirmation", "cross-boundary"]),
     rounds=st.integers(0, 99),
     jobs=st.integers(0, 10**5),
-    confirmed=st.lists(st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "ThresholdViolation", "WorkloadFailed"]),
-                                 message=awkward), max_size=3).map(tuple),
-    infrastructure_faults=st.lists(st.builds(InfrastructureFaultVerdict, st.lists(awkward, max_size=3).map(tuple),
-                                             st.lists(awkward, max_size=3).map(tuple), awkward), max_size=2).map(tuple),
+    confirmed=st.lists(
+        st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "ThresholdViolation", "WorkloadFailed"]), message=awkward),
+        max_size=3,
+    ).map(tuple),
+    infrastructure_faults=st.lists(
+        st.builds(InfrastructureFaultVerdict, st.lists(awkward, max_size=3).map(tuple), st.lists(awkward, max_size=3).map(tuple), awkward),
+        max_size=2,
+    ).map(tuple),
     unresolved=st.lists(awkward, max_size=4).map(tuple),
     healthy_nodes=st.integers(0, 10**5),
     planner=st.sampled_from(["", "adaptive", "baseline"]),
@@ -82,7 +93,15 @@ categories = st.builds(
     blocked=awkward,
     runtime_seconds=st.one_of(st.none(), st.floats(0, 10**6)),
     iteration_count=st.integers(1, 5),
-    iterations=st.lists(st.builds(IterationVerdict, number=st.integers(1, 9), status=st.sampled_from(["Running", "Failed", "Succeeded"]), duration_seconds=st.one_of(st.none(), st.floats(0, 10**5))), max_size=4).map(tuple),
+    iterations=st.lists(
+        st.builds(
+            IterationVerdict,
+            number=st.integers(1, 9),
+            status=st.sampled_from(["Running", "Failed", "Succeeded"]),
+            duration_seconds=st.one_of(st.none(), st.floats(0, 10**5)),
+        ),
+        max_size=4,
+    ).map(tuple),
     test_scale=st.sampled_from(["", "full-scale", "diagnose", "intra-node"]),
     placement=st.sampled_from(["", "Unpinned"]),
     nodes_per_job=st.integers(0, 10**4),
@@ -94,7 +113,15 @@ categories = st.builds(
     bandwidth=st.lists(points, max_size=2).map(tuple),
     transport=st.lists(st.sampled_from(["IB", "Socket"]), max_size=2, unique=True).map(tuple),
     measures_bandwidth=st.booleans(),
-    training=st.one_of(st.none(), st.builds(TrainingMetrics, st.one_of(st.none(), st.floats(0, 1)), st.one_of(st.none(), st.floats(0, 5000)), st.one_of(st.none(), st.floats(0, 100)))),
+    training=st.one_of(
+        st.none(),
+        st.builds(
+            TrainingMetrics,
+            st.one_of(st.none(), st.floats(0, 1)),
+            st.one_of(st.none(), st.floats(0, 5000)),
+            st.one_of(st.none(), st.floats(0, 100)),
+        ),
+    ),
     next_step=st.sampled_from(["", "rerun this category with testScale: diagnose; it bisects the group"]),
     diagnosis=st.one_of(st.none(), diagnoses),
 )
@@ -107,7 +134,9 @@ verdicts = st.builds(
     result=st.sampled_from(["PASSED", "FAILED", "RUNNING", "INCOMPLETE"]),
     platform=st.sampled_from(["", "aws"]),
     categories=st.lists(categories, max_size=3).map(tuple),
-    failed_nodes=st.lists(st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "WorkloadFailed"]), message=awkward), max_size=4).map(tuple),
+    failed_nodes=st.lists(
+        st.builds(FailedNode, name=awkward, reason=st.sampled_from(["", "WorkloadFailed"]), message=awkward), max_size=4
+    ).map(tuple),
 )
 
 
@@ -141,13 +170,22 @@ def test_formats() -> None:
 
 def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes() -> None:
     diagnosis = DiagnosisVerdict(
-        stage="complete", rounds=5, jobs=9,
+        stage="complete",
+        rounds=5,
+        jobs=9,
         confirmed=(FailedNode("gpu-7", "ThresholdViolation", "Diagnosis complete: 1 faulty nodes confirmed"),),
         infrastructure_faults=(InfrastructureFaultVerdict(("gpu-1",), ("gpu-2",), "link-confirm"),),
-        unresolved=("gpu-4",), healthy_nodes=5,
+        unresolved=("gpu-4",),
+        healthy_nodes=5,
     )
-    category = CategoryVerdict("communication", "nccl-all-reduce", "Failed", test_scale="diagnose", diagnosis=diagnosis,
-                               groups=(GroupVerdict("confirm-7", ("gpu-7",), "Failed", True, reason="low"),))
+    category = CategoryVerdict(
+        "communication",
+        "nccl-all-reduce",
+        "Failed",
+        test_scale="diagnose",
+        diagnosis=diagnosis,
+        groups=(GroupVerdict("confirm-7", ("gpu-7",), "Failed", True, reason="low"),),
+    )
     rendered = render(CertificationVerdict("Certification", "c", "ns", "Failed", "FAILED", categories=(category,)))
     lines = [line.strip("│ ").rstrip() for line in rendered.splitlines()]
     start = lines.index("Diagnosis: complete")
@@ -160,8 +198,13 @@ def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes(
         "Unresolved:   gpu-4",
     ]
     assert "Failed Groups:" not in lines
-    running = CategoryVerdict("communication", "nccl-all-reduce", "InProgress", test_scale="diagnose",
-                              diagnosis=DiagnosisVerdict(stage="confirmation", rounds=2, jobs=5))
+    running = CategoryVerdict(
+        "communication",
+        "nccl-all-reduce",
+        "InProgress",
+        test_scale="diagnose",
+        diagnosis=DiagnosisVerdict(stage="confirmation", rounds=2, jobs=5),
+    )
     rendered = render(CertificationVerdict("Certification", "c", "ns", "InProgress", "RUNNING", categories=(running,)))
     assert "│  Diagnosis: in progress (confirmation)" in rendered
     assert "│      2 rounds, 5 jobs, 0 nodes healthy" in rendered

@@ -79,8 +79,7 @@ def test_a_render_is_memoised_by_template_and_plain_values(roots: Path, monkeypa
         templates.render_yaml("doc.yaml.j2", {"name": "x", "items": [1]}, "here")
     assert len(renders) == 1
     # Values a template can tell apart are different keys: types, tuples against lists, order.
-    variants = [{"name": "x", "items": (1,)}, {"name": "x", "items": [True]}, {"name": "x", "items": ["1"]},
-                {"items": [1], "name": "x"}]
+    variants = [{"name": "x", "items": (1,)}, {"name": "x", "items": [True]}, {"name": "x", "items": ["1"]}, {"items": [1], "name": "x"}]
     results = [templates.render_yaml("doc.yaml.j2", values, "here")["spec"]["items"] for values in variants]
     assert len(renders) == 5
     assert results == [[1], [True], ["1"], [1]]

@@ -27,7 +27,9 @@ def _certification(spec_thresholds: dict | None, category_thresholds: dict | Non
 )
 def test_an_expression_without_a_boolean_is_refused(expression: str, words: str) -> None:
     problems = [d for d in validate(_certification(None, {"busBandwidthGBps": expression})) if d.is_error]
-    assert [(d.code, d.path) for d in problems] == [("InvalidThresholdExpression", "spec.categories[0].options.thresholds.busBandwidthGBps")]
+    assert [(d.code, d.path) for d in problems] == [
+        ("InvalidThresholdExpression", "spec.categories[0].options.thresholds.busBandwidthGBps")
+    ]
     assert words in problems[0].message
 
 

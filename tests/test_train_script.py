@@ -51,9 +51,7 @@ def run_script(tmp_path: Path):
     helpers = workspace / "megatron-lm" / "megatron" / "core" / "datasets"
     helpers.mkdir(parents=True)
     (helpers / "helpers_cpp.cpython-312-x86_64-linux-gnu.so").write_text("", encoding="utf-8")
-    (tmp_path / "train.sh").write_text(
-        script.replace("\nworkspace=/mnt/workspace\n", f"\nworkspace={workspace}\n"), encoding="utf-8"
-    )
+    (tmp_path / "train.sh").write_text(script.replace("\nworkspace=/mnt/workspace\n", f"\nworkspace={workspace}\n"), encoding="utf-8")
     stubs = tmp_path / "bin"
     stubs.mkdir()
     argv_file = tmp_path / "torchrun.argv"
@@ -64,10 +62,15 @@ def run_script(tmp_path: Path):
 
     def run(env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list[str] | None]:
         argv_file.unlink(missing_ok=True)
-        base = {"PATH": f"{stubs}:{os.environ.get('PATH', '/usr/bin:/bin')}", "PET_NNODES": "1",
-                "PET_NPROC_PER_NODE": "8", "HOME": str(tmp_path)}
-        done = subprocess.run([BASH, str(tmp_path / "train.sh")], env={**base, **env}, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60, check=False)
+        base = {
+            "PATH": f"{stubs}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "PET_NNODES": "1",
+            "PET_NPROC_PER_NODE": "8",
+            "HOME": str(tmp_path),
+        }
+        done = subprocess.run(
+            [BASH, str(tmp_path / "train.sh")], env={**base, **env}, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+        )
         argv = argv_file.read_text(encoding="utf-8").split("\0")[:-1] if argv_file.exists() else None
         return done, argv
 
@@ -131,8 +134,10 @@ def test_render_refuses_a_non_digit_count_with_the_field_path(value):
     with pytest.raises(CompileError) as caught:
         render_certification(_cert([{"name": "MICRO_BATCH_SIZE", "value": value}]), platform="onprem", gpu_arch="h100")
     lines = [d.render() for d in caught.value.errors]
-    expected = ("spec.categories[0].options.env[0].value: MICRO_BATCH_SIZE is a count the training script "
-                "computes with; give decimal digits only [EnvValueInvalid]")
+    expected = (
+        "spec.categories[0].options.env[0].value: MICRO_BATCH_SIZE is a count the training script "
+        "computes with; give decimal digits only [EnvValueInvalid]"
+    )
     assert lines == [expected]
     assert value not in lines[0] or value == ""
 

@@ -61,8 +61,13 @@ def test_vouches_for_most_valid_documents() -> None:
 
 def test_metadata_the_object_meta_model_would_refuse_is_left_to_it() -> None:
     example = load_file(REPO / "examples/certification.yaml")[0]
-    for meta in ({"name": "x", "labels": {"a": 1}}, {"name": "x", "annotations": {"a": True}}, {"name": "x", "uid": 5},
-                 {"name": "x", "generation": "1"}, {"name": "x", "bogus": "y"}):
+    for meta in (
+        {"name": "x", "labels": {"a": 1}},
+        {"name": "x", "annotations": {"a": True}},
+        {"name": "x", "uid": 5},
+        {"name": "x", "generation": "1"},
+        {"name": "x", "bogus": "y"},
+    ):
         document = {**example, "metadata": meta}
         assert not certainly_valid(document, "Certification")
         assert validate(document), meta
@@ -76,18 +81,84 @@ def test_only_the_kind_asked_for() -> None:
     assert not certainly_valid([example], "Certification")
 
 
-_HOSTILE = st.sampled_from([
-    None, "", "x", "x\n", "ü", "rdma/ib", "kubernetes.io/x", "http://host", "ssh://-oProxy", "https://h/r", "1Gi", "-1",
-    "500m", 0, -1, 1, 2.0, 2.5, 2**31, 2**63, True, False, [], [None], {}, {"valueFrom": {}}, {"name": "A", "value": "1"},
-    {"name": "A", "valueFrom": {"x": 1}}, {"nvcre.nvidia.com/x": "y"}, {"a": None}, "a" * 300, {"a": 1}, {"a": True},
-    {"a": ["b"]}, {"a": {"b": "c"}}, [1], ["x"], 1e300,
-])
-_KEYS = st.sampled_from([
-    "unknown", "env", "valueFrom", "labels", "annotations", "generation", "uid", "nodesPerJob", "sourceRepo",
-    "nicResourceName", "resources", "limits", "requests", "cpu", "memory", "thresholds", "busBandwidthGBps",
-    "workloadMetadata", "gangScheduler", "schedulerName", "queueLabelKey", "target", "nodeSelector", "testScale",
-    "domain", "variant", "options", "categories", "name", "namespace", "finalizers", "status",
-])
+_HOSTILE = st.sampled_from(
+    [
+        None,
+        "",
+        "x",
+        "x\n",
+        "ü",
+        "rdma/ib",
+        "kubernetes.io/x",
+        "http://host",
+        "ssh://-oProxy",
+        "https://h/r",
+        "1Gi",
+        "-1",
+        "500m",
+        0,
+        -1,
+        1,
+        2.0,
+        2.5,
+        2**31,
+        2**63,
+        True,
+        False,
+        [],
+        [None],
+        {},
+        {"valueFrom": {}},
+        {"name": "A", "value": "1"},
+        {"name": "A", "valueFrom": {"x": 1}},
+        {"nvcre.nvidia.com/x": "y"},
+        {"a": None},
+        "a" * 300,
+        {"a": 1},
+        {"a": True},
+        {"a": ["b"]},
+        {"a": {"b": "c"}},
+        [1],
+        ["x"],
+        1e300,
+    ]
+)
+_KEYS = st.sampled_from(
+    [
+        "unknown",
+        "env",
+        "valueFrom",
+        "labels",
+        "annotations",
+        "generation",
+        "uid",
+        "nodesPerJob",
+        "sourceRepo",
+        "nicResourceName",
+        "resources",
+        "limits",
+        "requests",
+        "cpu",
+        "memory",
+        "thresholds",
+        "busBandwidthGBps",
+        "workloadMetadata",
+        "gangScheduler",
+        "schedulerName",
+        "queueLabelKey",
+        "target",
+        "nodeSelector",
+        "testScale",
+        "domain",
+        "variant",
+        "options",
+        "categories",
+        "name",
+        "namespace",
+        "finalizers",
+        "status",
+    ]
+)
 
 
 def _containers(value: Any, out: list[Any]) -> list[Any]:
@@ -149,16 +220,29 @@ def test_a_valid_render_builds_no_api_model_and_loads_no_cel_python() -> None:
     )
     loaded = set(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split())
     assert "nvcre.compiler.render" in loaded
-    assert not {"celpy", "lark", "nvcre.compiler.cel", "nvcre.compiler.api.common", "nvcre.compiler.api.certification",
-                "nvcre.compiler.api.dispatch"} & loaded
+    assert (
+        not {
+            "celpy",
+            "lark",
+            "nvcre.compiler.cel",
+            "nvcre.compiler.api.common",
+            "nvcre.compiler.api.certification",
+            "nvcre.compiler.api.dispatch",
+        }
+        & loaded
+    )
 
 
 def test_deep_or_oversized_documents_are_refused_without_walking_them() -> None:
     deep: Any = {"name": "x"}
     for _ in range(5000):
         deep = [deep]
-    document = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": deep,
-                "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]}}
+    document = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": deep,
+        "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
+    }
     assert certainly_valid(document, "Certification") is False
     assert validate(document)
 

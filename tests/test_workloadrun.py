@@ -138,8 +138,7 @@ def test_mpi_workers_run_sshd_and_the_launcher_runs_mpirun():
     wf = workflow_of(doc)
     rt = runtime(wf)
     assert rt["metadata"]["labels"]["trainer.kubeflow.org/framework"] == "mpi"
-    assert rt["spec"]["mlPolicy"]["mpi"] == {
-        "mpiImplementation": "OpenMPI", "numProcPerNode": 8, "sshAuthMountPath": "/tmp/mpi-ssh-raw"}
+    assert rt["spec"]["mlPolicy"]["mpi"] == {"mpiImplementation": "OpenMPI", "numProcPerNode": 8, "sshAuthMountPath": "/tmp/mpi-ssh-raw"}
     worker = container(wf, "node")
     assert worker["command"] == ["sh", "-c"] and "exec /usr/sbin/sshd -De" in worker["args"][0]
     assert "127.0.0.1 true" in worker["readinessProbe"]["exec"]["command"][2]
@@ -151,9 +150,23 @@ def test_mpi_workers_run_sshd_and_the_launcher_runs_mpirun():
     spec = trainer(wf)
     assert spec["command"] == ["/usr/local/mpi/bin/mpirun"]
     assert spec["args"] == [
-        "-N", "8", "--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no",
-        "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_MNNVL_ENABLE=0",
-        "--bind-to", "none", "/usr/local/bin/all_reduce_perf_mpi", "-b", "8", "-e", "1G",
+        "-N",
+        "8",
+        "--allow-run-as-root",
+        "--mca",
+        "plm_rsh_args",
+        "-o StrictHostKeyChecking=no",
+        "-x",
+        "NCCL_DEBUG=INFO",
+        "-x",
+        "NCCL_MNNVL_ENABLE=0",
+        "--bind-to",
+        "none",
+        "/usr/local/bin/all_reduce_perf_mpi",
+        "-b",
+        "8",
+        "-e",
+        "1G",
     ]
 
 
@@ -270,8 +283,9 @@ def test_dev_shm_is_always_mounted_on_the_workers():
 USER_PARTS = {
     "volumes": [{"name": "scratch", "emptyDir": {}}],
     "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
-    "initContainers": [{"name": "prep", "image": "busybox", "command": ["true"],
-                        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
+    "initContainers": [
+        {"name": "prep", "image": "busybox", "command": ["true"], "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}
+    ],
 }
 
 
@@ -320,8 +334,11 @@ BUILTINS = [
 @pytest.mark.parametrize("framework", ["mpi", "torch", "exec"])
 @pytest.mark.parametrize("field, key, value", BUILTINS)
 def test_reusing_a_builtin_name_or_path_fails_naming_entry_and_path(framework, field, key, value):
-    doc = run_doc(framework, volumes=[{"name": "ok", "emptyDir": {}}, {"name": "other", "emptyDir": {}}],
-                  volumeMounts=[{"name": "ok", "mountPath": "/ok"}, {"name": "other", "mountPath": "/other"}])
+    doc = run_doc(
+        framework,
+        volumes=[{"name": "ok", "emptyDir": {}}, {"name": "other", "emptyDir": {}}],
+        volumeMounts=[{"name": "ok", "mountPath": "/ok"}, {"name": "other", "mountPath": "/other"}],
+    )
     doc["spec"][field][1][key] = value
     if field == "volumes":
         doc["spec"]["volumeMounts"] = doc["spec"]["volumeMounts"][:1]
@@ -333,22 +350,20 @@ def test_reusing_a_builtin_name_or_path_fails_naming_entry_and_path(framework, f
 
 
 def test_mpi_ssh_auth_is_reserved_on_mpi_only():
-    parts = {"volumes": [{"name": "mpi-ssh-auth", "emptyDir": {}}],
-             "volumeMounts": [{"name": "mpi-ssh-auth", "mountPath": "/keys"}]}
+    parts = {"volumes": [{"name": "mpi-ssh-auth", "emptyDir": {}}], "volumeMounts": [{"name": "mpi-ssh-auth", "mountPath": "/keys"}]}
     problems = errors_of(run_doc("mpi", **parts))
-    assert {(p.code, p.path) for p in problems} == {
-        ("BuildFailed", "spec.volumes[0].name"), ("BuildFailed", "spec.volumeMounts[0].name")}
+    assert {(p.code, p.path) for p in problems} == {("BuildFailed", "spec.volumes[0].name"), ("BuildFailed", "spec.volumeMounts[0].name")}
     assert "workloadrun/mpi" in problems[0].message
-    mount_path = errors_of(run_doc("mpi", volumes=[{"name": "k", "emptyDir": {}}],
-                                   volumeMounts=[{"name": "k", "mountPath": "/tmp/mpi-ssh-raw"}]))
+    mount_path = errors_of(
+        run_doc("mpi", volumes=[{"name": "k", "emptyDir": {}}], volumeMounts=[{"name": "k", "mountPath": "/tmp/mpi-ssh-raw"}])
+    )
     assert [(p.code, p.path) for p in mount_path] == [("BuildFailed", "spec.volumeMounts[0].mountPath")]
     wf = workflow_of(run_doc("torch", **parts))
     assert "mpi-ssh-auth" in volumes(pod(wf))
 
 
 def test_checkpoint_reserves_its_volume_only_when_set():
-    parts = {"volumes": [{"name": "checkpoint", "emptyDir": {}}],
-             "volumeMounts": [{"name": "checkpoint", "mountPath": "/ckpt"}]}
+    parts = {"volumes": [{"name": "checkpoint", "emptyDir": {}}], "volumeMounts": [{"name": "checkpoint", "mountPath": "/ckpt"}]}
     assert workflow_of(run_doc("torch", **parts))
     problems = errors_of(run_doc("torch", checkpoint={"storageSize": "1Ti"}, **parts))
     assert {p.path for p in problems} == {"spec.volumes[0].name", "spec.volumeMounts[0].name"}
@@ -362,10 +377,14 @@ def test_an_init_container_cannot_take_the_worker_container_name():
 
 
 def test_user_pod_parts_must_be_consistent():
-    doc = run_doc("torch", volumes=[{"name": "a", "emptyDir": {}}, {"name": "a", "emptyDir": {}}],
-                  volumeMounts=[{"name": "a", "mountPath": "/a"}, {"name": "b", "mountPath": "/a/"}],
-                  initContainers=[{"name": "i", "image": "x", "volumeMounts": [{"name": "dshm", "mountPath": "/d"},
-                                                                               {"name": "z", "mountPath": "/z"}]}])
+    doc = run_doc(
+        "torch",
+        volumes=[{"name": "a", "emptyDir": {}}, {"name": "a", "emptyDir": {}}],
+        volumeMounts=[{"name": "a", "mountPath": "/a"}, {"name": "b", "mountPath": "/a/"}],
+        initContainers=[
+            {"name": "i", "image": "x", "volumeMounts": [{"name": "dshm", "mountPath": "/d"}, {"name": "z", "mountPath": "/z"}]}
+        ],
+    )
     problems = {(p.code, p.path) for p in errors_of(doc)}
     assert problems == {
         ("DuplicateName", "spec.volumes[1].name"),
@@ -472,8 +491,7 @@ def test_unpinned_with_a_local_scale_is_refused_with_its_path(scale):
 
 def test_orchestration_fields_map_onto_the_workflow():
     target = {"nodeSelector": {"pool": "a"}, "taintSelectors": [{"key": "gpu-test", "value": "yes", "effect": "NoSchedule"}]}
-    doc = run_doc(target=target, orchestration={"testScale": "intra-rack", "repeatCount": 3, "maxConcurrent": 2,
-                                                "timeoutPerJob": "90m"})
+    doc = run_doc(target=target, orchestration={"testScale": "intra-rack", "repeatCount": 3, "maxConcurrent": 2, "timeoutPerJob": "90m"})
     wf = workflow_of(doc, gpu_arch="gb200", platform="aws")  # a platform that adds no tolerations of its own
     assert wf["spec"]["orchestration"] == {
         "target": target,
@@ -488,9 +506,14 @@ def test_orchestration_fields_map_onto_the_workflow():
 def test_thresholds_become_validation_with_the_measurement_plugin():
     bandwidth = {"logProfileRef": "nccl-bandwidth", "testType": "all_reduce"}
     wf = workflow_of(run_doc(thresholds={"busBandwidthGBps": "value >= 300"}, bandwidthMeasurement=bandwidth))
-    assert wf["spec"]["validation"] == {"performance": {
-        "enabled": True, "plugin": "nccl-tests", "measurementTimeout": "5m",
-        "thresholds": {"thresholds": {"busBandwidthGBps": "value >= 300"}}}}
+    assert wf["spec"]["validation"] == {
+        "performance": {
+            "enabled": True,
+            "plugin": "nccl-tests",
+            "measurementTimeout": "5m",
+            "thresholds": {"thresholds": {"busBandwidthGBps": "value >= 300"}},
+        }
+    }
     assert wf["spec"]["jobTemplate"]["spec"]["bandwidthMeasurement"] == bandwidth
     goodput = {"logProfileRef": "megatron-training"}
     wf = workflow_of(run_doc("torch", thresholds={"goodputRatio": "value > 0.8"}, goodputMeasurement=goodput))
@@ -502,8 +525,11 @@ def test_thresholds_become_validation_with_the_measurement_plugin():
 def test_thresholds_need_their_measurement_and_one_plugin():
     (problem,) = errors_of(run_doc(thresholds={"busBandwidthGBps": "value >= 1"}))
     assert (problem.code, problem.path) == ("ThresholdWithoutMeasurement", 'spec.thresholds["busBandwidthGBps"]')
-    both = run_doc(thresholds={"busBandwidthGBps": "value >= 1", "goodputRatio": "value >= 0.5"},
-                   bandwidthMeasurement={"logProfileRef": "b"}, goodputMeasurement={"logProfileRef": "g"})
+    both = run_doc(
+        thresholds={"busBandwidthGBps": "value >= 1", "goodputRatio": "value >= 0.5"},
+        bandwidthMeasurement={"logProfileRef": "b"},
+        goodputMeasurement={"logProfileRef": "g"},
+    )
     (problem,) = errors_of(both)
     assert (problem.code, problem.path) == ("ThresholdsMixed", "spec.thresholds")
 
@@ -512,8 +538,7 @@ def test_checkpoint_ships_a_claim_mounts_it_and_sets_restarts():
     wf = workflow_of(run_doc("torch", checkpoint={"storageSize": "5Ti", "storageClassName": "fast", "maxRestarts": 1}))
     pvc = next(d for d in wf["spec"]["dependencies"] if d["kind"] == "PersistentVolumeClaim")
     assert pvc["metadata"]["name"] == "demo-pvc"
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "fast",
-                           "resources": {"requests": {"storage": "5Ti"}}}
+    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "fast", "resources": {"requests": {"storage": "5Ti"}}}
     assert wf["spec"]["jobTemplate"]["spec"]["checkpoint"] == {"pvcName": "demo-pvc", "maxRestarts": 1}
     assert mounts(container(wf))["checkpoint"]["mountPath"] == "/checkpoint"
     assert volumes(pod(wf))["checkpoint"]["persistentVolumeClaim"] == {"claimName": "demo-pvc"}
@@ -557,8 +582,16 @@ def test_kai_gang_moves_the_barrier_into_the_launcher():
 
 def test_the_pass_list_reuses_the_shared_later_passes():
     names = [step.name for step in WORKLOADRUN_PASSES]
-    assert names[-8:] == ["apply_overlays", "merge_env", "rewrite_gang", "override_image", "inject_pull_secrets",
-                          "merge_workload_labels", "stamp_provenance", "validate_workflow"]
+    assert names[-8:] == [
+        "apply_overlays",
+        "merge_env",
+        "rewrite_gang",
+        "override_image",
+        "inject_pull_secrets",
+        "merge_workload_labels",
+        "stamp_provenance",
+        "validate_workflow",
+    ]
 
 
 def test_the_input_document_is_not_changed():
@@ -571,16 +604,24 @@ def test_the_input_document_is_not_changed():
 def test_a_certification_cannot_name_a_workloadrun_framework():
     from nvcre.compiler.render import render_certification
 
-    cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "c"},
-            "spec": {"target": {}, "categories": [{"domain": "workloadrun", "variant": "mpi"}]}}
+    cert = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "c"},
+        "spec": {"target": {}, "categories": [{"domain": "workloadrun", "variant": "mpi"}]},
+    }
     with pytest.raises(CompileError) as caught:
         render_certification(cert, gpu_arch="h100")
     assert [d.code for d in caught.value.diagnostics if d.is_error] == ["CategoryNotFound"]
 
 
 def test_wrong_kind_is_refused():
-    cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "c"},
-            "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]}}
+    cert = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "c"},
+        "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
+    }
     (problem,) = errors_of(cert)
     assert (problem.code, problem.path) == ("WrongKind", "kind")
 
@@ -599,8 +640,7 @@ def cli(*args: str, seed: str = "0") -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("example", ["workloadrun-nccl-all-reduce.yaml", "workloadrun-torch.yaml"])
 def test_cli_renders_the_examples_identically_across_hash_seeds(example):
-    results = [cli("render", f"examples/{example}", "--gpu-arch", "h100", "--platform", "onprem", seed=seed)
-               for seed in ("0", "1", "4242")]
+    results = [cli("render", f"examples/{example}", "--gpu-arch", "h100", "--platform", "onprem", seed=seed) for seed in ("0", "1", "4242")]
     assert all(r.returncode == 0 for r in results), results[0].stderr
     assert len({r.stdout for r in results}) == 1
     (wf,) = load_documents(results[0].stdout)

@@ -28,12 +28,17 @@ def test_the_cli_validates_such_a_document(tmp_path: Path) -> None:
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Certification",
         "metadata": {"name": "c"},
-        "spec": {"target": {}, "categories": [{"domain": "communication", "variant": "nccl-loopback",
-                                                 "options": {"env": [{"name": "NOTE", "value": "\U0001f642"}]}}]},
+        "spec": {
+            "target": {},
+            "categories": [
+                {"domain": "communication", "variant": "nccl-loopback", "options": {"env": [{"name": "NOTE", "value": "\U0001f642"}]}}
+            ],
+        },
     }
     path = tmp_path / "c.json"
     path.write_text(json.dumps(document), encoding="utf-8")  # ensure_ascii: written as \ud83d\ude42
     assert "\\ud83d\\ude42" in path.read_text()
-    done = subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", "validate", str(path)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "certification", "validate", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr

@@ -40,9 +40,7 @@ __all__ = [
 #: Metric names a threshold may name; the value is a CEL expression over a double ``value``.
 THRESHOLD_KEYS = ("busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec")
 
-VALUE_FROM_MESSAGE = (
-    "valueFrom is not supported: set value instead, because variables reach MPI ranks by value on the command line"
-)
+VALUE_FROM_MESSAGE = "valueFrom is not supported: set value instead, because variables reach MPI ranks by value on the command line"
 VALUE_FROM_FORBIDDEN = Rule(
     rule="!has(self.valueFrom)",
     message=VALUE_FROM_MESSAGE,
@@ -62,14 +60,8 @@ _RESERVED_SUBDOMAIN = "^[^/]*[.]nvcre[.]nvidia[.]com/"
 #: Rules on a ``labels`` map of workloadMetadata (map keys cannot carry an OpenAPI pattern).
 LABEL_KEY_RULES = (
     Rule(
-        rule=(
-            f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{_RESERVED_PREFIX}')"
-            f" && !k.matches('{_RESERVED_SUBDOMAIN}'))"
-        ),
-        message=(
-            f"label keys must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX}"
-            " or a subdomain of it"
-        ),
+        rule=(f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{_RESERVED_PREFIX}') && !k.matches('{_RESERVED_SUBDOMAIN}'))"),
+        message=(f"label keys must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX} or a subdomain of it"),
     ),
     Rule(
         rule=f"self.all(k, k.matches('{LABEL_KEY}'))",
@@ -88,14 +80,8 @@ QUEUE_LABEL_KEY_RULES = (
         message="queueLabelKey prefix (before '/') must be at most 253 characters",
     ),
     Rule(
-        rule=(
-            f"self != '{_RESERVED_KEY}' && !self.startsWith('{_RESERVED_PREFIX}')"
-            f" && !self.matches('{_RESERVED_SUBDOMAIN}')"
-        ),
-        message=(
-            f"queueLabelKey must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX}"
-            " or a subdomain of it"
-        ),
+        rule=(f"self != '{_RESERVED_KEY}' && !self.startsWith('{_RESERVED_PREFIX}') && !self.matches('{_RESERVED_SUBDOMAIN}')"),
+        message=(f"queueLabelKey must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX} or a subdomain of it"),
     ),
 )
 
@@ -191,9 +177,7 @@ MERGED_LABEL_CAP = Rule(
         " + size(c.options.workloadMetadata.labels.filter(k, !(k in self.workloadMetadata.labels)))"
         f" <= {MAX_LABELS})"
     ),
-    message=(
-        f"spec.workloadMetadata.labels and a category's options.workloadMetadata.labels together hold more than {MAX_LABELS} labels"
-    ),
+    message=(f"spec.workloadMetadata.labels and a category's options.workloadMetadata.labels together hold more than {MAX_LABELS} labels"),
     field_path=".categories",
 )
 

@@ -93,9 +93,7 @@ class CategoryOptions(ApiModel):
     enable_checkpoint: Optional[bool] = None
     max_steps: Optional[Int32] = Field(None, ge=-1)
     exit_duration_mins: Optional[Int32] = Field(None, ge=1)
-    startup_stall_timeout_seconds: Optional[Int32] = Field(
-        None, ge=1, description="Budget for the first training step, in seconds."
-    )
+    startup_stall_timeout_seconds: Optional[Int32] = Field(None, ge=1, description="Budget for the first training step, in seconds.")
     scheduling_stall_grace_seconds: Optional[Int32] = Field(
         None, ge=1, description="How long pods may stay unschedulable before the run is reported blocked."
     )
@@ -108,9 +106,7 @@ class CategoryOptions(ApiModel):
     source_repo: Annotated[Optional[str], Crd(rules=(SOURCE_REPO_SCHEME, SOURCE_REPO_HOST))] = Field(
         None, max_length=MAX_SOURCE_REPO, pattern=SOURCE_REPO_CHARS, description="Git mirror (https:// or ssh://)."
     )
-    dcgm_host: Optional[str] = Field(
-        None, max_length=MAX_NAME + 6, pattern=DCGM_HOST, description="DCGM host engine as host[:port]."
-    )
+    dcgm_host: Optional[str] = Field(None, max_length=MAX_NAME + 6, pattern=DCGM_HOST, description="DCGM host engine as host[:port].")
     rdma_device_access: Optional[Literal["devicePlugin", "hostPath"]] = Field(
         None, description="How RDMA devices reach the worker; devicePlugin when unset."
     )

@@ -192,9 +192,7 @@ class TaintSelector(ApiModel):
 
     key: str = Field(min_length=1, max_length=317)
     value: Optional[str] = Field(None, max_length=MAX_SHORT_STRING, description="Empty matches any value.")
-    effect: Optional[Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"]] = Field(
-        None, description="Empty matches any effect."
-    )
+    effect: Optional[Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"]] = Field(None, description="Empty matches any effect.")
 
 
 class NodeSelectorRequirement(ApiModel):
@@ -312,9 +310,7 @@ class PrinterColumn(BaseModel):
         return out
 
 
-PHASE_COLUMN = PrinterColumn(
-    name="Phase", type="string", json_path=".status.phase", description="Pending, InProgress, Succeeded or Failed"
-)
+PHASE_COLUMN = PrinterColumn(name="Phase", type="string", json_path=".status.phase", description="Pending, InProgress, Succeeded or Failed")
 
 
 class ApiObject(ApiModel):

@@ -31,7 +31,11 @@ def kind_of(data: Any) -> tuple[type[ApiObject] | None, list[Diagnostic]]:
         problems.append(error("FieldRequired", "apiVersion", "Required value"))
     elif api_version != API_VERSION:
         problems.append(
-            error("FieldNotSupported", "apiVersion", f"Unsupported value: {json.dumps(api_version)}: supported values: {json.dumps(API_VERSION)}")
+            error(
+                "FieldNotSupported",
+                "apiVersion",
+                f"Unsupported value: {json.dumps(api_version)}: supported values: {json.dumps(API_VERSION)}",
+            )
         )
     if kind is None:
         problems.append(error("FieldRequired", "kind", "Required value"))

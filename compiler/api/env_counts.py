@@ -17,10 +17,19 @@ from ..diagnostics import Diagnostic, error
 __all__ = ["TRAIN_SCRIPT_COUNTS", "count_error", "is_count", "training_count_problems"]
 
 #: variables the training script (catalog/_lib/scripts/train.sh.j2) reads as whole numbers
-TRAIN_SCRIPT_COUNTS = frozenset({
-    "TENSOR_PARALLELISM", "PIPELINE_PARALLELISM", "MICRO_BATCH_SIZE", "GLOBAL_BATCH_SIZE", "SEQ_LENGTH",
-    "TRAIN_ITERS", "EXIT_DURATION_MINS", "SAVE_INTERVAL", "SAVE_RETAIN_INTERVAL",
-})
+TRAIN_SCRIPT_COUNTS = frozenset(
+    {
+        "TENSOR_PARALLELISM",
+        "PIPELINE_PARALLELISM",
+        "MICRO_BATCH_SIZE",
+        "GLOBAL_BATCH_SIZE",
+        "SEQ_LENGTH",
+        "TRAIN_ITERS",
+        "EXIT_DURATION_MINS",
+        "SAVE_INTERVAL",
+        "SAVE_RETAIN_INTERVAL",
+    }
+)
 
 
 def is_count(value: Any) -> bool:
@@ -34,8 +43,11 @@ def count_error(path: str, name: str) -> Diagnostic:
 def _entries(env: Any) -> list[tuple[int, str, Any]]:
     if not isinstance(env, list):
         return []
-    return [(i, e["name"], e.get("value", "")) for i, e in enumerate(env)
-            if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"] in TRAIN_SCRIPT_COUNTS]
+    return [
+        (i, e["name"], e.get("value", ""))
+        for i, e in enumerate(env)
+        if isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"] in TRAIN_SCRIPT_COUNTS
+    ]
 
 
 def training_count_problems(data: Any) -> list[Diagnostic]:

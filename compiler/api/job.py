@@ -63,25 +63,18 @@ class JobSpec(ApiModel):
     """What the Job runs and how it judges the run."""
 
     crd_rules = tuple(
-        presence_fixed(name)
-        for name in ("workloadMetadata", "nodeHealthMonitor", "goodputMeasurement", "bandwidthMeasurement")
+        presence_fixed(name) for name in ("workloadMetadata", "nodeHealthMonitor", "goodputMeasurement", "bandwidthMeasurement")
     )
 
     workload: Annotated[WorkloadSpec, Crd(rules=(immutable("workload"),))]
     workload_metadata: Annotated[Optional[WorkloadMetadata], Crd(rules=(immutable("workloadMetadata"),))] = None
     node_health_monitor: Annotated[Optional[NodeHealthMonitor], Crd(rules=(immutable("nodeHealthMonitor"),))] = None
     checkpoint: Optional[JobCheckpoint] = None
-    stall_multiplier: Optional[Int32] = Field(
-        None, ge=1, description="Fail when no step arrives within this many average step times."
-    )
+    stall_multiplier: Optional[Int32] = Field(None, ge=1, description="Fail when no step arrives within this many average step times.")
     startup_stall_timeout_seconds: Optional[Int32] = Field(None, ge=1)
     scheduling_stall_grace_seconds: Optional[Int32] = Field(None, ge=1)
-    goodput_measurement: Annotated[
-        Optional[GoodputMeasurementConfig], Crd(rules=(immutable("goodputMeasurement"),))
-    ] = None
-    bandwidth_measurement: Annotated[
-        Optional[BandwidthMeasurementConfig], Crd(rules=(immutable("bandwidthMeasurement"),))
-    ] = None
+    goodput_measurement: Annotated[Optional[GoodputMeasurementConfig], Crd(rules=(immutable("goodputMeasurement"),))] = None
+    bandwidth_measurement: Annotated[Optional[BandwidthMeasurementConfig], Crd(rules=(immutable("bandwidthMeasurement"),))] = None
     thresholds: Optional[Thresholds] = None
     measurement_timeout: Optional[Duration] = None
 

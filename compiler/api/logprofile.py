@@ -28,9 +28,7 @@ class EventPattern(ApiModel):
 
     regex: str = Field(min_length=1, max_length=4096, description="RE2 expression with named captures.")
     example: Optional[str] = Field(None, max_length=4096, description="A line the expression matches.")
-    units: Optional[dict[str, Literal["s", "ms", "us"]]] = Field(
-        None, description="Time unit of a capture; seconds when unset."
-    )
+    units: Optional[dict[str, Literal["s", "ms", "us"]]] = Field(None, description="Time unit of a capture; seconds when unset.")
 
 
 class LogPatternSet(ApiModel):

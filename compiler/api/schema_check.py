@@ -52,8 +52,11 @@ def normalize(schema: dict[str, Any], value: Any) -> Any:
 def whole_numbers_as_integers(schema: dict[str, Any] | None, value: Any) -> Any:
     """A copy of ``value`` with whole-valued floats (``2.0``) turned into ints where the schema
     wants an integer, the way the API server decodes JSON numbers; nothing else changes."""
-    if isinstance(value, float) and value.is_integer() and schema is not None and (
-        schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string")
+    if (
+        isinstance(value, float)
+        and value.is_integer()
+        and schema is not None
+        and (schema.get("type") == "integer" or schema.get("x-kubernetes-int-or-string"))
     ):
         return int(value)
     if isinstance(value, dict):
@@ -211,9 +214,7 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], path: tuple[Pat
             if key not in properties and not (isinstance(value.get(key), str) and value[key]):
                 yield error("FieldRequired", path + (key,), "Required value: an embedded object names its apiVersion and kind")
     if "maxProperties" in schema and len(present) > schema["maxProperties"]:
-        yield error(
-            "FieldTooMany", path, f"Too many: {len(present)}: must have at most {schema['maxProperties']} properties"
-        )
+        yield error("FieldTooMany", path, f"Too many: {len(present)}: must have at most {schema['maxProperties']} properties")
     if "minProperties" in schema and len(present) < schema["minProperties"]:
         yield error("FieldInvalid", path, f"should have at least {schema['minProperties']} properties")
     for key, item in value.items():

@@ -237,7 +237,11 @@ def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
 
 
 def _check_rules(
-    schema: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], blocked: _Blocked,
+    schema: dict[str, Any],
+    value: Any,
+    old: Any,
+    path: tuple[PathPart, ...],
+    blocked: _Blocked,
     decide_model_rules: bool = False,
 ) -> list[Diagnostic]:
     """Evaluate the rules on this node, then on every node below it that is present.
@@ -278,7 +282,12 @@ def _check_rules(
 
 
 def _evaluate(
-    rule: dict[str, Any], value: Any, old: Any, path: tuple[PathPart, ...], transition: bool, blocked: _Blocked,
+    rule: dict[str, Any],
+    value: Any,
+    old: Any,
+    path: tuple[PathPart, ...],
+    transition: bool,
+    blocked: _Blocked,
     decide_model_rules: bool = False,
 ) -> Diagnostic | None:
     where = path + _field_path_parts(rule.get("fieldPath", ""))
@@ -315,9 +324,7 @@ def _correlate(schema: dict[str, Any], old: Any):
     keys = schema.get("x-kubernetes-list-map-keys")
     if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(old, list):
         return lambda item: _MISSING
-    by_key = {
-        tuple(entry.get(k) for k in keys): entry for entry in old if isinstance(entry, dict)
-    }
+    by_key = {tuple(entry.get(k) for k in keys): entry for entry in old if isinstance(entry, dict)}
 
     def lookup(item: Any) -> Any:
         if not isinstance(item, dict):
@@ -353,18 +360,26 @@ def _check_metadata(kind: str, namespaced: bool, meta: Any) -> list[Diagnostic]:
         out.append(error("FieldInvalid", "metadata.namespace", "must be a lowercase RFC 1123 label of at most 63 characters"))
     annotations = meta.get("annotations")
     if isinstance(annotations, dict):
-        size = sum(len(str(k).encode("utf-8", "surrogatepass")) + len(str(v).encode("utf-8", "surrogatepass"))
-                   for k, v in annotations.items())
+        size = sum(
+            len(str(k).encode("utf-8", "surrogatepass")) + len(str(v).encode("utf-8", "surrogatepass")) for k, v in annotations.items()
+        )
         if size > MAX_ANNOTATIONS_BYTES:
-            out.append(error("FieldTooLong", "metadata.annotations",
-                             f"Too long: annotations hold {size} bytes; keys and values together may hold at most {MAX_ANNOTATIONS_BYTES}"))
+            out.append(
+                error(
+                    "FieldTooLong",
+                    "metadata.annotations",
+                    f"Too long: annotations hold {size} bytes; keys and values together may hold at most {MAX_ANNOTATIONS_BYTES}",
+                )
+            )
     for field, check_values in (("labels", True), ("annotations", False)):
         entries = meta.get(field)
         if not isinstance(entries, dict):
             continue
         for key, item in entries.items():
             if not _is_qualified_key(key):
-                out.append(error("FieldInvalid", ("metadata", field), f"{key!r} is not a valid key: [prefix/]name, name at most 63 characters"))
+                out.append(
+                    error("FieldInvalid", ("metadata", field), f"{key!r} is not a valid key: [prefix/]name, name at most 63 characters")
+                )
             if check_values and isinstance(item, str) and (len(item) > 63 or not _LABEL_VALUE.fullmatch(item)):
                 # The API server reports label values at the map, like label keys.
                 out.append(error("FieldInvalid", ("metadata", field), f"{item!r} is not a valid label value (key {key!r})"))

@@ -136,9 +136,7 @@ class OverrideSpec(ApiModel):
 
     when: WhenSpec
     job_template: Optional[FreeFormObject] = Field(None, description="Merged into the Job template.")
-    job_template_patch: Optional[list[FreeFormObject]] = Field(
-        None, description="RFC 6902 operations applied after the merge."
-    )
+    job_template_patch: Optional[list[FreeFormObject]] = Field(None, description="RFC 6902 operations applied after the merge.")
     dependencies: Optional[list[DependencySpec]] = None
     orchestration: Optional[OrchestrationPatch] = None
 
@@ -185,9 +183,7 @@ class WorkflowSpec(ApiModel):
 
     crd_rules = (presence_fixed("gangScheduler"),)
 
-    namespace: Optional[str] = Field(
-        None, max_length=63, pattern=DNS_LABEL, description="Namespace for the Jobs and dependencies."
-    )
+    namespace: Optional[str] = Field(None, max_length=63, pattern=DNS_LABEL, description="Namespace for the Jobs and dependencies.")
     job_template: JobTemplate
     orchestration: OrchestrationSpec
     dependencies: Optional[list[DependencySpec]] = None
@@ -390,5 +386,3 @@ class Workflow(ApiObject):
     kind: Literal["Workflow"]
     spec: WorkflowSpec
     status: Optional[WorkflowStatus] = None
-
-

@@ -92,9 +92,7 @@ class FrameworkSpec(ApiModel):
 class WorkloadConfig(ApiModel):
     """Configuration mounted read-only at /config: inline data or an existing ConfigMap."""
 
-    crd_rules = (
-        Rule(rule="!(has(self.inline) && has(self.configMapRef))", message="inline and configMapRef are mutually exclusive"),
-    )
+    crd_rules = (Rule(rule="!(has(self.inline) && has(self.configMapRef))", message="inline and configMapRef are mutually exclusive"),)
 
     inline: Optional[dict[str, Annotated[str, Field(max_length=MAX_CONFIG_BYTES)]]] = Field(
         None, description="File name to file content, as in a ConfigMap's data; every value is a string."

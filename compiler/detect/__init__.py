@@ -179,9 +179,7 @@ def detect_cluster(
             return None, diags
         platform_fact, d = detect_platform(nodes, supplied=platform_flag, target_path=target_path)
         diags += d
-        found, d = detect_gpu_arch(
-            facts, nodes, supplied=arch_flag, node_selector=target.get("nodeSelector"), target_path=target_path
-        )
+        found, d = detect_gpu_arch(facts, nodes, supplied=arch_flag, node_selector=target.get("nodeSelector"), target_path=target_path)
         diags += d
         if platform_fact is None or found is None:
             return None, diags

@@ -60,8 +60,7 @@ def dra_gpus_by_node(facts: ClusterFacts) -> dict[str, DRAGPUs]:
     arch_attrs = tuple(rules["architectureAttributes"])
 
     slices = [
-        rs for rs in facts.resource_slices
-        if (rs.get("spec") or {}).get("driver") == driver and (rs.get("spec") or {}).get("nodeName")
+        rs for rs in facts.resource_slices if (rs.get("spec") or {}).get("driver") == driver and (rs.get("spec") or {}).get("nodeName")
     ]
     newest: dict[tuple[str, str], int] = {}
     for rs in slices:

@@ -43,9 +43,7 @@ _IMAGE_ADVICE = "set categories[].options.image to choose the images yourself"
 
 def gcp_detection_applies(platform: str, gpu_arch: str) -> bool:
     """True where GKE network and TCPXO detection run (GCP H100)."""
-    return gate_matches(table("tcpxo")["gate"], platform, gpu_arch) or gate_matches(
-        table("gke_networks")["gate"], platform, gpu_arch
-    )
+    return gate_matches(table("tcpxo")["gate"], platform, gpu_arch) or gate_matches(table("gke_networks")["gate"], platform, gpu_arch)
 
 
 # --------------------------------------------------------------------------- GKE networks
@@ -62,7 +60,7 @@ def _node_networks(node: Mapping[str, Any]) -> set[str]:
     for resource in allocatable(node):
         if not resource.startswith(prefix):
             continue
-        name = resource[len(prefix):]
+        name = resource[len(prefix) :]
         if name and name not in rules["ignoreNames"] and not any(name.endswith(s) for s in rules["ignoreSuffixes"]):
             out.add(name)
     return out

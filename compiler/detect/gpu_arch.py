@@ -38,10 +38,7 @@ __all__ = [
     "UNKNOWN_ARCH_MESSAGE",
 ]
 
-UNKNOWN_ARCH_MESSAGE = (
-    "cannot determine GPU architecture from target nodeSelector or --gpu-arch "
-    "(nvidia.com/gpu.product label is required)"
-)
+UNKNOWN_ARCH_MESSAGE = "cannot determine GPU architecture from target nodeSelector or --gpu-arch (nvidia.com/gpu.product label is required)"
 LABEL = "label"
 RESOURCE_SLICES = "resourceslices"
 
@@ -56,7 +53,7 @@ def parse_product(product: str) -> str:
     rest = (product or "").strip()
     for prefix in rules["stripPrefixes"]:
         if rest.upper().startswith(str(prefix).upper()):
-            rest = rest[len(prefix):]
+            rest = rest[len(prefix) :]
     if not rest:
         return ""
     folded = rest.replace(" ", "-").upper()
@@ -231,7 +228,9 @@ def detect_gpu_arch(
         if p.arch == arch or (not p.arch and keep_unknown):
             kept.append(node)
         elif not p.arch:
-            excluded.append(ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product"))
+            excluded.append(
+                ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product")
+            )
             no_product.append(p.node)
         else:
             against = f"--gpu-arch {arch}" if supplied else f"the majority architecture {arch}"

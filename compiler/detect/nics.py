@@ -66,14 +66,18 @@ def detect_nic_resource(
     required = max(mlnx_per_node, 1)
     names = [name_of(n) for n in sorted(nodes, key=name_of)]
     candidates = nic_candidates(nodes)
-    qualifying = [
-        r for r, per_node in candidates.items() if names and all(per_node.get(n, Fraction(0)) >= required for n in names)
-    ]
+    qualifying = [r for r, per_node in candidates.items() if names and all(per_node.get(n, Fraction(0)) >= required for n in names)]
     if len(qualifying) == 1:
         chosen = qualifying[0]
         return (
             Fact(chosen, DETECTED, f"allocatable at {required} or more on all {plural(len(names), 'target node')}"),
-            [info(CODE, path, f"using NIC resource {chosen}: the only rdma/* or nvidia.com/mlnxnics resource allocatable at {required} or more on every target node")],
+            [
+                info(
+                    CODE,
+                    path,
+                    f"using NIC resource {chosen}: the only rdma/* or nvidia.com/mlnxnics resource allocatable at {required} or more on every target node",
+                )
+            ],
         )
 
     if qualifying:

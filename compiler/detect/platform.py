@@ -103,7 +103,11 @@ def detect_platform(
     if not by_platform:
         default = str(table("platforms")["default"])
         diags.append(
-            info("PlatformDefaulted", "--platform", f"no cluster facts to detect the platform from; using {default} (pass --platform to choose)")
+            info(
+                "PlatformDefaulted",
+                "--platform",
+                f"no cluster facts to detect the platform from; using {default} (pass --platform to choose)",
+            )
         )
         return Fact(default, DEFAULTED, "no target nodes to detect from"), diags
 
@@ -118,7 +122,7 @@ def detect_platform(
         )
         return None, diags
 
-    (platform, names), = by_platform.items()
+    ((platform, names),) = by_platform.items()
     for note, noted in sorted(notes.items()):
         diags.append(info("PlatformDetectionNote", target_path, f"{note} (nodes: {name_list(noted)})"))
     return Fact(platform, DETECTED, f"spec.providerID of {plural(len(names), 'target node')}"), diags

@@ -89,8 +89,9 @@ def _topology_order(nodes: tuple[str, ...], topology: Mapping[str, str] | None) 
     return tuple(sorted(nodes, key=lambda n: (topology.get(n) or "~", n)))
 
 
-def _emit(state: _State, stage: str, groups: Sequence[RoundGroup], message: str,
-          roles: Mapping[str, tuple[int, str]] | None = None) -> tuple[_State, Round]:
+def _emit(
+    state: _State, stage: str, groups: Sequence[RoundGroup], message: str, roles: Mapping[str, tuple[int, str]] | None = None
+) -> tuple[_State, Round]:
     pending = tuple((g.name, g.nodes) for g in groups)
     return replace(state, stage=stage, pending=pending, roles=dict(roles or {})), Round(stage, tuple(groups), message)
 
@@ -122,8 +123,7 @@ def _passed(results: Sequence[GroupResult]) -> dict[str, bool]:
 def _like_peers(state: _State, result: GroupResult | None) -> bool:
     """A multi-node group that measured at least a near miss of the nodes' own screens."""
     reference = state.reference_bw
-    return bool(result and result.evaluable and result.bus_bw is not None and reference
-                and result.bus_bw >= _NEAR_MISS * reference)
+    return bool(result and result.evaluable and result.bus_bw is not None and reference and result.bus_bw >= _NEAR_MISS * reference)
 
 
 def _path_faults(state: _State, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> dict[str, bool]:
@@ -227,15 +227,16 @@ def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
         return _local_round(state, state.nodes, "local-screen", f"Screening cycle {state.cycle}")
     if state.links:
         return _links_found(state)
-    return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes,
-                            unresolved=state.unresolved)
+    return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes, unresolved=state.unresolved)
 
 
 def _threshold_unmet(state: _State) -> tuple[_State, Diagnosis]:
     reference = f"{state.reference_bw:.1f} GB/s" if state.reference_bw else "their peers"
-    message = (f"Diagnosis complete: no group reaches the threshold although every node measures like its peers "
-               f"(median {reference} alone): the threshold is beyond this fabric, or the fabric is slow everywhere; "
-               "no node is blamed")
+    message = (
+        f"Diagnosis complete: no group reaches the threshold although every node measures like its peers "
+        f"(median {reference} alone): the threshold is beyond this fabric, or the fabric is slow everywhere; "
+        "no node is blamed"
+    )
     return state, Diagnosis(True, message, healthy_nodes=state.nodes, unresolved=state.unresolved, threshold_unmet=True)
 
 
@@ -278,7 +279,7 @@ def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
             continue
         a1, a2 = _halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
         b1, b2 = _halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
-        pairs = ((("x11", a1, b1), ("x22", a2, b2)) if search.phase == 0 else (("x12", a1, b2), ("x21", a2, b1)))
+        pairs = (("x11", a1, b1), ("x22", a2, b2)) if search.phase == 0 else (("x12", a1, b2), ("x21", a2, b1))
         for role, left, right in pairs:
             if left and right:
                 name = f"link-{len(groups)}"
@@ -340,8 +341,7 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
     if state.stage in ("local-screen", "confirm"):
         state = _record_local(state, outcome, results)
         trial, blamed, unresolved = _to_confirm(state)
-        state = replace(state, blamed=tuple(sorted({*state.blamed, *blamed})),
-                        unresolved=tuple(sorted({*state.unresolved, *unresolved})))
+        state = replace(state, blamed=tuple(sorted({*state.blamed, *blamed})), unresolved=tuple(sorted({*state.unresolved, *unresolved})))
         if trial:
             return _local_round(state, trial, "confirm", f"Re-running {len(trial)} node(s) that failed on their own")
         return _finish_nodes(state)
@@ -373,8 +373,7 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
             else:
                 link_fails[key] = link_fails.get(key, 0) + 1
                 (links if link_fails[key] >= state.options.confirmations else remaining).append(key)
-        state = replace(state, link_fails=link_fails, links=tuple(dict.fromkeys(links)), candidates=tuple(remaining),
-                        pending=())
+        state = replace(state, link_fails=link_fails, links=tuple(dict.fromkeys(links)), candidates=tuple(remaining), pending=())
         if state.candidates:
             return _confirm_links(state)
         if state.links:

@@ -122,14 +122,15 @@ def _confirm(state: _State) -> tuple[_State, Round | Diagnosis]:
     if not suspects:
         if state.faults:
             return state, Diagnosis(
-                True, f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                infrastructure_faults=state.faults, healthy_nodes=state.healthy,
+                True,
+                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+                infrastructure_faults=state.faults,
+                healthy_nodes=state.healthy,
             )
         return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
     if not state.healthy:
         message = f"No healthy reference node; {len(suspects)} suspects marked failed"
-        return state, Diagnosis(True, message, faulty_nodes={n: message for n in suspects},
-                                infrastructure_faults=state.faults)
+        return state, Diagnosis(True, message, faulty_nodes={n: message for n in suspects}, infrastructure_faults=state.faults)
     # References rotate so confirmations run in parallel; with more suspects than healthy nodes
     # the controller runs the groups that would share a reference one after another.
     batch = suspects[: len(state.healthy)]
@@ -137,8 +138,9 @@ def _confirm(state: _State) -> tuple[_State, Round | Diagnosis]:
     for i, suspect in enumerate(batch):
         reference = state.healthy[i % len(state.healthy)]
         groups.append((f"confirm-{i}", (suspect, reference), suspect, suspect in state.no_nvl_suspects))
-    return _round(replace(state, suspects=suspects), "confirmation", groups,
-                  f"Confirming {len(batch)} suspect(s) against healthy references")
+    return _round(
+        replace(state, suspects=suspects), "confirmation", groups, f"Confirming {len(batch)} suspect(s) against healthy references"
+    )
 
 
 def _after_bisection_or_probes(state: _State) -> tuple[_State, Round | Diagnosis]:
@@ -148,8 +150,12 @@ def _after_bisection_or_probes(state: _State) -> tuple[_State, Round | Diagnosis
         return _bisect_round(state)
     if not state.suspects:
         if state.faults:
-            return state, Diagnosis(True, f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                                    infrastructure_faults=state.faults, healthy_nodes=state.healthy)
+            return state, Diagnosis(
+                True,
+                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+                infrastructure_faults=state.faults,
+                healthy_nodes=state.healthy,
+            )
         return state, Diagnosis(False, "Bisection complete: all groups passed", healthy_nodes=state.healthy)
     return _confirm(state)
 
@@ -160,7 +166,12 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
     stage = state.stage
 
     if stage in ("intra-screening", "intra-screening-no-nvl"):
-        healthy, suspects, no_nvl, failed_domains = list(state.healthy), list(state.suspects), list(state.no_nvl_suspects), list(state.failed_domains)
+        healthy, suspects, no_nvl, failed_domains = (
+            list(state.healthy),
+            list(state.suspects),
+            list(state.no_nvl_suspects),
+            list(state.failed_domains),
+        )
         for name, nodes, domain in state.pending:
             if outcome[name]:
                 if stage == "intra-screening":
@@ -171,25 +182,34 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
                 if stage == "intra-screening-no-nvl":
                     no_nvl.extend(nodes)
                     healthy = list(_minus(healthy, nodes))
-        state = replace(state, healthy=_sorted(healthy), suspects=_sorted(suspects), no_nvl_suspects=_sorted(no_nvl),
-                        failed_domains=tuple(dict.fromkeys(failed_domains)), pending=())
+        state = replace(
+            state,
+            healthy=_sorted(healthy),
+            suspects=_sorted(suspects),
+            no_nvl_suspects=_sorted(no_nvl),
+            failed_domains=tuple(dict.fromkeys(failed_domains)),
+            pending=(),
+        )
         if stage == "intra-screening" and state.options.mnnvl:
             groups = [(f"screen-no-nvl-{domain}", members, domain, True) for domain, members in state.domains]
             return _round(state, "intra-screening-no-nvl", groups, "Re-screening with multi-node NVLink off")
         failed = [members for domain, members in state.domains if domain in state.failed_domains]
-        reps = [next(n for n in members if n in state.healthy) for _, members in state.domains
-                if any(n in state.healthy for n in members)]
+        reps = [next(n for n in members if n in state.healthy) for _, members in state.domains if any(n in state.healthy for n in members)]
         if len(reps) < 2:
             if not state.suspects:
                 return state, Diagnosis(False, "All domains healthy, no faults detected", healthy_nodes=state.healthy)
             state = replace(state, to_split=tuple(_sorted(m) for m in failed))
             return _bisect_round(state)
         state = replace(state, to_split=tuple(_sorted(m) for m in failed))
-        return _round(state, "inter-screening", [("inter-domain", _sorted(reps), "inter", False)],
-                      f"Screening {len(reps)} domain representatives together")
+        return _round(
+            state,
+            "inter-screening",
+            [("inter-domain", _sorted(reps), "inter", False)],
+            f"Screening {len(reps)} domain representatives together",
+        )
 
     if stage == "inter-screening":
-        (name, nodes, _), = state.pending
+        ((name, nodes, _),) = state.pending
         to_split = list(state.to_split)
         suspects = list(state.suspects)
         if not outcome[name]:
@@ -220,8 +240,9 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
                     suspects.extend(nodes)
                 else:
                     to_split.append(nodes)
-        state = replace(state, healthy=_sorted(healthy), suspects=_sorted(suspects), to_split=tuple(to_split),
-                        probes=tuple(probes), pending=())
+        state = replace(
+            state, healthy=_sorted(healthy), suspects=_sorted(suspects), to_split=tuple(to_split), probes=tuple(probes), pending=()
+        )
         return _after_bisection_or_probes(state)
 
     if stage == "cross-boundary":
@@ -251,8 +272,12 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         if state.suspects and _minus(state.suspects, state.healthy):
             return _confirm(state)
         if state.faults:
-            return state, Diagnosis(True, f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                                    infrastructure_faults=state.faults, healthy_nodes=state.healthy)
+            return state, Diagnosis(
+                True,
+                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+                infrastructure_faults=state.faults,
+                healthy_nodes=state.healthy,
+            )
         return state, Diagnosis(False, "Cross-boundary probing complete: no faults confirmed", healthy_nodes=state.healthy)
 
     if stage == "confirmation":
@@ -263,18 +288,32 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
             else:
                 confirmed.append(suspect)
         tried = {suspect for _, _, suspect in state.pending}
-        state = replace(state, healthy=_sorted(healthy), confirmed=_sorted(confirmed),
-                        suspects=tuple(s for s in state.suspects if s not in tried), pending=())
+        state = replace(
+            state,
+            healthy=_sorted(healthy),
+            confirmed=_sorted(confirmed),
+            suspects=tuple(s for s in state.suspects if s not in tried),
+            pending=(),
+        )
         if _minus(state.suspects, state.healthy):
             return _confirm(state)
         if not state.confirmed:
             if state.faults:
-                return state, Diagnosis(True, f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                                        infrastructure_faults=state.faults, healthy_nodes=state.healthy)
+                return state, Diagnosis(
+                    True,
+                    f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+                    infrastructure_faults=state.faults,
+                    healthy_nodes=state.healthy,
+                )
             return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
         message = f"Diagnosis complete: {len(state.confirmed)} faulty nodes confirmed"
-        return state, Diagnosis(True, message, faulty_nodes={n: message for n in state.confirmed},
-                                infrastructure_faults=state.faults, healthy_nodes=state.healthy)
+        return state, Diagnosis(
+            True,
+            message,
+            faulty_nodes={n: message for n in state.confirmed},
+            infrastructure_faults=state.faults,
+            healthy_nodes=state.healthy,
+        )
 
     raise ValueError(f"unknown diagnose stage {stage!r}")
 

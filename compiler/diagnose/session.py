@@ -62,10 +62,15 @@ def planner_of(workflow: Mapping[str, Any]) -> str:
     if value is None or value == "":
         return DEFAULT_PLANNER
     if value not in PLANNERS:
-        raise CompileError([
-            error("InvalidDiagnosePlanner", f"metadata.annotations[{PLANNER_ANNOTATION}]",
-                  f"unknown diagnose planner {value!r}; choose {' or '.join(PLANNERS)}")
-        ])
+        raise CompileError(
+            [
+                error(
+                    "InvalidDiagnosePlanner",
+                    f"metadata.annotations[{PLANNER_ANNOTATION}]",
+                    f"unknown diagnose planner {value!r}; choose {' or '.join(PLANNERS)}",
+                )
+            ]
+        )
     return str(value)
 
 
@@ -123,6 +128,7 @@ def round_topology(first_round: Mapping[str, Sequence[str]]) -> dict[str, str]:
     of its group, zero-padded so name order is position order, gives the baseline the same groups
     under the same names on replay, without keeping the label values.
     """
+
     def order(name: str) -> tuple[int, str]:
         found = _INDEX.search(name)
         return (int(found.group(1)) if found else 0, name)

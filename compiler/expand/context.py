@@ -63,8 +63,7 @@ def expand_context(
         source_kind="Workflow",
         source_name=name,
         spec=workflow.get("spec") or {},
-        entry=EntryInfo(domain=str(labels.get(LABEL_DOMAIN) or "workflow"), variant=str(labels.get(LABEL_VARIANT) or name),
-                        launch=launch),
+        entry=EntryInfo(domain=str(labels.get(LABEL_DOMAIN) or "workflow"), variant=str(labels.get(LABEL_VARIANT) or name), launch=launch),
         cluster=cluster,
         path="spec.jobTemplate",
         workflow=workflow,
@@ -95,6 +94,7 @@ def effective_workflow(workflow: Mapping[str, Any], plan: Plan | None) -> Mappin
         return {**workflow, "spec": plan.workflow_spec}
     spec = workflow.get("spec") if isinstance(workflow, Mapping) else None
     if isinstance(spec, Mapping) and spec.get("overrides"):
-        raise CompileError([error("OverridesNotApplied", "spec.overrides",
-                                  "the Workflow has overrides: expand it with the plan that applied them")])
+        raise CompileError(
+            [error("OverridesNotApplied", "spec.overrides", "the Workflow has overrides: expand it with the plan that applied them")]
+        )
     return workflow

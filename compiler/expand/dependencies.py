@@ -56,8 +56,18 @@ __all__ = [
 
 _RESOURCE_NAME = re.compile(r"^[a-z0-9][-a-z0-9.]*[a-z0-9]$")
 _CLUSTER_SCOPED_KINDS = frozenset(
-    {"Namespace", "PersistentVolume", "StorageClass", "PriorityClass", "RuntimeClass", "DeviceClass", "ResourceSlice",
-     "LogProfile", "CustomResourceDefinition", "Node"}
+    {
+        "Namespace",
+        "PersistentVolume",
+        "StorageClass",
+        "PriorityClass",
+        "RuntimeClass",
+        "DeviceClass",
+        "ResourceSlice",
+        "LogProfile",
+        "CustomResourceDefinition",
+        "Node",
+    }
 )
 
 
@@ -90,7 +100,7 @@ def is_cluster_scoped(dep: Mapping[str, Any]) -> bool:
 def _without_metadata_values(job_spec: Mapping[str, Any]) -> dict[str, Any]:
     """The Job spec minus the label/annotation maps that are copied verbatim and never reference anything."""
     out = {k: copy.deepcopy(v) for k, v in job_spec.items() if k != "workloadMetadata"}
-    for patch in (((out.get("workload") or {}).get("trainJob") or {}).get("runtimePatches") or []):
+    for patch in ((out.get("workload") or {}).get("trainJob") or {}).get("runtimePatches") or []:
         for meta in _patch_metadata(patch):
             meta.pop("labels", None)
             meta.pop("annotations", None)
@@ -104,7 +114,7 @@ def _patch_metadata(patch: Any) -> Iterator[dict[str, Any]]:
         return
     if isinstance(template.get("metadata"), dict):
         yield template["metadata"]
-    for job in ((template.get("spec") or {}).get("replicatedJobs") or []):
+    for job in (template.get("spec") or {}).get("replicatedJobs") or []:
         job_template = job.get("template") if isinstance(job, dict) else None
         if not isinstance(job_template, dict):
             continue
@@ -223,13 +233,15 @@ def rename_job_spec(job_spec: Mapping[str, Any], replacements: Mapping[str, str]
 #: renders and the install's run role grants. The controller creates them with its own rights,
 #: so anything else (a Role, a ServiceAccount, a cluster-scoped object) is refused up front
 #: instead of being tried with them.
-ALLOWED_DEPENDENCY_KINDS = frozenset({
-    ("trainer.kubeflow.org", "TrainingRuntime"),
-    ("resource.nvidia.com", "ComputeDomain"),
-    ("resource.k8s.io", "ResourceClaimTemplate"),
-    ("", "PersistentVolumeClaim"),
-    ("", "ConfigMap"),
-})
+ALLOWED_DEPENDENCY_KINDS = frozenset(
+    {
+        ("trainer.kubeflow.org", "TrainingRuntime"),
+        ("resource.nvidia.com", "ComputeDomain"),
+        ("resource.k8s.io", "ResourceClaimTemplate"),
+        ("", "PersistentVolumeClaim"),
+        ("", "ConfigMap"),
+    }
+)
 
 
 def _allowed(dep: Mapping[str, Any]) -> bool:
@@ -251,15 +263,22 @@ def workflow_dependencies(workflow: Mapping[str, Any]) -> list[Mapping[str, Any]
             problems.append(error("InvalidDependency", path, "a dependency is an object with apiVersion and kind"))
         elif not _allowed(dep):
             kinds = ", ".join(f"{k} ({g or 'core'})" for g, k in sorted(ALLOWED_DEPENDENCY_KINDS, key=lambda x: x[1]))
-            problems.append(error("DependencyKindNotAllowed", f"{path}.kind",
-                                  f"{dep['kind']} ({dep['apiVersion']}) is not a kind the controller creates for a Workflow; "
-                                  f"allowed: {kinds}"))
+            problems.append(
+                error(
+                    "DependencyKindNotAllowed",
+                    f"{path}.kind",
+                    f"{dep['kind']} ({dep['apiVersion']}) is not a kind the controller creates for a Workflow; allowed: {kinds}",
+                )
+            )
         elif not _dep_name(dep):
             problems.append(error("InvalidDependency", f"{path}.metadata.name", "a dependency needs a name"))
         elif dep.get("when") is not None:
             problems.append(
-                error("UnsupportedDependency", f"{path}.when",
-                      "conditional dependencies are not expanded; render the Workflow so the condition is decided")
+                error(
+                    "UnsupportedDependency",
+                    f"{path}.when",
+                    "conditional dependencies are not expanded; render the Workflow so the condition is decided",
+                )
             )
     if problems:
         raise CompileError(problems)

@@ -239,15 +239,26 @@ def check_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     problems: list[Diagnostic] = []
     name = (job.get("metadata") or {}).get("name", "")
     if not isinstance(name, str) or not _DNS_LABEL.fullmatch(name) or len(name) > MAX_JOB_NAME_LEN:
-        problems.append(error("InvalidJobName", "metadata.name", f"{name!r} is not a DNS-1123 label of at most {MAX_JOB_NAME_LEN} characters"))
+        problems.append(
+            error("InvalidJobName", "metadata.name", f"{name!r} is not a DNS-1123 label of at most {MAX_JOB_NAME_LEN} characters")
+        )
     checkpoint = (job.get("spec") or {}).get("checkpoint") or {}
     pvc = checkpoint.get("pvcName")
     if pvc:
         _, renames = job_dependency_set(x.workflow, plan.total_groups, plan.iterations, group.name, x.iteration)
-        available = {renames.get(n, n) for n in ((d.get("metadata") or {}).get("name") for d in workflow_dependencies(x.workflow)
-                                                 if d.get("kind") == "PersistentVolumeClaim") if n}
+        available = {
+            renames.get(n, n)
+            for n in (
+                (d.get("metadata") or {}).get("name") for d in workflow_dependencies(x.workflow) if d.get("kind") == "PersistentVolumeClaim"
+            )
+            if n
+        }
         if pvc not in available:
-            problems.append(error("CheckpointPVCMissing", "spec.jobTemplate.spec.checkpoint.pvcName", f"Checkpoint requires PVC {pvc!r} in dependencies"))
+            problems.append(
+                error(
+                    "CheckpointPVCMissing", "spec.jobTemplate.spec.checkpoint.pvcName", f"Checkpoint requires PVC {pvc!r} in dependencies"
+                )
+            )
     return unit, problems
 
 

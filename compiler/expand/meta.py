@@ -85,7 +85,13 @@ def uid_of(obj: Mapping[str, Any], what: str) -> str:
     uid = _metadata(obj).get("uid")
     if not isinstance(uid, str) or not uid:
         raise CompileError(
-            [error("MissingUID", "metadata.uid", f"the {what} has no uid: expand its children from the {what} as the API server returned it")]
+            [
+                error(
+                    "MissingUID",
+                    "metadata.uid",
+                    f"the {what} has no uid: expand its children from the {what} as the API server returned it",
+                )
+            ]
         )
     return uid
 

@@ -79,9 +79,7 @@ def _config_map(workflow: Mapping[str, Any], name: str, key: str, payload: str) 
     }
 
 
-def expand_node_results(
-    workflow: Mapping[str, Any], succeeded: Sequence[str], failed: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def expand_node_results(workflow: Mapping[str, Any], succeeded: Sequence[str], failed: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The succeeded-nodes and failed-nodes ConfigMaps (each only when its list is non-empty)."""
     if isinstance(succeeded, str) or any(not isinstance(n, str) or not n for n in succeeded):
         raise CompileError([error("InvalidSucceededNodes", "succeeded", "expected a list of node names")])

@@ -101,7 +101,7 @@ def replicated_job_names(train_job: Mapping[str, Any], dependencies: Sequence[Ma
             return names
     found: list[str] = []
     for patch in train_job.get("runtimePatches") or []:
-        for job in ((((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []):
+        for job in (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
             if job.get("name") and job["name"] not in found:
                 found.append(job["name"])
     return tuple(found) or ("node",)
@@ -117,9 +117,13 @@ def add_controller_patch(train_job: Mapping[str, Any], per_job: Mapping[str, Map
     patch = {
         "manager": CONTROLLER_MANAGER,
         "trainingRuntimeSpec": {
-            "template": {"spec": {"replicatedJobs": [
-                {"name": name, "template": {"spec": {"template": copy.deepcopy(dict(pod))}}} for name, pod in per_job.items()
-            ]}}
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": name, "template": {"spec": {"template": copy.deepcopy(dict(pod))}}} for name, pod in per_job.items()
+                    ]
+                }
+            }
         },
     }
     entries = list(out.get("runtimePatches") or [])

@@ -52,8 +52,9 @@ def _category_scale(spec: Mapping[str, Any], category: Mapping[str, Any]) -> str
     return str(own or spec.get("testScale") or DEFAULT_TEST_SCALE)
 
 
-def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts | None, *,
-                         check_purity: bool = False, notes: list[Diagnostic] | None = None) -> list[dict[str, Any]]:
+def expand_certification(
+    certification: Mapping[str, Any], facts: ClusterFacts | None, *, check_purity: bool = False, notes: list[Diagnostic] | None = None
+) -> list[dict[str, Any]]:
     """One Workflow per category, rendered from ``certification`` and ``facts``; raises CompileError."""
     from ..render import render_certification
 
@@ -71,8 +72,9 @@ def expand_certification(certification: Mapping[str, Any], facts: ClusterFacts |
     ]
 
 
-def expand_workloadrun(workloadrun: Mapping[str, Any], facts: ClusterFacts | None, *, check_purity: bool = False,
-                       notes: list[Diagnostic] | None = None) -> dict[str, Any]:
+def expand_workloadrun(
+    workloadrun: Mapping[str, Any], facts: ClusterFacts | None, *, check_purity: bool = False, notes: list[Diagnostic] | None = None
+) -> dict[str, Any]:
     """The WorkloadRun's one Workflow, rendered from ``workloadrun`` and ``facts``; raises CompileError."""
     from ..workloadrun import render_workloadrun
 

@@ -48,12 +48,17 @@ class OptionalKey:
 
 #: Keys that exist only for a non-empty value (the compiler omits them otherwise).
 OPTIONAL_KEYS: tuple[OptionalKey, ...] = (
-    OptionalKey("Deployment", ("spec", "template", "spec", "imagePullSecrets"), "$.Values.manager.imagePullSecrets",
-                'include "nvcre.imagePullSecrets" $.Values.manager.imagePullSecrets', raw=True),
-    OptionalKey("Deployment", ("spec", "template", "spec", "nodeSelector"), "$.Values.manager.nodeSelector",
-                "$.Values.manager.nodeSelector"),
-    OptionalKey("Deployment", ("spec", "template", "spec", "tolerations"), "$.Values.manager.tolerations",
-                "$.Values.manager.tolerations"),
+    OptionalKey(
+        "Deployment",
+        ("spec", "template", "spec", "imagePullSecrets"),
+        "$.Values.manager.imagePullSecrets",
+        'include "nvcre.imagePullSecrets" $.Values.manager.imagePullSecrets',
+        raw=True,
+    ),
+    OptionalKey(
+        "Deployment", ("spec", "template", "spec", "nodeSelector"), "$.Values.manager.nodeSelector", "$.Values.manager.nodeSelector"
+    ),
+    OptionalKey("Deployment", ("spec", "template", "spec", "tolerations"), "$.Values.manager.tolerations", "$.Values.manager.tolerations"),
 )
 
 #: The manager image, as ``image_reference`` builds it: ``repository@digest`` or ``repository:tag``.
@@ -94,7 +99,7 @@ class Holes:
         for match in _TOKEN.finditer(text):
             if match.group() in self.raw:
                 raise ChartError(f"a JSON-valued hole cannot sit inside the string {text!r}")
-            fmt.append(text[position:match.start()].replace("%", "%%"))
+            fmt.append(text[position : match.start()].replace("%", "%%"))
             fmt.append("%v")
             arguments.append(f"({self.expressions[match.group()]})")
             position = match.end()
@@ -190,8 +195,7 @@ def _merge_scalars(current: Any, base: Any, other: Any, condition: str, holes: H
     if isinstance(base, list) and isinstance(other, list):
         if len(base) != len(other):
             raise ChartError(f"{where}: list length changes with {condition}")
-        return [_merge_scalars(c, a, b, condition, holes, f"{where}[{i}]")
-                for i, (c, a, b) in enumerate(zip(current, base, other))]
+        return [_merge_scalars(c, a, b, condition, holes, f"{where}[{i}]") for i, (c, a, b) in enumerate(zip(current, base, other))]
     if base == other:
         return current
     if isinstance(base, (dict, list)) or isinstance(other, (dict, list)):
@@ -230,9 +234,7 @@ def _with_conditions(
     return documents
 
 
-def template_documents(
-    render: Callable[[dict[str, Any]], list[dict[str, Any]]], holes: Holes
-) -> list[Document]:
+def template_documents(render: Callable[[dict[str, Any]], list[dict[str, Any]]], holes: Holes) -> list[Document]:
     """Every object ``render`` can produce, as documents with their conditions, across the RBAC scopes."""
     by_scope = {scope: _with_conditions(render, probe_values(holes, scope=scope), holes) for scope in RBAC_SCOPES}
     merged: list[Document] = []
@@ -245,12 +247,16 @@ def template_documents(
             seen.add(key)
             present = [s for s in RBAC_SCOPES if any(_identity(d.body, holes) == key for d in by_scope[s])]
             bodies = [next(d for d in by_scope[s] if _identity(d.body, holes) == key) for s in present]
-            if any(_structure(b.body, holes) != _structure(bodies[0].body, holes) or b.conditions != bodies[0].conditions
-                   for b in bodies[1:]):
+            if any(
+                _structure(b.body, holes) != _structure(bodies[0].body, holes) or b.conditions != bodies[0].conditions for b in bodies[1:]
+            ):
                 raise ChartError(f"{'/'.join(key)} differs between the RBAC scopes")
             if len(present) < len(RBAC_SCOPES):
-                document.conditions.append(" or ".join(f'(eq $.Values.rbac.scope "{s}")' for s in present)
-                                           if len(present) > 1 else f'eq $.Values.rbac.scope "{present[0]}"')
+                document.conditions.append(
+                    " or ".join(f'(eq $.Values.rbac.scope "{s}")' for s in present)
+                    if len(present) > 1
+                    else f'eq $.Values.rbac.scope "{present[0]}"'
+                )
             merged.append(document)
     run_tokens = {t for t, e in holes.expressions.items() if e == RUN_NAMESPACE_VARIABLE}
     for document in merged:

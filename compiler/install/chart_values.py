@@ -100,12 +100,14 @@ def _schema(node: Any, path: tuple[str, ...]) -> dict[str, Any]:
     if path in FREE_FORM:
         out["type"] = "object" if isinstance(node, dict) else "array"
     elif isinstance(node, dict):
-        out.update({
-            "type": "object",
-            "additionalProperties": False,
-            "required": sorted(node),
-            "properties": {key: _schema(value, (*path, key)) for key, value in node.items()},
-        })
+        out.update(
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": sorted(node),
+                "properties": {key: _schema(value, (*path, key)) for key, value in node.items()},
+            }
+        )
         out.update(_CROSS_RULES.get(where, {}))
     elif isinstance(node, bool):
         out["type"] = "boolean"

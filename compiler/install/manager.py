@@ -51,24 +51,31 @@ def manager_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict
     selector = {"app.kubernetes.io/name": "nvcre", "app.kubernetes.io/component": "manager"}
     pod_spec: dict[str, Any] = {
         "serviceAccountName": values["serviceAccount"]["name"],
-        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS,
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "containers": [{
-            "name": "manager",
-            "image": image_reference(manager["image"]),
-            "imagePullPolicy": manager["image"]["pullPolicy"],
-            "command": ["python", "-m", "nvcre.runtime"],
-            "args": _args(values),
-            "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
-            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-                      {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"}],
-            "livenessProbe": _probe("/healthz", 15),
-            "readinessProbe": _probe("/readyz", 5),
-            "resources": manager["resources"],
-            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,
-                                "capabilities": {"drop": ["ALL"]}},
-            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-        }],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": "manager",
+                "image": image_reference(manager["image"]),
+                "imagePullPolicy": manager["image"]["pullPolicy"],
+                "command": ["python", "-m", "nvcre.runtime"],
+                "args": _args(values),
+                "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}],
+                "ports": [
+                    {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                    {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+                ],
+                "livenessProbe": _probe("/healthz", 15),
+                "readinessProbe": _probe("/readyz", 5),
+                "resources": manager["resources"],
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "runAsNonRoot": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            }
+        ],
         "volumes": [{"name": "tmp", "emptyDir": {}}],
         "terminationGracePeriodSeconds": 30,
     }
@@ -81,16 +88,23 @@ def manager_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict
     objects: list[dict[str, Any]] = []
     if values["namespace"]["create"]:
         objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}})
-    objects.append({"apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": values["serviceAccount"]["name"], "namespace": namespace, "labels": labels}})
-    objects.append({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": MANAGER_NAME, "namespace": namespace, "labels": {**labels, **selector}},
-        "spec": {
-            "replicas": manager["replicas"],
-            "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": {**labels, **selector}}, "spec": pod_spec},
-        },
-    })
+    objects.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": values["serviceAccount"]["name"], "namespace": namespace, "labels": labels},
+        }
+    )
+    objects.append(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": MANAGER_NAME, "namespace": namespace, "labels": {**labels, **selector}},
+            "spec": {
+                "replicas": manager["replicas"],
+                "selector": {"matchLabels": selector},
+                "template": {"metadata": {"labels": {**labels, **selector}}, "spec": pod_spec},
+            },
+        }
+    )
     return objects

@@ -79,22 +79,43 @@ def rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[st
     objects: list[dict[str, Any]] = [
         {"apiVersion": rbac_api, "kind": "ClusterRole", "metadata": {"name": MANAGER_ROLE, "labels": labels}, "rules": manager_rules()},
         {"apiVersion": rbac_api, "kind": "ClusterRole", "metadata": {"name": RUN_ROLE, "labels": labels}, "rules": run_rules()},
-        {"apiVersion": rbac_api, "kind": "Role", "metadata": {"name": LEADER_ROLE, "namespace": namespace, "labels": labels},
-         "rules": [_rule(["coordination.k8s.io"], ["leases"], _FULL), _rule(["", "events.k8s.io"], ["events"], ["create", "patch"])]},
-        {"apiVersion": rbac_api, "kind": "ClusterRoleBinding", "metadata": {"name": f"{MANAGER_ROLE}binding", "labels": labels},
-         "roleRef": _role_ref("ClusterRole", MANAGER_ROLE), "subjects": _subject(values)},
-        {"apiVersion": rbac_api, "kind": "RoleBinding",
-         "metadata": {"name": f"{LEADER_ROLE}binding", "namespace": namespace, "labels": labels},
-         "roleRef": _role_ref("Role", LEADER_ROLE), "subjects": _subject(values)},
+        {
+            "apiVersion": rbac_api,
+            "kind": "Role",
+            "metadata": {"name": LEADER_ROLE, "namespace": namespace, "labels": labels},
+            "rules": [_rule(["coordination.k8s.io"], ["leases"], _FULL), _rule(["", "events.k8s.io"], ["events"], ["create", "patch"])],
+        },
+        {
+            "apiVersion": rbac_api,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{MANAGER_ROLE}binding", "labels": labels},
+            "roleRef": _role_ref("ClusterRole", MANAGER_ROLE),
+            "subjects": _subject(values),
+        },
+        {
+            "apiVersion": rbac_api,
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{LEADER_ROLE}binding", "namespace": namespace, "labels": labels},
+            "roleRef": _role_ref("Role", LEADER_ROLE),
+            "subjects": _subject(values),
+        },
     ]
     if values["rbac"]["scope"] == "cluster":
-        objects.append({"apiVersion": rbac_api, "kind": "ClusterRoleBinding", "metadata": {"name": RUN_BINDING, "labels": labels},
-                        "roleRef": _role_ref("ClusterRole", RUN_ROLE), "subjects": _subject(values)})
+        objects.append(
+            {
+                "apiVersion": rbac_api,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": RUN_BINDING, "labels": labels},
+                "roleRef": _role_ref("ClusterRole", RUN_ROLE),
+                "subjects": _subject(values),
+            }
+        )
     else:
         for run_namespace in values["rbac"]["runNamespaces"]:
             # the same binding `nvcrectl rbac print` and the run commands create, with the install's labels
-            binding = run_access_binding(run_namespace, controller_namespace=namespace,
-                                         service_account=values["serviceAccount"]["name"], managed_by=None)
+            binding = run_access_binding(
+                run_namespace, controller_namespace=namespace, service_account=values["serviceAccount"]["name"], managed_by=None
+            )
             binding["metadata"]["labels"] = dict(labels)
             objects.append(binding)
     return objects
@@ -112,9 +133,11 @@ def access_reviews(namespace: str) -> list[dict[str, Any]]:
                 attributes: dict[str, Any] = {"namespace": namespace, "verb": verb, "group": group, "resource": name}
                 if sub:
                     attributes["subresource"] = sub
-                reviews.append({
-                    "apiVersion": "authorization.k8s.io/v1",
-                    "kind": "SelfSubjectAccessReview",
-                    "spec": {"resourceAttributes": attributes},
-                })
+                reviews.append(
+                    {
+                        "apiVersion": "authorization.k8s.io/v1",
+                        "kind": "SelfSubjectAccessReview",
+                        "spec": {"resourceAttributes": attributes},
+                    }
+                )
     return reviews

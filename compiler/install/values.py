@@ -202,7 +202,9 @@ def _shape(values: Any, defaults: Any, path: tuple[str, ...], problems: list[Dia
             return
         for key in sorted(values):
             if key not in defaults:
-                problems.append(error("UnknownField", ".".join((*path, str(key))), f"unknown value; expected one of {', '.join(sorted(defaults))}"))
+                problems.append(
+                    error("UnknownField", ".".join((*path, str(key))), f"unknown value; expected one of {', '.join(sorted(defaults))}")
+                )
             else:
                 _shape(values[key], defaults[key], (*path, key), problems)
     elif isinstance(defaults, bool) or isinstance(values, bool):
@@ -238,11 +240,17 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
             problems.append(error("FieldValueDuplicate", where, f"{namespace} is listed twice"))
         seen.add(str(namespace))
     if rbac["scope"] == "namespaced" and not rbac["runNamespaces"]:
-        problems.append(warning("NoRunNamespaces", "rbac.runNamespaces",
-                                "namespaced scope without run namespaces: grant each one later (nvcrectl rbac print)"))
+        problems.append(
+            warning(
+                "NoRunNamespaces",
+                "rbac.runNamespaces",
+                "namespaced scope without run namespaces: grant each one later (nvcrectl rbac print)",
+            )
+        )
     if rbac["scope"] == "cluster" and rbac["runNamespaces"]:
-        problems.append(warning("RunNamespacesIgnored", "rbac.runNamespaces",
-                                "cluster scope already grants every namespace; the list is not used"))
+        problems.append(
+            warning("RunNamespacesIgnored", "rbac.runNamespaces", "cluster scope already grants every namespace; the list is not used")
+        )
     image = manager["image"]
     if not _REPOSITORY.fullmatch(image["repository"]):
         problems.append(error("FieldValueInvalid", "manager.image.repository", f"{image['repository']!r} is not an image repository"))

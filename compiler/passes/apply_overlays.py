@@ -38,8 +38,13 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         matching = ctx.overlays.matching(facts)
     except OverlayConditionError as exc:
         where = f"overlay {exc.overlay.name} ({exc.overlay.source})"
-        return unit, [error("OverlayConditionFailed", f"{where} when.expression",
-                            f"{exc.message} (pass apply_overlays, while rendering {ctx.entry.key})")]
+        return unit, [
+            error(
+                "OverlayConditionFailed",
+                f"{where} when.expression",
+                f"{exc.message} (pass apply_overlays, while rendering {ctx.entry.key})",
+            )
+        ]
     for overlay in matching:
         where = f"overlay {overlay.name} ({overlay.source})"
         try:
@@ -47,13 +52,19 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         except CompileError as exc:
             return unit, exc.diagnostics
         if not isinstance(operations, list):
-            return unit, [error("OverlayInvalid", where,
-                                f"the patch template must render a list of operations (pass apply_overlays, while rendering {ctx.entry.key})")]
+            return unit, [
+                error(
+                    "OverlayInvalid",
+                    where,
+                    f"the patch template must render a list of operations (pass apply_overlays, while rendering {ctx.entry.key})",
+                )
+            ]
         for index, operation in enumerate(operations):
             try:
                 workflow = apply_operation(workflow, operation, owners, overlay.name)
             except PatchError as exc:
-                return unit, [error("OverlayPatchFailed", f"{where} patch[{index}]",
-                                f"{exc} (pass apply_overlays, while rendering {ctx.entry.key})")]
+                return unit, [
+                    error("OverlayPatchFailed", f"{where} patch[{index}]", f"{exc} (pass apply_overlays, while rendering {ctx.entry.key})")
+                ]
         applied.append({"decision": "overlay", "value": overlay.name, "reason": overlay.reason})
     return replace(unit, workflow=workflow).with_provenance(*applied), []

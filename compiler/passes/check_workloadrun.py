@@ -187,11 +187,7 @@ def _thresholds(spec: Mapping[str, Any]) -> list[Diagnostic]:
         return []
     problems: list[Diagnostic] = []
     for metric in sorted(thresholds):
-        needs = (
-            "bandwidthMeasurement" if metric in BANDWIDTH_METRICS
-            else "goodputMeasurement" if metric in GOODPUT_METRICS
-            else None
-        )
+        needs = "bandwidthMeasurement" if metric in BANDWIDTH_METRICS else "goodputMeasurement" if metric in GOODPUT_METRICS else None
         if needs is not None and not spec.get(needs):
             problems.append(
                 error(
@@ -205,8 +201,11 @@ def _thresholds(spec: Mapping[str, Any]) -> list[Diagnostic]:
             error(
                 "ThresholdsMixed",
                 "spec.thresholds",
-                "thresholds mix bandwidth metrics (" + ", ".join(sorted(BANDWIDTH_METRICS)) + ") and goodput metrics ("
-                + ", ".join(sorted(GOODPUT_METRICS)) + "); one validation plugin judges a run, so keep one kind",
+                "thresholds mix bandwidth metrics ("
+                + ", ".join(sorted(BANDWIDTH_METRICS))
+                + ") and goodput metrics ("
+                + ", ".join(sorted(GOODPUT_METRICS))
+                + "); one validation plugin judges a run, so keep one kind",
             )
         )
     return problems

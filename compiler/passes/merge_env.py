@@ -47,9 +47,7 @@ def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     if problems:
         return unit, problems
     if unit.workflow is None:
-        return unit, [
-            error("WorkflowMissing", where, f"{ctx.entry.key}: env is set but no Workflow was rendered to apply it to")
-        ]
+        return unit, [error("WorkflowMissing", where, f"{ctx.entry.key}: env is set but no Workflow was rendered to apply it to")]
 
     workflow = plain_copy(dict(unit.workflow))
     found = trainer(workflow)
@@ -73,9 +71,7 @@ def merge_env(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
 def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Diagnostic]]:
     """``(name, value)`` pairs in order; the API layer checks these too, this guards the pass."""
     if not isinstance(env, list):
-        return [], [
-            error("EnvInvalid", where, f"env must be a list of {{name, value}} entries, got {type(env).__name__}")
-        ]
+        return [], [error("EnvInvalid", where, f"env must be a list of {{name, value}} entries, got {type(env).__name__}")]
     if len(env) > MAX_ENV_ENTRIES:
         return [], [error("EnvEntryLimit", where, f"{len(env)} entries exceeds the maximum of {MAX_ENV_ENTRIES}")]
     pairs: list[tuple[str, str]] = []
@@ -96,9 +92,7 @@ def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Di
             continue
         value = entry.get("value", "")
         if not isinstance(value, str):
-            problems.append(
-                error("EnvInvalid", f"{item}.value", f"env value must be a string, got {type(value).__name__}")
-            )
+            problems.append(error("EnvInvalid", f"{item}.value", f"env value must be a string, got {type(value).__name__}"))
             continue
         pairs.append((entry["name"], value))
     return pairs, problems
@@ -107,8 +101,11 @@ def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Di
 def _checked_counts(env: list, ctx: Context, unit: Unit) -> list[Diagnostic]:
     """Counts the training script computes with must be decimal digits (never shell text); each
     error names the entry the user wrote (the category's own env, else the spec-wide env)."""
-    return [count_error(_written_at(entry["name"], ctx, unit), entry["name"])
-            for entry in env if entry["name"] in TRAIN_SCRIPT_COUNTS and not is_count(entry.get("value", ""))]
+    return [
+        count_error(_written_at(entry["name"], ctx, unit), entry["name"])
+        for entry in env
+        if entry["name"] in TRAIN_SCRIPT_COUNTS and not is_count(entry.get("value", ""))
+    ]
 
 
 def _written_at(name: str, ctx: Context, unit: Unit) -> str:
@@ -142,8 +139,7 @@ def _forward_with_mpi(spec: dict, pairs: list[tuple[str, str]], ctx: Context, wh
             error(
                 "TrainerArgsLimit",
                 where,
-                f"{ctx.entry.key}: forwarding env makes {len(args)} trainer.args, "
-                f"over Kubeflow's maximum of {MAX_TRAINER_ARGS}",
+                f"{ctx.entry.key}: forwarding env makes {len(args)} trainer.args, over Kubeflow's maximum of {MAX_TRAINER_ARGS}",
             )
         ]
     spec["args"] = args

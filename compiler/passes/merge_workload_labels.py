@@ -31,9 +31,7 @@ RESERVED_PREFIX = "nvcre.nvidia.com/"
 #: the field as NVCRE names it in its messages
 FIELD = "spec.jobTemplate.spec.workloadMetadata.labels"
 
-_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
-)
+_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")
 _VALUE = re.compile(r"^$|^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")
 _MAX_PREFIX = 253
 
@@ -51,9 +49,7 @@ def merge_workload_labels(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnost
     user_path = option_path(ctx, "workloadMetadata", "labels")
     for labels, path in ((catalog, catalog_path), (user, user_path)):
         if labels is not None and not isinstance(labels, dict):
-            return unit, [
-                error("WorkloadLabelInvalid", path, f"{FIELD}: labels must be a map, got {type(labels).__name__}")
-            ]
+            return unit, [error("WorkloadLabelInvalid", path, f"{FIELD}: labels must be a map, got {type(labels).__name__}")]
 
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -127,9 +123,7 @@ def _check(merged: dict[str, Any], origin: dict[str, str], cap_path: str) -> lis
                 )
             )
         elif not _KEY.match(key) or ("/" in key and len(key.split("/", 1)[0]) > _MAX_PREFIX):
-            problems.append(
-                error("WorkloadLabelInvalid", origin[key], f"{field}: label key is not a valid qualified name")
-            )
+            problems.append(error("WorkloadLabelInvalid", origin[key], f"{field}: label key is not a valid qualified name"))
         if not isinstance(value, str) or not _VALUE.match(value):
             problems.append(
                 error(

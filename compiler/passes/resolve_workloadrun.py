@@ -19,8 +19,15 @@ __all__ = ["resolve_workloadrun", "SPEC_OPTION_KEYS", "ORCHESTRATION_OPTION_KEYS
 
 #: spec fields that keep their name as options
 SPEC_OPTION_KEYS = (
-    "gpusPerNode", "mlnxPerNode", "nicResourceName", "enableMNNVL", "image", "imagePullSecrets",
-    "env", "resources", "thresholds",
+    "gpusPerNode",
+    "mlnxPerNode",
+    "nicResourceName",
+    "enableMNNVL",
+    "image",
+    "imagePullSecrets",
+    "env",
+    "resources",
+    "thresholds",
 )
 
 #: ``spec.orchestration`` fields, as options

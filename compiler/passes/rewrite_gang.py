@@ -86,9 +86,7 @@ def rewrite_gang(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     workflow = plain_copy(dict(unit.workflow))
     lookup = find_runtime(workflow)
     if lookup.runtime is None:
-        return unit, [
-            error("GangRuntimeNotFound", lookup.problem_path, f"gangScheduler is configured but {lookup.problem}")
-        ]
+        return unit, [error("GangRuntimeNotFound", lookup.problem_path, f"gangScheduler is configured but {lookup.problem}")]
 
     jobs = replicated_jobs(lookup.runtime)
     problems = [problem for job in jobs for problem in _schedule(job, gang)]
@@ -104,11 +102,7 @@ def _schedule(job: ReplicatedJob, gang: GangSpec) -> list[Diagnostic]:
     """Scheduler name on the pod spec; queue label on the Job template and the pod template."""
     pod_spec = job.pod_spec(create=True)
     if pod_spec is None:
-        return [
-            error(
-                "GangRuntimeInvalid", job.pod_spec_path, f"replicated job {job.name!r} has no pod template to schedule"
-            )
-        ]
+        return [error("GangRuntimeInvalid", job.pod_spec_path, f"replicated job {job.name!r} has no pod template to schedule")]
     pod_spec["schedulerName"] = gang.scheduler_name
     problems: list[Diagnostic] = []
     for labels, path in (
@@ -131,9 +125,7 @@ def _schedule(job: ReplicatedJob, gang: GangSpec) -> list[Diagnostic]:
     return problems
 
 
-def _move_barrier_into_launcher(
-    workflow: dict, runtime: Located, jobs: list[ReplicatedJob], ctx: Context
-) -> list[Diagnostic]:
+def _move_barrier_into_launcher(workflow: dict, runtime: Located, jobs: list[ReplicatedJob], ctx: Context) -> list[Diagnostic]:
     jobset_spec = dig(runtime.value, ("spec", "template", "spec"))
     if isinstance(jobset_spec, dict):
         jobset_spec.pop("startupPolicy", None)
@@ -183,14 +175,8 @@ def _move_barrier_into_launcher(
                 f"{ctx.entry.key}: the launcher mounts no SSH directory, so it cannot check that workers answer SSH",
             )
         ]
-    barrier = _barrier(
-        primary, mounts, worker_job, count, dig(runtime.value, ("spec", "template", "spec", "network", "subdomain"))
-    )
-    inits = [
-        init
-        for init in pod_spec.get("initContainers") or []
-        if not (isinstance(init, dict) and init.get("name") == WAIT_FOR_WORKERS)
-    ]
+    barrier = _barrier(primary, mounts, worker_job, count, dig(runtime.value, ("spec", "template", "spec", "network", "subdomain")))
+    inits = [init for init in pod_spec.get("initContainers") or [] if not (isinstance(init, dict) and init.get("name") == WAIT_FOR_WORKERS)]
     after = next(
         (i + 1 for i, init in enumerate(inits) if isinstance(init, dict) and init.get("name") == FIX_SSH_PERMISSIONS),
         len(inits),
@@ -220,9 +206,7 @@ def _ssh_mounts(primary: dict, runtime: Located) -> list[dict[str, Any]]:
     ]
 
 
-def _barrier(
-    primary: dict, mounts: list[dict[str, Any]], worker_job: str, count: int, subdomain: Any
-) -> dict[str, Any]:
+def _barrier(primary: dict, mounts: list[dict[str, Any]], worker_job: str, count: int, subdomain: Any) -> dict[str, Any]:
     env: list[dict[str, Any]] = [
         {"name": "JOBSET_NAME", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOBSET_NAME_LABEL}']"}}},
         {"name": "WORKER_JOB", "value": worker_job},

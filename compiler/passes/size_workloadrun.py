@@ -51,8 +51,7 @@ def size_workloadrun(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
                 warning(
                     "IntraNodeSize",
                     "spec.numNodes",
-                    f"{ctx.entry.key}: testScale intra-node runs every job on one node, so numNodes={requested} "
-                    "is not used",
+                    f"{ctx.entry.key}: testScale intra-node runs every job on one node, so numNodes={requested} is not used",
                 )
             )
     else:

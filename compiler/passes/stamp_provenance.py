@@ -34,9 +34,6 @@ def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     annotations = workflow.setdefault("metadata", {}).setdefault("annotations", {})
     overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
     annotations[OVERLAYS_ANNOTATION] = _compact(overlays)
-    facts = {
-        name: {key: item[key] for key in ("value", "source") if key in item}
-        for name, item in ctx.cluster.provenance.items()
-    }
+    facts = {name: {key: item[key] for key in ("value", "source") if key in item} for name, item in ctx.cluster.provenance.items()}
     annotations[FACTS_ANNOTATION] = _compact(facts)
     return replace(unit, workflow=workflow), []

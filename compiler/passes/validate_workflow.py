@@ -78,9 +78,7 @@ def _dependencies(workflow: Mapping[str, Any]) -> list[Diagnostic]:
         path = ROOT + ("spec", "dependencies", index)
         name = dig(dep, ("metadata", "name"))
         if not isinstance(name, str) or not name:
-            problems.append(
-                error("DependencyNameMissing", path + ("metadata", "name"), "every dependency needs metadata.name")
-            )
+            problems.append(error("DependencyNameMissing", path + ("metadata", "name"), "every dependency needs metadata.name"))
             continue
         if len(name) > MAX_DEPENDENCY_NAME:
             problems.append(
@@ -112,9 +110,7 @@ def _replicated_jobs(runtime: Located, jobs: list[ReplicatedJob], patches: list[
     first: dict[str, int] = {}
     for job in jobs:
         if not job.name:
-            problems.append(
-                error("ReplicatedJobNameMissing", job.path + ("name",), "every replicated job needs a name")
-            )
+            problems.append(error("ReplicatedJobNameMissing", job.path + ("name",), "every replicated job needs a name"))
         elif job.name in first:
             problems.append(
                 error(
@@ -138,15 +134,11 @@ def _replicated_jobs(runtime: Located, jobs: list[ReplicatedJob], patches: list[
     injected = MPI_INJECTED_VOLUMES if dig(runtime.value, ("spec", "mlPolicy", "mpi")) is not None else frozenset()
     for job in jobs:
         own_patches = [patch for patch in patches if patch.name == job.name]
-        problems += _unique_names(
-            _pod_containers(job), "DuplicateContainerName", "container", f"pod of replicated job {job.name!r}"
-        )
+        problems += _unique_names(_pod_containers(job), "DuplicateContainerName", "container", f"pod of replicated job {job.name!r}")
         volume_sets = [_volumes(job)] + [_volumes(patch) for patch in own_patches]
         for volumes in volume_sets:
             problems += _unique_names(volumes, "DuplicateVolumeName", "volume", f"pod of replicated job {job.name!r}")
-        defined = {
-            item.value.get("name") for volumes in volume_sets for item in volumes if item.value.get("name")
-        } | injected
+        defined = {item.value.get("name") for volumes in volume_sets for item in volumes if item.value.get("name")} | injected
         for pod in [job] + own_patches:
             problems += _mounts_defined(pod, defined, job.name)
         for container in _pod_containers(job):
@@ -171,9 +163,7 @@ def _unique_names(items: Iterable[Located], code: str, what: str, owner: str) ->
     for item in items:
         name = item.value.get("name")
         if name in seen:
-            problems.append(
-                error(code, item.path + ("name",), f"{what} name {name!r} is used more than once in the {owner}")
-            )
+            problems.append(error(code, item.path + ("name",), f"{what} name {name!r} is used more than once in the {owner}"))
         seen.add(name)
     return problems
 
@@ -265,9 +255,7 @@ def _duplicate_forwards(command: list[Any], args: list[Any], base: Path) -> list
 # -- gang scheduling ----------------------------------------------------------------------------
 
 
-def _gang(
-    workflow: Mapping[str, Any], ctx: Context, jobs: list[ReplicatedJob], patches: list[ReplicatedJob]
-) -> list[Diagnostic]:
+def _gang(workflow: Mapping[str, Any], ctx: Context, jobs: list[ReplicatedJob], patches: list[ReplicatedJob]) -> list[Diagnostic]:
     recorded = dig(workflow, ("spec", "gangScheduler"))
     path = ROOT + ("spec", "gangScheduler")
     intent = ctx.gang.as_dict() if ctx.gang is not None else None
@@ -307,9 +295,7 @@ def _gang(
             queue,
             f"the pod template of {owner}",
         )
-    problems += _queue_label(
-        [(dig(workflow, WORKLOAD_LABELS), ROOT + WORKLOAD_LABELS)], key, queue, "the workload object"
-    )
+    problems += _queue_label([(dig(workflow, WORKLOAD_LABELS), ROOT + WORKLOAD_LABELS)], key, queue, "the workload object")
     return problems
 
 
@@ -322,7 +308,5 @@ def _queue_label(layers: list[tuple[Any, Path]], key: str, queue: str, owner: st
     if value is None:
         return [error("GangQueueLabelMissing", keyed(where, key), f"{owner} lacks the queue label {key}: {queue}")]
     if value != queue:
-        return [
-            error("GangQueueLabelConflict", keyed(where, key), f'conflicting label value "{value}", expected "{queue}"')
-        ]
+        return [error("GangQueueLabelConflict", keyed(where, key), f'conflicting label value "{value}", expected "{queue}"')]
     return []

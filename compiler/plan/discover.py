@@ -69,8 +69,7 @@ class Discovery:
         return tuple(sorted({labels_of(n).get(GPU_PRODUCT_LABEL, "") for n in self.nodes} - {""}))
 
     def exclusions(self) -> tuple[tuple[str, ...], str]:
-        return exclusion_summary(self.cordoned, self.arch_excluded, self.gpu_architecture,
-                                 self.capacity_excluded, self.spec.gpus_per_node)
+        return exclusion_summary(self.cordoned, self.arch_excluded, self.gpu_architecture, self.capacity_excluded, self.spec.gpus_per_node)
 
     def fail(self, reason: str, message: str) -> PlanError:
         excluded, why = self.exclusions()
@@ -136,8 +135,7 @@ def check_platform(state: Discovery) -> Discovery:
 
 
 def filter_gpu_architecture(state: Discovery) -> Discovery:
-    found, _ = detect_gpu_arch(state.facts, state.nodes, node_selector=state.spec.target.get("nodeSelector"),
-                               target_path=TARGET_PATH)
+    found, _ = detect_gpu_arch(state.facts, state.nodes, node_selector=state.spec.target.get("nodeSelector"), target_path=TARGET_PATH)
     if found is None:
         # No node names a product: nothing votes and nothing is filtered.
         return replace(state, gpu_architecture=UNKNOWN_ARCH)
@@ -163,8 +161,7 @@ def filter_gpu_capacity(state: Discovery) -> Discovery:
         return state
     counts = node_gpu_counts(state.facts, state.nodes)
     short = tuple(
-        (name, int(c.count)) for name, c in counts.items()
-        if c.source == ALLOCATABLE and c.count is not None and 0 < c.count < wanted
+        (name, int(c.count)) for name, c in counts.items() if c.source == ALLOCATABLE and c.count is not None and 0 < c.count < wanted
     )
     if not short:
         return state

@@ -47,8 +47,13 @@ class OverrideContext:
     domain_count: int = 0
 
     def activation(self) -> dict[str, Any]:
-        return {"platform": self.platform, "gpuArchitecture": self.gpu_architecture, "workloadKind": self.workload_kind,
-                "topologyMode": self.topology_mode, "domainCount": self.domain_count}
+        return {
+            "platform": self.platform,
+            "gpuArchitecture": self.gpu_architecture,
+            "workloadKind": self.workload_kind,
+            "topologyMode": self.topology_mode,
+            "domainCount": self.domain_count,
+        }
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,9 @@ def summarize_when(when: Mapping[str, Any]) -> str:
         parts.append("topology.mode=" + str(topology["mode"]))
     if topology.get("domainCount"):
         count = topology["domainCount"]
-        shown = [f"{sign}{count[key]}" for key, sign in (("equals", "="), ("greaterThan", ">"), ("lessThan", "<")) if count.get(key) is not None]
+        shown = [
+            f"{sign}{count[key]}" for key, sign in (("equals", "="), ("greaterThan", ">"), ("lessThan", "<")) if count.get(key) is not None
+        ]
         parts.append("topology.domainCount=" + ",".join(shown))
     if when.get("config"):
         parts.append("config=<custom>")
@@ -197,13 +204,20 @@ def apply_overrides(spec: Mapping[str, Any], ctx: OverrideContext) -> OverrideRe
         record: dict[str, Any] = {"index": index, "when": summary, "patches": ", ".join(patches) or "none"}
         if no_op:
             record["noOp"] = True
-            events.append(PlanEvent("Warning", "OverrideNoOp",
-                                    f"Override[{index}] matched ({summary}) but produced no changes — check field paths"))
+            events.append(
+                PlanEvent("Warning", "OverrideNoOp", f"Override[{index}] matched ({summary}) but produced no changes — check field paths")
+            )
         else:
-            events.append(PlanEvent("Normal", "OverrideApplied",
-                                    f"Override[{index}] matched ({summary}), patching {', '.join(patches) or 'none'}"))
+            events.append(
+                PlanEvent("Normal", "OverrideApplied", f"Override[{index}] matched ({summary}), patching {', '.join(patches) or 'none'}")
+            )
         applied.append(record)
     if overrides and not applied:
-        events.append(PlanEvent("Normal", "NoOverridesMatched",
-                                f"0 of {len(overrides)} overrides matched (platform={ctx.platform}, gpuArchitecture={ctx.gpu_architecture})"))
+        events.append(
+            PlanEvent(
+                "Normal",
+                "NoOverridesMatched",
+                f"0 of {len(overrides)} overrides matched (platform={ctx.platform}, gpuArchitecture={ctx.gpu_architecture})",
+            )
+        )
     return OverrideResult(spec=current, applied=tuple(applied), events=tuple(events))

@@ -32,8 +32,9 @@ class PartitionFailure(ValueError):
     """The nodes cannot be partitioned as asked (a node lacks the topology label)."""
 
 
-def _group(name: str, nodes: Sequence[str], domains: Sequence[str] = (), labels: Mapping[str, str] | None = None,
-           *, overflow: bool = False) -> PlannedGroup:
+def _group(
+    name: str, nodes: Sequence[str], domains: Sequence[str] = (), labels: Mapping[str, str] | None = None, *, overflow: bool = False
+) -> PlannedGroup:
     ordered_domains = tuple(sorted(set(domains)))
     counts: dict[str, int] = {}
     if labels is not None and len(ordered_domains) > 1:
@@ -49,13 +50,13 @@ def partition_by_name(nodes: Sequence[str], nodes_per_job: int) -> tuple[Planned
     if not names:
         raise PartitionFailure("no nodes provided")
     full = len(names) // nodes_per_job
-    groups = [_group(f"group-{i}", names[i * nodes_per_job:(i + 1) * nodes_per_job]) for i in range(full)]
-    left = names[full * nodes_per_job:]
+    groups = [_group(f"group-{i}", names[i * nodes_per_job : (i + 1) * nodes_per_job]) for i in range(full)]
+    left = names[full * nodes_per_job :]
     if left:
         if full == 0:
             groups.append(_group("group-0", names))
         else:
-            borrowed = list(groups[-1].nodes[len(groups[-1].nodes) - (nodes_per_job - len(left)):])
+            borrowed = list(groups[-1].nodes[len(groups[-1].nodes) - (nodes_per_job - len(left)) :])
             groups.append(_group(f"group-{full}-overflow", left + borrowed, overflow=True))
     return tuple(groups)
 
@@ -138,10 +139,7 @@ def _overflow_groups(
     domain_of: Mapping[str, str],
 ) -> tuple[PlannedGroup, ...]:
     # Each domain offers its untested nodes first, then the ones full groups already used.
-    racks = [
-        (d, [n for n in members[d] if n in untested] + [n for n in members[d] if n not in untested])
-        for d in domains
-    ]
+    racks = [(d, [n for n in members[d] if n in untested] + [n for n in members[d] if n not in untested]) for d in domains]
     out: list[PlannedGroup] = []
     while untested:
         racks.sort(key=lambda r: (-sum(1 for n in r[1] if n in untested), -len(r[1]), r[0]))
@@ -153,7 +151,7 @@ def _overflow_groups(
             if not pool:
                 continue
             take = pool[: nodes_per_job - len(taken)]
-            racks[index] = (domain, pool[len(take):])
+            racks[index] = (domain, pool[len(take) :])
             taken += take
             used.append(domain)
         if not taken:
@@ -163,9 +161,7 @@ def _overflow_groups(
     return tuple(out)
 
 
-def screening_groups(
-    nodes: Sequence[str], labels: Mapping[str, Mapping[str, str]], topology_key: str
-) -> tuple[PlannedGroup, ...]:
+def screening_groups(nodes: Sequence[str], labels: Mapping[str, Mapping[str, str]], topology_key: str) -> tuple[PlannedGroup, ...]:
     """The first ``diagnose`` round: ``screen-<i>`` per domain, or per ``max(ceil(sqrt N), 2)`` chunk."""
     names = sorted(nodes)
     if not names:
@@ -176,4 +172,4 @@ def screening_groups(
             members.setdefault(labels.get(name, {}).get(topology_key) or UNKNOWN_DOMAIN, []).append(name)
         return tuple(_group(f"screen-{i}", members[d], [d]) for i, d in enumerate(sorted(members)))
     size = max(math.ceil(math.sqrt(len(names))), 2)
-    return tuple(_group(f"screen-{i}", names[start:start + size]) for i, start in enumerate(range(0, len(names), size)))
+    return tuple(_group(f"screen-{i}", names[start : start + size]) for i, start in enumerate(range(0, len(names), size)))

@@ -82,8 +82,7 @@ def _shortfall_message(needed: int, state: Discovery, *, unpinned: bool) -> str:
         remedies.append("lower gpusPerNode")
     if unpinned:
         tail = (
-            f"; Unpinned runs the requested job size exactly, so make {needed} qualifying nodes available rather "
-            "than lowering nodesPerJob"
+            f"; Unpinned runs the requested job size exactly, so make {needed} qualifying nodes available rather than lowering nodesPerJob"
         )
         return message + (". " + ". ".join(causes) if causes else "") + tail
     if not causes:
@@ -95,9 +94,7 @@ def _labels_by_node(state: Discovery) -> dict[str, Mapping[str, str]]:
     return {name_of(n): labels_of(n) for n in state.nodes}
 
 
-def _diagnose_round(
-    workflow: Mapping[str, Any], spec: WorkflowSpecView, state: Discovery
-) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan]:
+def _diagnose_round(workflow: Mapping[str, Any], spec: WorkflowSpecView, state: Discovery) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan]:
     """The first diagnose round: NVCRE's screening groups (baseline) or the adaptive local screen."""
     assert spec.diagnose is not None
     names = state.names
@@ -114,8 +111,9 @@ def _diagnose_round(
         _, first = planner_named(chosen).start(names, topology, options)
         domain = (lambda n: [labels.get(n, {}).get(key) or "unknown"]) if key else (lambda n: [])
         groups = tuple(
-            PlannedGroup(g.name, g.nodes, domains=tuple(domain(g.nodes[0])) if len(g.nodes) == 1 else (),
-                         loopback=g.loopback, no_nvl=g.no_nvl)
+            PlannedGroup(
+                g.name, g.nodes, domains=tuple(domain(g.nodes[0])) if len(g.nodes) == 1 else (), loopback=g.loopback, no_nvl=g.no_nvl
+            )
             for g in first.groups
         )
         stage, message = first.stage, first.message
@@ -139,8 +137,9 @@ def _groups(
         if spec.diagnose is not None:
             return _diagnose_round(workflow, spec, state)
         if spec.topology_key:
-            return partition_by_topology(names, _labels_by_node(state), nodes_per_job, spec.topology_key,
-                                         strict_domain=spec.strict_domain), None
+            return partition_by_topology(
+                names, _labels_by_node(state), nodes_per_job, spec.topology_key, strict_domain=spec.strict_domain
+            ), None
         return partition_by_name(names, nodes_per_job), None
     except PartitionFailure as exc:
         raise state.fail(PARTITION_ERROR, f"Failed to partition nodes: {exc}") from None
@@ -181,10 +180,7 @@ def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Plan:
         groups: tuple[PlannedGroup, ...] = (PlannedGroup(name="group-0"),)
         diagnose = None
         nodes_per_job = requested
-        message = (
-            f"Discovered {found} nodes, running 1 unpinned job of {requested} nodes "
-            f"({found - requested} target nodes not exercised)"
-        )
+        message = f"Discovered {found} nodes, running 1 unpinned job of {requested} nodes ({found - requested} target nodes not exercised)"
     else:
         nodes_per_job = requested if requested >= 1 else found
         if nodes_per_job > found:

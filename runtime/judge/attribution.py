@@ -133,8 +133,13 @@ def terminations(pod: Mapping[str, Any]) -> Iterable[Termination]:
             for state_key in ("state", "lastState"):
                 term = ((cs.get(state_key) or {}).get("terminated")) or None
                 if isinstance(term, Mapping) and isinstance(term.get("exitCode"), int) and term["exitCode"] != 0:
-                    yield Termination(str(cs.get("name", "")), int(term["exitCode"]), str(term.get("reason") or "Error"),
-                                      state_key == "lastState", int(cs.get("restartCount") or 0))
+                    yield Termination(
+                        str(cs.get("name", "")),
+                        int(term["exitCode"]),
+                        str(term.get("reason") or "Error"),
+                        state_key == "lastState",
+                        int(cs.get("restartCount") or 0),
+                    )
 
 
 def _terminated(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:

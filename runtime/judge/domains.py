@@ -78,13 +78,13 @@ def domain_problem(
     for domain in stuck:
         name = str((domain.get("metadata") or {}).get("name") or "")
         listed = {
-            str(n.get("name")): str(n.get("status") or "NotReady")
-            for n in (domain.get("status") or {}).get("nodes") or []
-            if n.get("name")
+            str(n.get("name")): str(n.get("status") or "NotReady") for n in (domain.get("status") or {}).get("nodes") or [] if n.get("name")
         }
         if not listed:
-            parts.append(f"ComputeDomain {name} is not Ready after {bound_text} and {DRIVER} lists no node for it "
-                         "(is its compute-domain controller running?); no node is blamed")
+            parts.append(
+                f"ComputeDomain {name} is not Ready after {bound_text} and {DRIVER} lists no node for it "
+                "(is its compute-domain controller running?); no node is blamed"
+            )
             continue
         down = sorted(n for n, state in listed.items() if state != "Ready")
         unlisted = [n for n in pods_on if n not in listed]
@@ -97,6 +97,8 @@ def domain_problem(
         ready = sum(1 for state in listed.values() if state == "Ready")
         wanted = int(((domain.get("spec") or {}).get("numNodes")) or 0)
         counts = f"{ready}/{wanted} nodes Ready" if wanted else f"{ready}/{len(listed)} nodes Ready"
-        parts.append(f"ComputeDomain {name} is not Ready after {bound_text} ({counts}): "
-                     + ("; ".join(detail) if detail else "waiting for more nodes to join"))
+        parts.append(
+            f"ComputeDomain {name} is not Ready after {bound_text} ({counts}): "
+            + ("; ".join(detail) if detail else "waiting for more nodes to join")
+        )
     return DomainProblem("; ".join(parts), tuple(sorted(blamed)))

@@ -182,9 +182,7 @@ def compile_monitor(expression: str) -> NodeHealthMonitor:
     return monitor
 
 
-def merge_failed_nodes(
-    existing: Iterable[Mapping[str, Any]] | None, new: Iterable[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def merge_failed_nodes(existing: Iterable[Mapping[str, Any]] | None, new: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Additive merge: one entry per (name, reason), the first message kept, sorted by name then reason."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in [*(existing or ()), *new]:

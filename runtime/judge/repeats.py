@@ -36,8 +36,10 @@ class RepeatedFailure:
     count: int
 
     def message(self) -> str:
-        return (f"container {self.container} failed {self.count} times on node {self.node} with exit code "
-                f"{self.exit_code} ({self.reason}); the same failure twice on one node is not retried again")
+        return (
+            f"container {self.container} failed {self.count} times on node {self.node} with exit code "
+            f"{self.exit_code} ({self.reason}); the same failure twice on one node is not retried again"
+        )
 
 
 def repeated_failure(pods: Iterable[Mapping[str, Any]]) -> RepeatedFailure | None:

@@ -133,9 +133,7 @@ def _positive(text: Any) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def measured_values(
-    bandwidth: Mapping[str, Any] | None = None, goodput: Mapping[str, Any] | None = None
-) -> dict[str, float]:
+def measured_values(bandwidth: Mapping[str, Any] | None = None, goodput: Mapping[str, Any] | None = None) -> dict[str, float]:
     """Threshold values from a BandwidthMeasurement (when final) and a GoodputMeasurement (when Complete)."""
     values: dict[str, float] = {}
     if bandwidth is not None and bandwidth_is_final(bandwidth):

@@ -70,8 +70,7 @@ GROUP_NODES_ANNOTATION = f"{GROUP}/group-nodes"
 FAILED_NODES_KEY = "failed-nodes.json.gz"
 
 NEXT_STEP_DIAGNOSE = (
-    "rerun this category with testScale: diagnose; it bisects the group to separate a "
-    "node-local fault from one on the path between nodes"
+    "rerun this category with testScale: diagnose; it bisects the group to separate a node-local fault from one on the path between nodes"
 )
 
 Obj = Mapping[str, Any]
@@ -576,8 +575,11 @@ def _category(
 
     # A diagnose run's measurements are evidence of single nodes and sub-groups, not the
     # category's bandwidth: the Diagnosis section reports them, no peak table does.
-    all_rows = [] if _is_diagnose(workflow) else [
-        row for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for row in _bandwidth_rows(bm)]
+    all_rows = (
+        []
+        if _is_diagnose(workflow)
+        else [row for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for row in _bandwidth_rows(bm)]
+    )
     peak = _peak(all_rows)
     transport = tuple(
         sorted({str(t) for bm in measurements if bm.get("kind") == "BandwidthMeasurement" for t in _list(_status(bm).get("transport"))})
@@ -588,9 +590,7 @@ def _category(
     iteration_count = max(1, _int(orch_spec.get("iterations")))
     nodes_per_job = _int(orch.get("nodesPerJob"))
     next_step = ""
-    silent_group = any(
-        g.bandwidth is None and max(len(g.nodes), g.node_count, nodes_per_job) >= 2 for g in groups if g.failed
-    )
+    silent_group = any(g.bandwidth is None and max(len(g.nodes), g.node_count, nodes_per_job) >= 2 for g in groups if g.failed)
     if status == "Failed" and measures_bandwidth and not orch_spec.get("diagnose") and silent_group:
         next_step = NEXT_STEP_DIAGNOSE
     exercised = len({n for g in groups for n in g.nodes}) if unpinned else 0
@@ -660,7 +660,9 @@ def _states(
             continue
         failed = _true(_conditions(job), "Failed")
         job_states.append(
-            JobState(_name(job), _namespace(job), job_workflow.get(_name(job), ""), state, bool(failed and failed.get("reason") == "JobTimedOut"))
+            JobState(
+                _name(job), _namespace(job), job_workflow.get(_name(job), ""), state, bool(failed and failed.get("reason") == "JobTimedOut")
+            )
         )
     bm_states = []
     for bm in sorted(measurements, key=_name):
@@ -770,8 +772,7 @@ def certification_verdict(
                 (
                     wf
                     for wf in wf_by_name.values()
-                    if _labels(wf).get(f"{GROUP}/category-domain") == domain
-                    and _labels(wf).get(f"{GROUP}/category-variant") == variant
+                    if _labels(wf).get(f"{GROUP}/category-domain") == domain and _labels(wf).get(f"{GROUP}/category-variant") == variant
                 ),
                 None,
             )

@@ -28,9 +28,7 @@ def _segments(path: str) -> list[str]:
     return parts
 
 
-def classify(
-    method: str, path: str, query: Iterable[tuple[str, Any]] = (), content_type: str = ""
-) -> tuple[str, str]:
+def classify(method: str, path: str, query: Iterable[tuple[str, Any]] = (), content_type: str = "") -> tuple[str, str]:
     """``(verb, resource)`` of one request.
 
     ``resource`` is the plural, with the subresource after a slash (``pods/log``); a request

@@ -107,13 +107,9 @@ class Kube(Protocol):
 
     def replace(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]: ...
 
-    def merge_patch(
-        self, resource: Resource, name: str, namespace: str | None, patch: Mapping[str, Any]
-    ) -> dict[str, Any]: ...
+    def merge_patch(self, resource: Resource, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict[str, Any]: ...
 
-    def write_status(
-        self, resource: Resource, obj: Mapping[str, Any], mutate: StatusMutator
-    ) -> dict[str, Any] | None: ...
+    def write_status(self, resource: Resource, obj: Mapping[str, Any], mutate: StatusMutator) -> dict[str, Any] | None: ...
 
     def delete(
         self,
@@ -137,9 +133,7 @@ class Kube(Protocol):
         since_time: str | None = None,
     ) -> str: ...
 
-    def emit_event(
-        self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str
-    ) -> None: ...
+    def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None: ...
 
 
 def object_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,9 +224,7 @@ class ApiServerClient:
     # -------------------------------------------------------------- construction
 
     @classmethod
-    def from_kubeconfig(
-        cls, kubeconfig: str | None = None, *, context: str | None = None, instance: str = ""
-    ) -> ApiServerClient:
+    def from_kubeconfig(cls, kubeconfig: str | None = None, *, context: str | None = None, instance: str = "") -> ApiServerClient:
         """A client from a kubeconfig file, else the in-cluster service account."""
         from kubernetes import client, config
 
@@ -359,9 +351,7 @@ class ApiServerClient:
             ("resourceVersion", resource_version),
             ("timeoutSeconds", int(timeout_seconds)),
         ]
-        response = self._request(
-            "GET", resource.path(namespace), query=query, timeout=(10.0, timeout_seconds + 30.0), stream=True
-        )
+        response = self._request("GET", resource.path(namespace), query=query, timeout=(10.0, timeout_seconds + 30.0), stream=True)
         return _HttpWatch(response)
 
     def pod_log(
@@ -426,9 +416,7 @@ class ApiServerClient:
         meta = obj.get("metadata") or {}
         return self._json("PUT", resource.path(meta.get("namespace"), str(meta.get("name"))), body=dict(obj))
 
-    def merge_patch(
-        self, resource: Resource, name: str, namespace: str | None, patch: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def merge_patch(self, resource: Resource, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict[str, Any]:
         return self._json(
             "PATCH",
             resource.path(namespace, name),
@@ -437,9 +425,7 @@ class ApiServerClient:
             content_type="application/merge-patch+json",
         )
 
-    def write_status(
-        self, resource: Resource, obj: Mapping[str, Any], mutate: StatusMutator
-    ) -> dict[str, Any] | None:
+    def write_status(self, resource: Resource, obj: Mapping[str, Any], mutate: StatusMutator) -> dict[str, Any] | None:
         """Mutate the status and PUT it; refetch and redo on 409; no write when unchanged.
 
         Returns the object the server answered with, or None when nothing was written.
@@ -483,9 +469,7 @@ class ApiServerClient:
             return False
         return True
 
-    def emit_event(
-        self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str
-    ) -> None:
+    def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None:
         ref = object_ref(involved)
         namespace = str(ref.get("namespace") or "default")
         now = _now()

@@ -151,9 +151,7 @@ class Store:
             self._unindex(key, old)
             return old
 
-    def replace(
-        self, objects: Iterable[dict[str, Any]]
-    ) -> tuple[builtins.list[tuple[str, dict[str, Any], dict[str, Any] | None]], int]:
+    def replace(self, objects: Iterable[dict[str, Any]]) -> tuple[builtins.list[tuple[str, dict[str, Any], dict[str, Any] | None]], int]:
         """Swap the content; returns the events that explain the change, and the new size."""
         fresh = {object_key(obj): obj for obj in objects}
         by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
@@ -272,9 +270,7 @@ class Informer:
             self._dispatch(event_type, obj, old)
 
     def _watch_once(self) -> None:
-        stream = self.kube.watch(
-            self.resource, self.namespace, resource_version=self.resource_version, timeout_seconds=self.watch_timeout
-        )
+        stream = self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version, timeout_seconds=self.watch_timeout)
         self._stream = stream
         try:
             if self._stop.is_set():

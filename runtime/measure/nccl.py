@@ -128,8 +128,7 @@ class _Rows:
 
     def results(self) -> tuple[BandwidthRow, ...]:
         return tuple(
-            BandwidthRow(size, round(acc[0] / acc[2], 2), round(acc[1] / acc[2], 2), int(acc[2]))
-            for size, acc in sorted(self.sums.items())
+            BandwidthRow(size, round(acc[0] / acc[2], 2), round(acc[1] / acc[2], 2), int(acc[2])) for size, acc in sorted(self.sums.items())
         )
 
 
@@ -258,4 +257,3 @@ def max_alg_bandwidth(results: Iterable[BandwidthRow]) -> float | None:
     """The ``algBandwidthGBps`` threshold value: the highest algBW over all sizes."""
     values = [row.alg_bw for row in results]
     return max(values) if values else None
-

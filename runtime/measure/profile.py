@@ -97,9 +97,7 @@ def profile_pattern(
     groups = frozenset(compiled.groupindex)
     missing = [name for name in required_groups if name not in groups]
     if missing:
-        raise PatternError(
-            f"spec.patterns.{key}.regex", "missing named group(s) " + ", ".join(f"(?P<{name}>...)" for name in missing)
-        )
+        raise PatternError(f"spec.patterns.{key}.regex", "missing named group(s) " + ", ".join(f"(?P<{name}>...)" for name in missing))
     units = entry.get("units") or {}
     return ProfilePattern(
         key=key,
@@ -125,9 +123,7 @@ def split_kubelet_timestamp(line: str) -> tuple[str, str]:
     return "", line
 
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})", re.ASCII
-)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})", re.ASCII)
 
 
 def parse_rfc3339(text: str) -> datetime | None:

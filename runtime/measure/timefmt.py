@@ -19,4 +19,3 @@ def rfc3339(moment: datetime) -> str:
     if utc.microsecond:
         text += "." + f"{utc.microsecond:06d}".rstrip("0")
     return text + "Z"
-

@@ -53,12 +53,13 @@ RESET_PHASES = ("cr", "helm", "deps")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
 _SERVICES = Resource("", "v1", "services", "Service")
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-_MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-                     "MutatingWebhookConfiguration", namespaced=False)
-_VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-                       "ValidatingWebhookConfiguration", namespaced=False)
-TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org",
-                "clustertrainingruntimes.trainer.kubeflow.org")
+_MUTATING = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", namespaced=False
+)
+_VALIDATING = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
+)
+TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org")
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 TRAINER_INSTALL = (
     "Install Kubeflow Trainer 2.2.1 (it brings JobSet unless one is already installed):\n"
@@ -72,9 +73,7 @@ def check_phases(skip: Sequence[str], accepted: Sequence[str], command: str) -> 
     words = tuple(dict.fromkeys(w.strip() for value in skip for w in value.split(",") if w.strip()))
     unknown = [w for w in words if w not in accepted]
     if unknown:
-        raise ValueError(
-            f"--skip-phases: unknown phase(s) {', '.join(unknown)} for setup {command}; accepted: {', '.join(accepted)}"
-        )
+        raise ValueError(f"--skip-phases: unknown phase(s) {', '.join(unknown)} for setup {command}; accepted: {', '.join(accepted)}")
     return words
 
 
@@ -124,13 +123,18 @@ def dependencies(kube: Kube) -> list[Component]:
     trainer_hooks = _serves(webhooks, "trainer.kubeflow.org")
     jobset_hooks = _serves(webhooks, "jobset.x-k8s.io")
     return [
-        Component("Kubeflow Trainer CRDs", not trainer_crds,
-                  "missing: " + ", ".join(trainer_crds) if trainer_crds else "trainjobs, trainingruntimes, clustertrainingruntimes"),
-        Component("Kubeflow Trainer webhooks", trainer_hooks,
-                  "" if trainer_hooks else "no admission webhook of trainer.kubeflow.org: is its controller running?"),
+        Component(
+            "Kubeflow Trainer CRDs",
+            not trainer_crds,
+            "missing: " + ", ".join(trainer_crds) if trainer_crds else "trainjobs, trainingruntimes, clustertrainingruntimes",
+        ),
+        Component(
+            "Kubeflow Trainer webhooks",
+            trainer_hooks,
+            "" if trainer_hooks else "no admission webhook of trainer.kubeflow.org: is its controller running?",
+        ),
         Component("JobSet CRD", jobset_crd, JOBSET_CRD if jobset_crd else f"missing: {JOBSET_CRD}"),
-        Component("JobSet webhooks", jobset_hooks,
-                  "" if jobset_hooks else "no JobSet admission webhook: is its controller running?"),
+        Component("JobSet webhooks", jobset_hooks, "" if jobset_hooks else "no JobSet admission webhook: is its controller running?"),
     ]
 
 
@@ -200,8 +204,10 @@ def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = l
     if conflicts:
         raise ForeignObjects(conflicts)
     for namespace in found_namespaces:
-        say(f"{describe(namespace)} already exists and was not created by nvcrectl: it is used as it is, "
-            "and setup reset will leave it and everything in it that is not ours.")
+        say(
+            f"{describe(namespace)} already exists and was not created by nvcrectl: it is used as it is, "
+            "and setup reset will leave it and everything in it that is not ours."
+        )
     used_as_found = {id(n) for n in found_namespaces}
     objects = [o for o in objects if id(o) not in used_as_found]
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
@@ -227,8 +233,7 @@ def _deployment_ready(kube: Kube, obj: Mapping[str, Any]) -> Component:
     status = live.get("status") or {}
     want = int((live.get("spec") or {}).get("replicas") or 1)
     ready = int(status.get("readyReplicas") or 0)
-    return Component(f"controller Deployment {meta.get('namespace')}/{meta['name']}", ready >= want,
-                     f"{ready}/{want} replicas ready")
+    return Component(f"controller Deployment {meta.get('namespace')}/{meta['name']}", ready >= want, f"{ready}/{want} replicas ready")
 
 
 def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Component]:
@@ -250,8 +255,11 @@ def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Com
         found.append(Component(f"{kind} ({total})", not missing, "missing: " + ", ".join(missing) if missing else "all present"))
     found.extend(dependencies(kube))
     dcgm = _exists(kube, _SERVICES, "nvidia-dcgm", "gpu-operator")
-    found.append(Component("DCGM Service gpu-operator/nvidia-dcgm", dcgm,
-                           "" if dcgm else "needed by diagnostics/dcgm-level4 unless it sets dcgmHost"))
+    found.append(
+        Component(
+            "DCGM Service gpu-operator/nvidia-dcgm", dcgm, "" if dcgm else "needed by diagnostics/dcgm-level4 unless it sets dcgmHost"
+        )
+    )
     try:
         gpu_nodes = kube.list(NODES, label_selector="nvidia.com/gpu.present=true").items
     except ApiError:
@@ -279,8 +287,13 @@ def _served_resource(crd: Mapping[str, Any]) -> Resource:
     versions = spec.get("versions") or [{}]
     stored = next((v for v in versions if v.get("storage")), versions[0])
     names = spec.get("names") or {}
-    return Resource(str(spec.get("group") or ""), str(stored.get("name") or "v1"), str(names.get("plural") or ""),
-                    str(names.get("kind") or ""), namespaced=spec.get("scope", "Namespaced") == "Namespaced")
+    return Resource(
+        str(spec.get("group") or ""),
+        str(stored.get("name") or "v1"),
+        str(names.get("plural") or ""),
+        str(names.get("kind") or ""),
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+    )
 
 
 def _list_when_ready(kube: Kube, resource: Resource, timeout: float = 60.0) -> list[dict[str, Any]]:
@@ -341,8 +354,7 @@ def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) ->
             if _cleanup_stalled(live) and now - nudged.get(name, 0.0) >= 5.0:
                 nudged[name] = now
                 with contextlib.suppress(ApiError):  # best effort: the server's own retry still runs
-                    kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {
-                        "nvcre.nvidia.com/cleanup-retry": str(int(now))}}})
+                    kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {"nvcre.nvidia.com/cleanup-retry": str(int(now))}}})
         pending = still
         if not pending:
             return
@@ -364,8 +376,9 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
             except NotFound:
                 continue
     if "helm" not in skip:
-        ours = [o for o in objects if o.get("kind") == "CustomResourceDefinition"
-                and str((o.get("metadata") or {}).get("name")) != JOBSET_CRD]
+        ours = [
+            o for o in objects if o.get("kind") == "CustomResourceDefinition" and str((o.get("metadata") or {}).get("name")) != JOBSET_CRD
+        ]
         for crd in ours:
             _empty_custom_resource(kube, crd)
         removed = 0

@@ -79,8 +79,9 @@ def install_namespaces(kube: Kube) -> list[str]:
     from nvcre.compiler.install.keep import KEPT_VALUES_NAME
 
     try:
-        found = kube.list(CONFIGMAPS, None, label_selector=f"{MANAGED_BY[0]}={MANAGED_BY[1]}",
-                          field_selector=f"metadata.name={KEPT_VALUES_NAME}").items
+        found = kube.list(
+            CONFIGMAPS, None, label_selector=f"{MANAGED_BY[0]}={MANAGED_BY[1]}", field_selector=f"metadata.name={KEPT_VALUES_NAME}"
+        ).items
     except ApiError:
         return []
     return sorted({str((c.get("metadata") or {}).get("namespace")) for c in found if (c.get("metadata") or {}).get("namespace")})

@@ -51,8 +51,14 @@ def status(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
         "namespace": verdict.namespace,
         "result": _RUNNING.get(verdict.result, verdict.result),
         "categories": [
-            {"domain": c.domain, "variant": c.variant, "status": _RUNNING.get(c.status, c.status),
-             "workflow": c.workflow, "reason": c.failure_reason, "blocked": c.blocked}
+            {
+                "domain": c.domain,
+                "variant": c.variant,
+                "status": _RUNNING.get(c.status, c.status),
+                "workflow": c.workflow,
+                "reason": c.failure_reason,
+                "blocked": c.blocked,
+            }
             for c in verdict.categories
         ],
         "failedNodes": list(verdict.failed_node_names),

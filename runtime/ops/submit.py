@@ -20,7 +20,14 @@ from ..kube.resources import CERTIFICATIONS, WORKFLOWS, WORKLOADRUNS, Resource
 from .ownership import is_ours
 
 __all__ = [
-    "AccessMissing", "Registry", "SecretTaken", "SubmitResult", "delete_object", "delete_run", "rbac_scope", "resource_for_kind",
+    "AccessMissing",
+    "Registry",
+    "SecretTaken",
+    "SubmitResult",
+    "delete_object",
+    "delete_run",
+    "rbac_scope",
+    "resource_for_kind",
     "submit_run",
 ]
 
@@ -28,9 +35,7 @@ Say = Callable[[str], object]
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 _SECRETS = Resource("", "v1", "secrets", "Secret")
 _ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-_CLUSTERROLEBINDINGS = Resource(
-    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
-)
+_CLUSTERROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False)
 
 
 class SecretTaken(Exception):

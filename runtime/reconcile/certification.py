@@ -207,8 +207,12 @@ class CertificationReconciler:
         if workflow is None:
             category["status"] = "Failed"
             message = f"Workflow for category {label} not found"
-            ctx.event(cert, "Warning", "WorkflowDeleted",
-                      f"Workflow {ref.get('name')} of category {label} was deleted before it finished; the category failed")
+            ctx.event(
+                cert,
+                "Warning",
+                "WorkflowDeleted",
+                f"Workflow {ref.get('name')} of category {label} was deleted before it finished; the category failed",
+            )
             self._write(cert, cond.set_lifecycle(status, cond.IN_PROGRESS, "WorkflowRunning", message, now))
             return Result(ctx.settings.step_interval)
         wf_status = workflow.get("status") or {}

@@ -107,8 +107,14 @@ def set_condition(
 
 
 def set_lifecycle(
-    status: Mapping[str, Any], type_: str, reason: str, message: str, now: str, generation: int | None = None,
-    *, inactive_reason: str = NOT_APPLICABLE,
+    status: Mapping[str, Any],
+    type_: str,
+    reason: str,
+    message: str,
+    now: str,
+    generation: int | None = None,
+    *,
+    inactive_reason: str = NOT_APPLICABLE,
 ) -> dict[str, Any]:
     """Set one exclusive type True and the others False with ``inactive_reason`` (NotApplicable,
     or a WorkloadRun's Superseded); also refresh ``phase``."""

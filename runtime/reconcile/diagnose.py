@@ -107,13 +107,17 @@ class DiagnoseRounds:
     def _history(orchestration: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return sorted(orchestration.get("iterationHistory") or [], key=lambda h: int(h.get("iteration") or 0))
 
-    def _finished(self, wf: Mapping[str, Any], orchestration: Mapping[str, Any], *, with_current: bool) -> list[dict[str, tuple[bool, float | None, bool]]]:
+    def _finished(
+        self, wf: Mapping[str, Any], orchestration: Mapping[str, Any], *, with_current: bool
+    ) -> list[dict[str, tuple[bool, float | None, bool]]]:
         finished = [self._outcomes(wf, h.get("groups") or ()) for h in self._history(orchestration)]
         if with_current:
             finished.append(self._outcomes(wf, orchestration.get("groups") or ()))
         return finished
 
-    def _replay(self, wf: Mapping[str, Any], orchestration: Mapping[str, Any], finished: Sequence[Mapping[str, tuple[bool, float | None, bool]]]) -> Any:
+    def _replay(
+        self, wf: Mapping[str, Any], orchestration: Mapping[str, Any], finished: Sequence[Mapping[str, tuple[bool, float | None, bool]]]
+    ) -> Any:
         return compiler.diagnose_replay(wf, self._first_round(orchestration), finished)
 
     # ------------------------------------------------------------------ launching
@@ -153,9 +157,11 @@ class DiagnoseRounds:
             return
         played = replayed.rounds[-1]
         if sorted(g.name for g in played.groups) != sorted(str(g["name"]) for g in groups):
-            message = (f"Cannot continue the diagnosis: round {iteration} ran groups "
-                       f"{', '.join(sorted(str(g['name']) for g in groups))} but the planner replays "
-                       f"{', '.join(sorted(g.name for g in played.groups))}")
+            message = (
+                f"Cannot continue the diagnosis: round {iteration} ran groups "
+                f"{', '.join(sorted(str(g['name']) for g in groups))} but the planner replays "
+                f"{', '.join(sorted(g.name for g in played.groups))}"
+            )
             status.update(cond.set_lifecycle(status, cond.FAILED, "DiagnoseFailed", message, now))
             return
         history = list(orchestration.get("iterationHistory") or [])
@@ -234,8 +240,7 @@ class DiagnoseRounds:
         failed: list[Mapping[str, Any]] = [
             {
                 "name": node,
-                "reason": str((evidence.get(node) or {}).get("reason")
-                              or ("ThresholdViolation" if node in slow else DEFAULT_REASON)),
+                "reason": str((evidence.get(node) or {}).get("reason") or ("ThresholdViolation" if node in slow else DEFAULT_REASON)),
                 "message": reason,
             }
             for node, reason in sorted(diagnosis.faulty_nodes.items())
@@ -257,8 +262,16 @@ class DiagnoseRounds:
         if diagnosis.failed:
             reason = "IterationsFailed"
             if diagnosis.threshold_unmet or any(e["reason"] == "ThresholdViolation" for e in failed):
-                status.update(cond.set_condition(status, cond.VALIDATION_FAILED, "True", "JobValidationFailed",
-                                                 "One or more Jobs failed performance threshold validation", now))
+                status.update(
+                    cond.set_condition(
+                        status,
+                        cond.VALIDATION_FAILED,
+                        "True",
+                        "JobValidationFailed",
+                        "One or more Jobs failed performance threshold validation",
+                        now,
+                    )
+                )
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))
         else:
             status.update(cond.set_lifecycle(status, cond.SUCCEEDED, "JobCompleted", message, now))

@@ -225,7 +225,10 @@ class JobReconciler:
         namespace = namespace_of(job)
         candidates = {
             name_of(p): p
-            for p in (*store.by_label(namespace, JOB_LABEL, name_of(job)), *store.by_label(namespace, JOBSET_NAME_LABEL, workload_name(job)))
+            for p in (
+                *store.by_label(namespace, JOB_LABEL, name_of(job)),
+                *store.by_label(namespace, JOBSET_NAME_LABEL, workload_name(job)),
+            )
         }
         pods = job_pods(candidates.values(), name_of(job), workload_name(job))
         if not int((job.get("status") or {}).get("restartCount") or 0):
@@ -355,8 +358,10 @@ class JobReconciler:
         if not scheduling.can_never_schedule(scheduler_message([pod]) for pod in blocked):
             return False
         waited = int((now - since).total_seconds())
-        message = (f"Workload pods can never schedule on the group's nodes (waited {waited}s; no eviction would make room, "
-                   f"so the cluster must change first): {scheduler_message(blocked)}")
+        message = (
+            f"Workload pods can never schedule on the group's nodes (waited {waited}s; no eviction would make room, "
+            f"so the cluster must change first): {scheduler_message(blocked)}"
+        )
         self._fail(job, scheduling.NEVER_SCHEDULABLE_REASON, message, blame=False)
         return True
 
@@ -371,9 +376,7 @@ class JobReconciler:
         maximum = restarts.max_restarts(job.get("spec") or {}) or 0
         failed_pod = choose_failure_pod(self._pods(job))
         stamp = ctx.clock.stamp()
-        written = ctx.write_status(
-            JOBS, job, lambda s: restarts.restarted_status(s, count, maximum, stamp), stop_when_terminal=True
-        )
+        written = ctx.write_status(JOBS, job, lambda s: restarts.restarted_status(s, count, maximum, stamp), stop_when_terminal=True)
         if written is None:
             return Result(1.0)
         ctx.event(written, "Warning", "WorkloadAttemptFailed", restarts.attempt_failure_message(count + 1, message, failed_pod))

@@ -436,7 +436,9 @@ class MeasurementReconciler:
 
     # ------------------------------------------------------------------ writing
 
-    def _measuring(self, resource: Resource, measurement: Mapping[str, Any], state: str, reason: str, message: str, *, warn: bool = False) -> None:
+    def _measuring(
+        self, resource: Resource, measurement: Mapping[str, Any], state: str, reason: str, message: str, *, warn: bool = False
+    ) -> None:
         ctx = self.ctx
         now = ctx.clock.stamp()
 
@@ -484,6 +486,5 @@ def _final_read_message(windows: LogWindows) -> str:
         return "Final read of the complete log"
     read = windows.reads * windows.cap // (1024 * 1024)
     return (
-        f"Final read of the first {read} MiB of the log only: it is longer than the controller reads, "
-        "or could not be read past that point"
+        f"Final read of the first {read} MiB of the log only: it is longer than the controller reads, or could not be read past that point"
     )

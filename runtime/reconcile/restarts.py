@@ -94,9 +94,7 @@ def attempt_failure_message(attempt: int, cause: str, pod: FailurePod | None) ->
     return f"Attempt {attempt} failed: {cause}{where}"
 
 
-def reset_goodput_status(
-    status: Mapping[str, Any], restart: int, pending: Mapping[str, Any], stamp: str
-) -> dict[str, Any] | None:
+def reset_goodput_status(status: Mapping[str, Any], restart: int, pending: Mapping[str, Any], stamp: str) -> dict[str, Any] | None:
     """The GoodputMeasurement status at restart ``restart``: the per-attempt clocks start again.
 
     None when the measurement already recorded this restart or is complete.

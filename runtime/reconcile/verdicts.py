@@ -94,9 +94,7 @@ def judge_thresholds(
     spec: Mapping[str, str], values: Mapping[str, float], *, expired: bool, timeout_seconds: float
 ) -> tuple[bool, str, str] | None:
     """``(failed, reason, message)`` for the ValidationFailed condition, or None while waiting."""
-    outcome = thresholds.evaluate(
-        spec, values, measurement_timed_out=expired, measurement_timeout=go_duration(timeout_seconds)
-    )
+    outcome = thresholds.evaluate(spec, values, measurement_timed_out=expired, measurement_timeout=go_duration(timeout_seconds))
     if outcome.pending or not outcome.enforced:
         return None
     return outcome.failed, outcome.reason, outcome.message

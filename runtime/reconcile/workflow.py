@@ -179,27 +179,32 @@ class WorkflowReconciler:
         now = ctx.clock.stamp()
         if check.allowed:
             if not cond.is_true(status, NAMESPACE_ACCESS) and cond.condition(status, NAMESPACE_ACCESS) is not None:
-                new = cond.set_condition(status, NAMESPACE_ACCESS, "True", "NamespaceAccessGranted",
-                                         f"The controller may write in namespace {namespace}", now)
-                new = cond.set_lifecycle(new, cond.IN_PROGRESS, "NamespaceAccessGranted",
-                                         f"The controller may write in namespace {namespace}", now)
+                new = cond.set_condition(
+                    status, NAMESPACE_ACCESS, "True", "NamespaceAccessGranted", f"The controller may write in namespace {namespace}", now
+                )
+                new = cond.set_lifecycle(
+                    new, cond.IN_PROGRESS, "NamespaceAccessGranted", f"The controller may write in namespace {namespace}", now
+                )
                 self._write(wf, new)
                 return Result(ctx.settings.step_interval)  # go on from the status just written
             return None
         reason = "NamespaceAccessCheckFailed" if check.error else "NamespacePermissionsMissing"
-        binding = (f"RoleBinding {RUN_BINDING} in namespace {namespace} to ClusterRole {RUN_ROLE} "
-                   f"(nvcrectl rbac print --namespace {namespace})")
+        binding = (
+            f"RoleBinding {RUN_BINDING} in namespace {namespace} to ClusterRole {RUN_ROLE} (nvcrectl rbac print --namespace {namespace})"
+        )
         detail = check.error or "missing " + ", ".join(check.missing)
         message = f"The controller cannot write in namespace {namespace} ({detail}); create the {binding}"
         previous = cond.condition(status, NAMESPACE_ACCESS)
         first = previous is None or previous.get("status") != "False"
         since = parse_time(previous.get("lastTransitionTime")) if previous and not first else None
         waited = (ctx.clock.now() - since).total_seconds() if since else 0.0
-        new = status if not first and previous and previous.get("reason") == reason else cond.set_condition(
-            status, NAMESPACE_ACCESS, "False", reason, message, now)
+        new = (
+            status
+            if not first and previous and previous.get("reason") == reason
+            else cond.set_condition(status, NAMESPACE_ACCESS, "False", reason, message, now)
+        )
         if waited > ctx.settings.namespace_access_timeout:
-            new = cond.set_lifecycle(new, cond.FAILED, reason,
-                                     f"{message}; gave up after waiting {int(waited)}s", now)
+            new = cond.set_lifecycle(new, cond.FAILED, reason, f"{message}; gave up after waiting {int(waited)}s", now)
             self._write(wf, new)
             ctx.event(wf, "Warning", reason, f"{message}; gave up after waiting {int(waited)}s")
             return Result()
@@ -269,7 +274,9 @@ class WorkflowReconciler:
             refs.append(ref)
         status["dependencyRefs"] = refs
 
-    def _create_dependency(self, wf: Mapping[str, Any], status: dict[str, Any], obj: Mapping[str, Any], owner: Mapping[str, Any]) -> str | None:
+    def _create_dependency(
+        self, wf: Mapping[str, Any], status: dict[str, Any], obj: Mapping[str, Any], owner: Mapping[str, Any]
+    ) -> str | None:
         outcome = create_or_adopt(self.ctx, obj, owner if namespace_of(obj) else None)
         now = self.ctx.clock.stamp()
         if outcome.collision:
@@ -295,9 +302,7 @@ class WorkflowReconciler:
             status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, self.ctx.clock.stamp()))
             return message
         for dep in deps:
-            known = any(
-                r.get("kind") == dep.get("kind") and r.get("name") == name_of(dep) for r in status.get("dependencyRefs") or []
-            )
+            known = any(r.get("kind") == dep.get("kind") and r.get("name") == name_of(dep) for r in status.get("dependencyRefs") or [])
             if known:
                 continue
             problem = self._create_dependency(wf, status, dep, wf)
@@ -404,8 +409,12 @@ class WorkflowReconciler:
             if job is None or meta(job).get("deletionTimestamp"):
                 # the controller deletes a running group's Job only to retry it, and resets the group first
                 if self._finish_group(wf, status, group, job, failed=True, timed_out=False) and group.get("phase") == "Failed":
-                    ctx.event(wf, "Warning", "JobDeleted",
-                              f"Job {job_name} of group {group.get('name')} was deleted before it finished; the group failed")
+                    ctx.event(
+                        wf,
+                        "Warning",
+                        "JobDeleted",
+                        f"Job {job_name} of group {group.get('name')} was deleted before it finished; the group failed",
+                    )
                 continue
             if orchestration.get("placement") == "Unpinned":
                 self._backfill(group, job, int(orchestration.get("nodesPerJob") or 0))
@@ -457,8 +466,10 @@ class WorkflowReconciler:
         """A Job-scoped ComputeDomain still not Ready ``--compute-domain-timeout`` after launch."""
         ctx = self.ctx
         refs = [
-            r for r in status.get("dependencyRefs") or []
-            if r.get("kind") == domains.COMPUTE_DOMAIN_KIND and r.get("groupName") == group.get("name")
+            r
+            for r in status.get("dependencyRefs") or []
+            if r.get("kind") == domains.COMPUTE_DOMAIN_KIND
+            and r.get("groupName") == group.get("name")
             and int(r.get("iteration") or 0) == iteration
         ]
         started = parse_time(group.get("startTime"))
@@ -517,7 +528,14 @@ class WorkflowReconciler:
         return ""
 
     def _finish_group(
-        self, wf: dict[str, Any], status: dict[str, Any], group: dict[str, Any], job: Mapping[str, Any] | None, *, failed: bool, timed_out: bool
+        self,
+        wf: dict[str, Any],
+        status: dict[str, Any],
+        group: dict[str, Any],
+        job: Mapping[str, Any] | None,
+        *,
+        failed: bool,
+        timed_out: bool,
     ) -> bool:
         """Complete a terminal group; False while a failed group's pods still drain."""
         ctx = self.ctx
@@ -652,9 +670,7 @@ class WorkflowReconciler:
         """A finished group as ``iterationHistory`` keeps it."""
         return self._record(group)
 
-    def merge_node_results(
-        self, wf: Mapping[str, Any], status: dict[str, Any], *, succeeded: Any, failed: list[Mapping[str, Any]]
-    ) -> None:
+    def merge_node_results(self, wf: Mapping[str, Any], status: dict[str, Any], *, succeeded: Any, failed: list[Mapping[str, Any]]) -> None:
         """Add to the Workflow's succeeded/failed node ConfigMaps."""
         self._merge_node_results(wf, status, succeeded=succeeded, failed=failed)
 
@@ -674,9 +690,7 @@ class WorkflowReconciler:
         history = orchestration.get("iterationHistory") or []
         failed_count = sum(1 for h in history for g in h.get("groups") or [] if g.get("phase") == "Failed")
         failed_count += sum(1 for g in groups if g.get("phase") == "Failed")
-        failed_entries = compiler.stored_failed_nodes(
-            ctx.live(CONFIGMAPS, f"{FAILED_PREFIX}{uid_of(wf)[:8]}", namespace_of(wf))
-        )
+        failed_entries = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_PREFIX}{uid_of(wf)[:8]}", namespace_of(wf)))
         failed_names = {e["name"] for e in failed_entries}
         ok_nodes = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()} - failed_names)
         if ok_nodes:
@@ -697,8 +711,12 @@ class WorkflowReconciler:
             if validation:
                 status.update(
                     cond.set_condition(
-                        status, cond.VALIDATION_FAILED, "True", "JobValidationFailed",
-                        "One or more Jobs failed performance threshold validation", now,
+                        status,
+                        cond.VALIDATION_FAILED,
+                        "True",
+                        "JobValidationFailed",
+                        "One or more Jobs failed performance threshold validation",
+                        now,
                     )
                 )
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))

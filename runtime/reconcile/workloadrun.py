@@ -124,8 +124,9 @@ class WorkloadRunReconciler:
             validation = cond.condition(wf_status, cond.VALIDATION_FAILED) or {}
             if validation.get("status") == "True":
                 new = _lifecycle(status, cond.FAILED, "WorkflowValidationFailed", message, now)
-                new = cond.set_condition(new, cond.VALIDATION_FAILED, "True", "ThresholdViolation",
-                                         str(validation.get("message") or message), now)
+                new = cond.set_condition(
+                    new, cond.VALIDATION_FAILED, "True", "ThresholdViolation", str(validation.get("message") or message), now
+                )
             else:
                 new = _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now)
             self._write(run, new)
@@ -147,6 +148,11 @@ class WorkloadRunReconciler:
             waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
             if waited < ctx.settings.pod_drain_grace:
                 return Result(1.0)
-            ctx.event(run, "Warning", "FinalizerTimeout", f"Removed the finalizer after {int(waited)}s with Workflow {name_of(live)} still being torn down")
+            ctx.event(
+                run,
+                "Warning",
+                "FinalizerTimeout",
+                f"Removed the finalizer after {int(waited)}s with Workflow {name_of(live)} still being torn down",
+            )
         remove_finalizer(ctx, WORKLOADRUNS, run, FINALIZER)
         return Result()

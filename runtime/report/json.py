@@ -199,12 +199,14 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
 def to_dict(verdict: CertificationVerdict) -> dict[str, Any]:
     """The report object for one verdict."""
     out: dict[str, Any] = {"title": verdict.title} if verdict.kind == "WorkloadRun" else {}  # NVCRE: no title for a Certification
-    out.update({
-        "name": verdict.name,
-        "platform": verdict.platform,
-        "gpu": verdict.gpu,
-        "totalNodes": verdict.total_nodes,
-    })
+    out.update(
+        {
+            "name": verdict.name,
+            "platform": verdict.platform,
+            "gpu": verdict.gpu,
+            "totalNodes": verdict.total_nodes,
+        }
+    )
     if verdict.excluded_nodes:
         out["excludedNodes"] = list(verdict.excluded_nodes)
     if verdict.exclusion_reason:
@@ -212,9 +214,7 @@ def to_dict(verdict: CertificationVerdict) -> dict[str, Any]:
     out["categories"] = [_category(c) for c in verdict.categories]
     out["failedNodes"] = list(verdict.failed_node_names)
     out["failedNodeDetails"] = [
-        {"name": n.name, "reason": n.reason, **({"message": n.message} if n.message else {})}
-        for n in verdict.failed_nodes
-        if n.reason
+        {"name": n.name, "reason": n.reason, **({"message": n.message} if n.message else {})} for n in verdict.failed_nodes if n.reason
     ]
     out["result"] = verdict.result
     if verdict.node_results:

@@ -34,16 +34,24 @@ def _failure_text(category: CategoryVerdict, verdict: CertificationVerdict) -> s
 
 
 def _case(suite: ET.Element, category: CategoryVerdict, verdict: CertificationVerdict) -> tuple[int, int]:
-    case = ET.SubElement(suite, "testcase", {
-        "classname": verdict.name,
-        "name": category.key,
-        "time": f"{category.runtime_seconds or 0:.0f}",
-    })
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {
+            "classname": verdict.name,
+            "name": category.key,
+            "time": f"{category.runtime_seconds or 0:.0f}",
+        },
+    )
     if category.status == "Failed":
-        failure = ET.SubElement(case, "failure", {
-            "message": category.failure_reason or "failed",
-            "type": "CategoryFailed",
-        })
+        failure = ET.SubElement(
+            case,
+            "failure",
+            {
+                "message": category.failure_reason or "failed",
+                "type": "CategoryFailed",
+            },
+        )
         failure.text = _failure_text(category, verdict)
         return 1, 0
     if category.status != "Succeeded":

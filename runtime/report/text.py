@@ -216,8 +216,7 @@ def _bandwidth(card: _Card, category: CategoryVerdict) -> None:
         card.add(f"  {'Size':<10} {'AlgBW':<12} {'BusBW':<12} Samples")
         for point in category.bandwidth:
             card.add(
-                f"  {fmt.size(point.size_bytes):<10} {fmt.bandwidth(point.alg_bw):<12} "
-                f"{fmt.bandwidth(point.bus_bw):<12} {point.samples}"
+                f"  {fmt.size(point.size_bytes):<10} {fmt.bandwidth(point.alg_bw):<12} {fmt.bandwidth(point.bus_bw):<12} {point.samples}"
             )
             if point.provisional:
                 card.add(f"  (provisional: {point.provisional_reason})")
@@ -241,8 +240,11 @@ def _restarts(card: _Card, category: CategoryVerdict) -> None:
     single = len(category.groups) == 1
     for group, restarts in restarted:
         used = f"{restarts.count}/{restarts.maximum}"
-        head = f"{MARK_RESTART} Restarted from checkpoint {used}" if single else (
-            f"{MARK_RESTART} {fit(sanitize(group.name), 30)} restarted from checkpoint {used}")
+        head = (
+            f"{MARK_RESTART} Restarted from checkpoint {used}"
+            if single
+            else (f"{MARK_RESTART} {fit(sanitize(group.name), 30)} restarted from checkpoint {used}")
+        )
         detail = _restart_detail(restarts)
         if not detail:
             card.add(head)
@@ -288,9 +290,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
             card.add(f"Jobs:      {category.jobs}")
         if category.placement == "Unpinned":
             if category.target_nodes and category.exercised_nodes:
-                card.add(
-                    f"Placement: Unpinned ({category.exercised_nodes} of {category.target_nodes} target nodes exercised)"
-                )
+                card.add(f"Placement: Unpinned ({category.exercised_nodes} of {category.target_nodes} target nodes exercised)")
             else:
                 card.add("Placement: Unpinned")
         if category.mnnvl:

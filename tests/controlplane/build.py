@@ -177,9 +177,7 @@ def built_components() -> list[str]:
     if manifest.get("inputs") != _inputs_digest():
         return []
     recorded = manifest.get("components", {})
-    return [
-        name for name in COMPONENTS if name in recorded and os.access(binary_path(name), os.X_OK)
-    ]
+    return [name for name in COMPONENTS if name in recorded and os.access(binary_path(name), os.X_OK)]
 
 
 def missing_components(components: Sequence[str] = REQUIRED_COMPONENTS) -> list[str]:
@@ -279,9 +277,7 @@ def run_measured(argv: Sequence[str], *, cwd: Path, env: dict[str, str], label: 
     seconds = time.monotonic() - started
     try:
         if rc != 0:
-            raise BuildError(
-                f"{label} failed (exit {rc}): {' '.join(argv)}\n  in {cwd}; see the Go output above"
-            )
+            raise BuildError(f"{label} failed (exit {rc}): {' '.join(argv)}\n  in {cwd}; see the Go output above")
         if report is not None:
             max_rss = _parse_gnu_time(report)
         else:
@@ -311,14 +307,9 @@ def _go_env(go: str) -> dict[str, str]:
 
 def _go_json(go: str, args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> dict:
     """Run a go subcommand that prints one JSON object and decode it."""
-    proc = subprocess.run(
-        [go, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([go, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise BuildError(
-            f"`go {' '.join(args)}` failed (exit {proc.returncode}):\n"
-            f"{proc.stderr.strip() or proc.stdout.strip()}"
-        )
+        raise BuildError(f"`go {' '.join(args)}` failed (exit {proc.returncode}):\n{proc.stderr.strip() or proc.stdout.strip()}")
     try:
         return json.loads(proc.stdout)
     except ValueError as exc:
@@ -328,9 +319,7 @@ def _go_json(go: str, args: Sequence[str], *, cwd: Path, env: dict[str, str]) ->
 def _module_gomod(go: str, module: str, version: str, *, env: dict[str, str]) -> dict:
     """Download ``module@version`` and return its go.mod as ``go mod edit -json`` sees it."""
     with tempfile.TemporaryDirectory(prefix="nvcre-gomod-") as scratch:
-        info = _go_json(
-            go, ["mod", "download", "-json", f"{module}@{version}"], cwd=Path(scratch), env=env
-        )
+        info = _go_json(go, ["mod", "download", "-json", f"{module}@{version}"], cwd=Path(scratch), env=env)
         if info.get("Error") or not info.get("GoMod"):
             raise BuildError(f"cannot download {module}@{version}: {info.get('Error')}")
         return _go_json(go, ["mod", "edit", "-json", info["GoMod"]], cwd=Path(scratch), env=env)
@@ -350,17 +339,11 @@ def staging_replacements(kube_gomod: dict) -> list[str]:
     staged = []
     for rep in kube_gomod.get("Replace") or []:
         old, new = rep["Old"]["Path"], rep["New"]
-        if (
-            old.startswith("k8s.io/")
-            and not new.get("Version")
-            and new.get("Path", "").startswith("./staging/")
-            and old in required
-        ):
+        if old.startswith("k8s.io/") and not new.get("Version") and new.get("Path", "").startswith("./staging/") and old in required:
             staged.append(old)
     if not staged:
         raise BuildError(
-            f"{KUBERNETES_MODULE}@{KUBERNETES_VERSION}'s go.mod lists no ./staging "
-            "replacements; the wrapper module cannot be generated"
+            f"{KUBERNETES_MODULE}@{KUBERNETES_VERSION}'s go.mod lists no ./staging replacements; the wrapper module cannot be generated"
         )
     return sorted(staged)
 
@@ -401,9 +384,7 @@ def _kube_ldflags() -> str:
 def write_kube_module(go: str, src: Path, env: dict[str, str]) -> None:
     """Generate the wrapper module for the Kubernetes commands from upstream's go.mod."""
     upstream = _module_gomod(go, KUBERNETES_MODULE, KUBERNETES_VERSION, env=env)
-    replaces = "\n".join(
-        f"\t{mod} => {mod} {STAGING_VERSION}" for mod in staging_replacements(upstream)
-    )
+    replaces = "\n".join(f"\t{mod} => {mod} {STAGING_VERSION}" for mod in staging_replacements(upstream))
     src.mkdir(parents=True, exist_ok=True)
     (src / "go.sum").unlink(missing_ok=True)
     (src / "go.mod").write_text(
@@ -463,9 +444,7 @@ def _build_lock() -> contextlib.AbstractContextManager[None]:
     return _directory_lock(build_dir(), "this control plane")
 
 
-def _build_group(
-    go: str, group: str, names: list[str], env: dict[str, str], manifest: dict
-) -> None:
+def _build_group(go: str, group: str, names: list[str], env: dict[str, str], manifest: dict) -> None:
     """Resolve and compile the components of one wrapper module, recording costs."""
     src = build_dir() / "src" / group
     packages = [COMPONENTS[n].package for n in names]
@@ -506,9 +485,7 @@ def _build_group(
         "resolve_seconds": round(resolve.seconds, 1),
         "compile_seconds": round(compiled.seconds, 1),
         "max_process_rss_mib": round(max(resolve.max_rss_kib, compiled.max_rss_kib) / 1024),
-        "peak_tree_rss_mib": round(
-            max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024
-        ),
+        "peak_tree_rss_mib": round(max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024),
     }
     manifest.setdefault("steps", []).append(step)
     for name in names:
@@ -524,9 +501,7 @@ def _build_group(
 
 
 def _go_cache_was_empty(go: str, env: dict[str, str]) -> bool:
-    proc = subprocess.run(
-        [go, "env", "GOCACHE"], env=env, capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([go, "env", "GOCACHE"], env=env, capture_output=True, text=True, check=False)
     cache = Path(proc.stdout.strip()) if proc.returncode == 0 else None
     return cache is None or not cache.is_dir() or not any(cache.iterdir())
 
@@ -538,9 +513,7 @@ def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False
     """
     unknown = [c for c in components if c not in COMPONENTS]
     if unknown:
-        raise BuildError(
-            f"unknown component(s) {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}"
-        )
+        raise BuildError(f"unknown component(s) {', '.join(unknown)}; choose from {', '.join(COMPONENTS)}")
     wanted = list(dict.fromkeys([*REQUIRED_COMPONENTS, *components]))
     if not force and not missing_components(wanted):
         _say(f"{', '.join(wanted)} already built in {bin_dir()}; nothing to do")
@@ -562,9 +535,7 @@ def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False
         manifest = read_manifest()
         if manifest.get("inputs") != _inputs_digest():
             manifest = {}
-        go_version = subprocess.run(
-            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
-        ).stdout.strip()
+        go_version = subprocess.run([go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False).stdout.strip()
         cold = _go_cache_was_empty(go, env)
         manifest.update(
             {
@@ -577,10 +548,7 @@ def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False
                 "cpus": os.cpu_count(),
             }
         )
-        _say(
-            f"building {', '.join(todo)} with {go_version} into {bin_dir()}"
-            f" ({'cold' if cold else 'warm'} Go build cache)"
-        )
+        _say(f"building {', '.join(todo)} with {go_version} into {bin_dir()} ({'cold' if cold else 'warm'} Go build cache)")
         started = time.monotonic()
         for group in ("etcd", "kube"):
             names = [n for n in todo if COMPONENTS[n].module == group]
@@ -708,11 +676,7 @@ def missing_sim_components(components: Sequence[str] = tuple(SIM_COMPONENTS)) ->
     recorded = manifest.get("components", {}) if manifest.get("inputs") == _sim_inputs_digest() else {}
     missing = []
     for name in components:
-        have = (
-            name in recorded
-            and os.access(sim_binary_path(name), os.X_OK)
-            and any(sim_crd_dir(name).glob("*.yaml"))
-        )
+        have = name in recorded and os.access(sim_binary_path(name), os.X_OK) and any(sim_crd_dir(name).glob("*.yaml"))
         if not have:
             missing.append(name)
     return missing
@@ -766,9 +730,7 @@ def sim_data_missing(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> list[
     missing = []
     for name in components:
         component = SIM_COMPONENTS[name]
-        have = any(sim_crd_dir(name).glob("*.yaml")) and all(
-            (sim_stage_dir() / Path(rel).name).is_file() for rel in component.stage_files
-        )
+        have = any(sim_crd_dir(name).glob("*.yaml")) and all((sim_stage_dir() / Path(rel).name).is_file() for rel in component.stage_files)
         if not have:
             missing.append(name)
     return missing
@@ -802,9 +764,7 @@ def fetch_sim_data(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> Path:
                     env=env,
                 )
             if info.get("Error") or not info.get("Dir"):
-                raise BuildError(
-                    f"cannot download {component.module}@{component.version}: {info.get('Error')}"
-                )
+                raise BuildError(f"cannot download {component.module}@{component.version}: {info.get('Error')}")
             _copy_sim_data(component, Path(info["Dir"]))
     return sim_crd_dir()
 
@@ -890,10 +850,7 @@ def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool 
     """
     unknown = [c for c in components if c not in SIM_COMPONENTS]
     if unknown:
-        raise BuildError(
-            f"unknown simulated-cluster component(s) {', '.join(unknown)}; "
-            f"choose from {', '.join(SIM_COMPONENTS)}"
-        )
+        raise BuildError(f"unknown simulated-cluster component(s) {', '.join(unknown)}; choose from {', '.join(SIM_COMPONENTS)}")
     wanted = list(dict.fromkeys(components))
     if not force and not missing_sim_components(wanted):
         _say(f"{', '.join(wanted)} already built in {sim_build_dir()}; nothing to do")
@@ -901,8 +858,7 @@ def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool 
     go = find_go()
     if go is None:
         raise BuildError(
-            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
-            "install Go 1.26+ to build the simulated cluster"
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); install Go 1.26+ to build the simulated cluster"
         )
     env = _go_env(go)
     with _sim_build_lock():
@@ -913,9 +869,7 @@ def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool 
         manifest = read_sim_manifest()
         if manifest.get("inputs") != _sim_inputs_digest():
             manifest = {}
-        go_version = subprocess.run(
-            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
-        ).stdout.strip()
+        go_version = subprocess.run([go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False).stdout.strip()
         cold = _go_cache_was_empty(go, env)
         manifest.update(
             {
@@ -1019,7 +973,9 @@ def build_helm(*, force: bool = False) -> Path:
         _say("resolving the Go modules helm needs")
         resolve = run_measured(
             [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", HELM_PACKAGE],
-            cwd=src, env=env, label="resolving modules for helm",
+            cwd=src,
+            env=env,
+            label="resolving modules for helm",
         )
         staging = helm_build_dir() / "bin.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -1028,7 +984,9 @@ def build_helm(*, force: bool = False) -> Path:
         _say(f"compiling helm ({HELM_PACKAGE} of {HELM_MODULE}@{HELM_VERSION})")
         compiled = run_measured(
             [go, "build", "-trimpath", f"-ldflags={HELM_LDFLAGS}", "-o", str(out), HELM_PACKAGE],
-            cwd=src, env=env, label="compiling helm",
+            cwd=src,
+            env=env,
+            label="compiling helm",
         )
         if not out.is_file():
             raise BuildError(f"go build reported success but {out} is missing")
@@ -1036,9 +994,7 @@ def build_helm(*, force: bool = False) -> Path:
         os.replace(out, helm_binary_path())
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
-        go_version = subprocess.run(
-            [go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False
-        ).stdout.strip()
+        go_version = subprocess.run([go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False).stdout.strip()
         manifest = {
             "build_id": HELM_BUILD_ID,
             "inputs": _helm_inputs_digest(),
@@ -1074,9 +1030,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--components",
         default=",".join(DEFAULT_COMPONENTS),
-        help="comma-separated subset of: "
-        + ", ".join(COMPONENTS)
-        + " (etcd and kube-apiserver are always built)",
+        help="comma-separated subset of: " + ", ".join(COMPONENTS) + " (etcd and kube-apiserver are always built)",
     )
     parser.add_argument(
         "--minimal",
@@ -1086,8 +1040,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sim",
         action="store_true",
-        help="also build the simulated GPU cluster: "
-        + ", ".join(f"{c.name} {c.version}" for c in SIM_COMPONENTS.values()),
+        help="also build the simulated GPU cluster: " + ", ".join(f"{c.name} {c.version}" for c in SIM_COMPONENTS.values()),
     )
     parser.add_argument(
         "--sim-only",
@@ -1105,9 +1058,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="build only helm (not the control plane)",
     )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
-    parser.add_argument(
-        "--print-bin-dir", action="store_true", help="print the binary directory and exit"
-    )
+    parser.add_argument("--print-bin-dir", action="store_true", help="print the binary directory and exit")
     parser.add_argument(
         "--optional",
         action="store_true",
@@ -1126,11 +1077,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     # A SIGTERM unwinds like Ctrl-C, so the running go command is stopped too.
     signal.signal(signal.SIGTERM, _interrupt)
-    components = (
-        list(REQUIRED_COMPONENTS)
-        if args.minimal
-        else [c.strip() for c in args.components.split(",") if c.strip()]
-    )
+    components = list(REQUIRED_COMPONENTS) if args.minimal else [c.strip() for c in args.components.split(",") if c.strip()]
     try:
         if not (args.sim_only or args.helm_only):
             build(components, force=args.force)

@@ -29,9 +29,7 @@ def crd_conditions(api_client, name: str) -> dict[str, str]:
     """``{condition type: status}`` of a CustomResourceDefinition."""
     from kubernetes import client
 
-    raw = client.ApiextensionsV1Api(api_client).read_custom_resource_definition(
-        name, _preload_content=False
-    )
+    raw = client.ApiextensionsV1Api(api_client).read_custom_resource_definition(name, _preload_content=False)
     conditions = json.loads(raw.data).get("status", {}).get("conditions") or []
     return {c["type"]: c["status"] for c in conditions}
 

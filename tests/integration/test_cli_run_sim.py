@@ -28,10 +28,17 @@ def controller(simcluster, sim_namespace) -> Iterator[object]:
     from nvcre.runtime.reconcile.context import Settings
 
     kube = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
-                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, settings=settings)
+    settings = Settings(
+        poll_interval=1.0,
+        pod_drain_grace=30.0,
+        node_discovery_timeout=10.0,
+        measurement_timeout=30.0,
+        final_read_grace=10.0,
+        scheduling_stall_grace=5.0,
+    )
+    config = ControllerConfig(
+        namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
+    )
     ctl = Controller(kube, config).start()
     try:
         yield ctl
@@ -42,16 +49,31 @@ def controller(simcluster, sim_namespace) -> Iterator[object]:
 
 def nvcrectl(simcluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "KUBECONFIG": str(simcluster.kubeconfig)}
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def test_run_wait_prints_a_passed_report_and_report_prints_it_again(simcluster, sim_namespace, controller, tmp_path):
     simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-ok")
     results = tmp_path / "r.json"
-    run = nvcrectl(simcluster, "certification", "run", "--category", "communication/nccl-all-reduce",
-                   "-n", sim_namespace, "--name", "day-one", "--grant-run-access",
-                   "--wait", "--timeout", "4m", "--results-file", str(results))
+    run = nvcrectl(
+        simcluster,
+        "certification",
+        "run",
+        "--category",
+        "communication/nccl-all-reduce",
+        "-n",
+        sim_namespace,
+        "--name",
+        "day-one",
+        "--grant-run-access",
+        "--wait",
+        "--timeout",
+        "4m",
+        "--results-file",
+        str(results),
+    )
     assert run.returncode == 0, run.stderr
     assert "Certification day-one created in namespace" in run.stderr
     assert "[watch] communication/nccl-all-reduce: Succeeded" in run.stderr
@@ -79,7 +101,8 @@ def test_run_wait_prints_a_passed_report_and_report_prints_it_again(simcluster, 
     # NVCRE's MCP shapes
     assert tools["status"]["result"] == "PASSED"
     assert [(c["domain"], c["variant"], c["status"]) for c in tools["status"]["categories"]] == [
-        ("communication", "nccl-all-reduce", "Succeeded")]
+        ("communication", "nccl-all-reduce", "Succeeded")
+    ]
     assert tools["report"] == {"report": data}
     assert tools["failed"] == {"name": "day-one", "namespace": sim_namespace, "failedNodes": []}
 
@@ -91,13 +114,16 @@ async def _mcp(simcluster, namespace: str) -> dict:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "nvcre.cli.main", "mcp", "serve"], cwd=str(REPO),
-                                   env={**os.environ, "KUBECONFIG": str(simcluster.kubeconfig)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "nvcre.cli.main", "mcp", "serve"],
+        cwd=str(REPO),
+        env={**os.environ, "KUBECONFIG": str(simcluster.kubeconfig)},
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         out = {}
-        for key, tool in (("status", "get_certification_status"), ("report", "get_certification_report"),
-                          ("failed", "list_failed_nodes")):
+        for key, tool in (("status", "get_certification_status"), ("report", "get_certification_report"), ("failed", "list_failed_nodes")):
             result = await session.call_tool(tool, {"name": "day-one", "namespace": namespace})
             assert not result.is_error, result.content
             out[key] = result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
@@ -121,8 +147,21 @@ def test_run_wait_with_a_crashing_node_prints_failed_naming_it(simcluster, sim_n
     )
     results = tmp_path / "r.json"
     junit = tmp_path / "junit.xml"
-    run = nvcrectl(simcluster, "certification", "run", "--cert-file", str(cert), "--grant-run-access",
-                   "--wait", "--timeout", "4m", "--results-file", str(results), "--junit", str(junit))
+    run = nvcrectl(
+        simcluster,
+        "certification",
+        "run",
+        "--cert-file",
+        str(cert),
+        "--grant-run-access",
+        "--wait",
+        "--timeout",
+        "4m",
+        "--results-file",
+        str(results),
+        "--junit",
+        str(junit),
+    )
     assert run.returncode == 1, run.stderr
     assert "[watch] Certification failed." in run.stderr
     assert f"Failed nodes: {nodes[1]}" in run.stderr

@@ -9,16 +9,12 @@ from integration_helpers import eventually
 pytestmark = pytest.mark.integration
 
 
-def test_garbage_collector_deletes_dependents_of_a_deleted_owner(
-    controlplane_controllers, namespace
-):
+def test_garbage_collector_deletes_dependents_of_a_deleted_owner(controlplane_controllers, namespace):
     from kubernetes import client
 
     with controlplane_controllers.api_client() as api_client:
         core = client.CoreV1Api(api_client)
-        owner = core.create_namespaced_config_map(
-            namespace, {"metadata": {"name": "owner"}, "data": {"role": "owner"}}
-        )
+        owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}, "data": {"role": "owner"}})
         core.create_namespaced_config_map(
             namespace,
             {
@@ -71,6 +67,4 @@ def test_job_controller_creates_owned_pods(controlplane_controllers, namespace):
             what="the Job controller to create a pod",
         )
     owners = pods[0].metadata.owner_references
-    assert [(o.kind, o.name, o.uid, o.controller) for o in owners] == [
-        ("Job", "smoke", job.metadata.uid, True)
-    ]
+    assert [(o.kind, o.name, o.uid, o.controller) for o in owners] == [("Job", "smoke", job.metadata.uid, True)]

@@ -46,22 +46,16 @@ def test_third_party_crd_is_established(controlplane, name):
 def _dry_run_create(api_client, namespace: str, plural: str, body: dict) -> dict:
     from kubernetes import client
 
-    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-        *TRAINER, namespace, plural, body, dry_run="All"
-    )
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(*TRAINER, namespace, plural, body, dry_run="All")
 
 
 def test_trainjob_sample_is_accepted_by_server_side_dry_run(controlplane, namespace):
     from kubernetes import client
 
     with controlplane.api_client() as api_client:
-        runtime = _dry_run_create(
-            api_client, namespace, "trainingruntimes", sample("trainingruntime")
-        )
+        runtime = _dry_run_create(api_client, namespace, "trainingruntimes", sample("trainingruntime"))
         job = _dry_run_create(api_client, namespace, "trainjobs", sample("trainjob"))
-        stored = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
-            *TRAINER, namespace, "trainjobs"
-        )
+        stored = client.CustomObjectsApi(api_client).list_namespaced_custom_object(*TRAINER, namespace, "trainjobs")
 
     assert runtime["kind"] == "TrainingRuntime"
     assert runtime["spec"]["mlPolicy"]["numNodes"] == 1
@@ -103,9 +97,7 @@ def _with_two_ml_policies(body: dict) -> dict:
     ],
     ids=["missing-runtimeRef", "numNodes-not-integer", "foreign-managedBy", "two-ml-policies"],
 )
-def test_invalid_trainer_object_is_rejected_with_field_path(
-    controlplane, namespace, kind, plural, break_it, field
-):
+def test_invalid_trainer_object_is_rejected_with_field_path(controlplane, namespace, kind, plural, break_it, field):
     from kubernetes import client
 
     with controlplane.api_client() as api_client:
@@ -123,9 +115,7 @@ def test_rbac_forbids_unprivileged_service_account(controlplane, namespace):
     with controlplane.api_client() as admin:
         core = client.CoreV1Api(admin)
         core.create_namespaced_service_account(namespace, {"metadata": {"name": account}})
-        token = core.create_namespaced_service_account_token(
-            account, namespace, {"spec": {"expirationSeconds": 600}}
-        ).status.token
+        token = core.create_namespaced_service_account_token(account, namespace, {"spec": {"expirationSeconds": 600}}).status.token
         # The admin credential may list nodes: the denial below is about the user.
         core.list_node()
 
@@ -166,10 +156,7 @@ def test_server_side_apply_twice_keeps_resource_version(controlplane, namespace)
         first = apply({"mode": "certify"})
         second = apply({"mode": "certify"})
         changed = apply({"mode": "report"})
-        managers = [
-            m.manager
-            for m in core.read_namespaced_config_map("settings", namespace).metadata.managed_fields
-        ]
+        managers = [m.manager for m in core.read_namespaced_config_map("settings", namespace).metadata.managed_fields]
     assert second == first, "an identical apply must be a no-op"
     assert changed != first, "a changed apply must write a new version"
     assert "nvcre-integration" in managers

@@ -31,10 +31,20 @@ def controller(kube, sim_namespace) -> Iterator[Controller]:
 
 
 def _diagnose(kube, namespace: str, name: str, nodes: list[str], threshold: dict[str, str] = THRESHOLD) -> dict[str, Any]:
-    kube.create(certification(namespace, name, nodes, [{
-        "domain": "communication", "variant": "nccl-all-reduce",
-        "options": {"testScale": "diagnose", "thresholds": threshold, "timeoutPerJob": "2m"},
-    }]))
+    kube.create(
+        certification(
+            namespace,
+            name,
+            nodes,
+            [
+                {
+                    "domain": "communication",
+                    "variant": "nccl-all-reduce",
+                    "options": {"testScale": "diagnose", "thresholds": threshold, "timeoutPerJob": "2m"},
+                }
+            ],
+        )
+    )
     wait_terminal(kube, CERTIFICATIONS, name, namespace, timeout=300)
     cert = kube.get(CERTIFICATIONS, name, namespace)
     (category,) = cert["status"]["categoryStatuses"]
@@ -86,14 +96,25 @@ def test_a_controller_restarted_mid_diagnosis_replays_the_rounds_and_continues(s
     nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-again")
     ends = sorted(nodes)[:2]
     simcluster.set_fault(ends[0], f"bad-link:{ends[1]}")
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, settings=FAST)
+    config = ControllerConfig(
+        namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=FAST
+    )
     first = Controller(kube, config).start()
     try:
-        kube.create(certification(sim_namespace, "again", nodes, [{
-            "domain": "communication", "variant": "nccl-all-reduce",
-            "options": {"testScale": "diagnose", "thresholds": THRESHOLD, "timeoutPerJob": "2m"},
-        }]))
+        kube.create(
+            certification(
+                sim_namespace,
+                "again",
+                nodes,
+                [
+                    {
+                        "domain": "communication",
+                        "variant": "nccl-all-reduce",
+                        "options": {"testScale": "diagnose", "thresholds": THRESHOLD, "timeoutPerJob": "2m"},
+                    }
+                ],
+            )
+        )
 
         def third_round() -> bool:
             for wf in kube.list(WORKFLOWS, sim_namespace).items:

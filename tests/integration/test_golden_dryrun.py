@@ -250,4 +250,3 @@ def test_resource_claim_templates_are_dry_run_and_compute_domains_reported(dynam
         "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "nccl-all-reduce-channel"}}},
     }
     assert dry_run_create(dynamic_client, golden_namespace, domain) is None
-

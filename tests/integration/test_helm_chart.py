@@ -52,8 +52,10 @@ def _helm(request: pytest.FixtureRequest) -> Path:
     if not build.helm_missing():
         return Path(build.helm_binary_path())
     if build.find_go() is None:
-        _unavailable(f"helm {build.HELM_VERSION} is not built and there is no Go toolchain to build it "
-                     "(`python tests/controlplane/build.py --helm`, or set NVCRE_HELM)")
+        _unavailable(
+            f"helm {build.HELM_VERSION} is not built and there is no Go toolchain to build it "
+            "(`python tests/controlplane/build.py --helm`, or set NVCRE_HELM)"
+        )
     capture = request.config.pluginmanager.getplugin("capturemanager")
     try:
         if capture is not None:
@@ -68,8 +70,12 @@ def _helm(request: pytest.FixtureRequest) -> Path:
 def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     binary = _helm(request)
     home = tmp_path_factory.mktemp("helm-home")
-    env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-           "HELM_DATA_HOME": str(home / "data")}
+    env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+    }
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(binary), *args], capture_output=True, text=True, env=env, timeout=120, check=False)
@@ -78,8 +84,9 @@ def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 
 def setup_render(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.setup", "render", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.setup", "render", *args], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def _key(obj: dict) -> tuple[str, str, str]:
@@ -95,22 +102,45 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "namespaced-two-run-namespaces": {"rbac": {"scope": "namespaced", "runNamespaces": ["team-a", "team-b"]}},
     "namespaced-no-run-namespaces": {"rbac": {"scope": "namespaced"}},
-    "image-digest-and-pull-secrets": {"manager": {"image": {"repository": "registry.example.com:5000/gpu/nvcre-manager",
-                                                            "tag": "", "digest": DIGEST, "pullPolicy": "Always"},
-                                                  "imagePullSecrets": ["regcred", "mirror.creds"]}},
-    "manager-tuning": {"manager": {
-        "replicas": 3, "workers": 16, "logLevel": "debug", "namespaceAccessTimeout": "1h30m",
-        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi", "nvidia.com/gpu": 0}},
-        "nodeSelector": {"node-role.kubernetes.io/control-plane": "", "zone": "yes", "rack": "0755"},
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "nvcre", "effect": "NoSchedule"},
-                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 30}],
-    }},
+    "image-digest-and-pull-secrets": {
+        "manager": {
+            "image": {"repository": "registry.example.com:5000/gpu/nvcre-manager", "tag": "", "digest": DIGEST, "pullPolicy": "Always"},
+            "imagePullSecrets": ["regcred", "mirror.creds"],
+        }
+    },
+    "manager-tuning": {
+        "manager": {
+            "replicas": 3,
+            "workers": 16,
+            "logLevel": "debug",
+            "namespaceAccessTimeout": "1h30m",
+            "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "2Gi", "nvidia.com/gpu": 0}},
+            "nodeSelector": {"node-role.kubernetes.io/control-plane": "", "zone": "yes", "rack": "0755"},
+            "tolerations": [
+                {"key": "dedicated", "operator": "Equal", "value": "nvcre", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 30},
+            ],
+        }
+    },
     "no-leader-election-zero-replicas": {"manager": {"replicas": 0, "leaderElection": False, "image": {"tag": "v1.2.3-rc.1"}}},
     "renamed-existing-namespace": {"namespace": {"name": "gpu-cert", "create": False}, "serviceAccount": {"name": "cert.runner"}},
-    "bare-install": {"crds": {"install": False}, "logProfiles": {"install": False},
-                     "rbac": {"scope": "namespaced", "runNamespaces": ["only-one"]}},
-    "hostile-strings": {"manager": {"nodeSelector": {"template": "{{ .Release.Name }}", "quote": "a\"b'c", "html": "<&>",
-                                                     "multi": "line one\nline two: x", "null-ish": "null", "num": "1e3"}}},
+    "bare-install": {
+        "crds": {"install": False},
+        "logProfiles": {"install": False},
+        "rbac": {"scope": "namespaced", "runNamespaces": ["only-one"]},
+    },
+    "hostile-strings": {
+        "manager": {
+            "nodeSelector": {
+                "template": "{{ .Release.Name }}",
+                "quote": "a\"b'c",
+                "html": "<&>",
+                "multi": "line one\nline two: x",
+                "null-ish": "null",
+                "num": "1e3",
+            }
+        }
+    },
 }
 
 
@@ -129,8 +159,14 @@ def test_helm_template_equals_setup_render(helm: Any, tmp_path: Path, name: str)
 
 
 def test_set_flags_mean_the_same_in_both(helm: Any) -> None:
-    flags = ["--set", "rbac.scope=namespaced,rbac.runNamespaces={team-a,team-b}", "--set", "manager.workers=4",
-             "--set-json", 'manager.tolerations=[{"key":"gpu","operator":"Exists"}]']
+    flags = [
+        "--set",
+        "rbac.scope=namespaced,rbac.runNamespaces={team-a,team-b}",
+        "--set",
+        "manager.workers=4",
+        "--set-json",
+        'manager.tolerations=[{"key":"gpu","operator":"Exists"}]',
+    ]
     rendered = helm("template", "nvcre", str(CHART), *flags)
     expected = setup_render(*flags)
     assert rendered.returncode == 0 and expected.returncode == 0, rendered.stderr + expected.stderr

@@ -49,8 +49,7 @@ def image() -> dict[str, Any]:
         _unavailable("the controller image is built and run as root")
     if missing := [tool for tool in TOOLS if shutil.which(tool) is None]:
         _unavailable(f"missing {', '.join(missing)} (apt-get install --no-install-recommends {' '.join(TOOLS)})")
-    built = subprocess.run([sys.executable, str(REPO / "scripts" / "image.py")], capture_output=True, text=True,
-                           timeout=1800, check=False)
+    built = subprocess.run([sys.executable, str(REPO / "scripts" / "image.py")], capture_output=True, text=True, timeout=1800, check=False)
     assert built.returncode == 0, built.stderr[-4000:]
     record = json.loads((REPO / "build" / "image" / "image.json").read_text())
     assert built.stdout.strip() == record["digest"]
@@ -79,9 +78,22 @@ class Podman:
     def hardened(self) -> list[str]:
         """The Deployment's container settings, as podman flags."""
         nofile, nproc = _limit(resource.RLIMIT_NOFILE, 65536), _limit(resource.RLIMIT_NPROC, 32768)
-        return ["--runtime", "runc", "--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}",
-                "--read-only", "--read-only-tmpfs=false", "--tmpfs", "/tmp:rw,size=64m,mode=1777",
-                "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+        return [
+            "--runtime",
+            "runc",
+            "--ulimit",
+            f"nofile={nofile}:{nofile}",
+            "--ulimit",
+            f"nproc={nproc}:{nproc}",
+            "--read-only",
+            "--read-only-tmpfs=false",
+            "--tmpfs",
+            "/tmp:rw,size=64m,mode=1777",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+        ]
 
     def start(self, name: str, *args: str, options: tuple[str, ...] = ()) -> str:
         self.names.append(name)
@@ -143,8 +155,21 @@ for module in list(sys.modules.values()):
         stale.append(module.__name__)
 print(json.dumps({"uid": os.getuid(), "nvcre": len(names), "modules": len(sys.modules), "stale": stale}))
 """
-    done = podman.run("run", "--rm", "--pull=never", "--network", "none", *podman.hardened(), "--entrypoint", "python",
-                      podman.record["tag"], "-c", probe, timeout=180, check=False)
+    done = podman.run(
+        "run",
+        "--rm",
+        "--pull=never",
+        "--network",
+        "none",
+        *podman.hardened(),
+        "--entrypoint",
+        "python",
+        podman.record["tag"],
+        "-c",
+        probe,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["uid"] == 65532
@@ -157,14 +182,24 @@ def test_a_second_build_from_nothing_gives_the_same_digest(image: dict[str, Any]
     OCI manifest digest (as long as Debian's archive and PyPI serve the same versions)."""
     again = tmp_path / "again"
     try:
-        built = subprocess.run([sys.executable, str(REPO / "scripts" / "image.py"), "--out", str(again), "--no-sbom"],
-                               capture_output=True, text=True, timeout=1800, check=False)
+        built = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "image.py"), "--out", str(again), "--no-sbom"],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
         assert built.returncode == 0, built.stderr[-4000:]
         assert built.stdout.strip() == image["digest"]
         assert filecmp.cmp(again / "base.tar", REPO / "build" / "image" / "base.tar", shallow=False)
     finally:
-        subprocess.run(["buildah", "rmi", "--all", "--force"], env={**os.environ, "CONTAINERS_STORAGE_CONF": str(again / "store" / "storage.conf")},
-                       capture_output=True, check=False, timeout=300)
+        subprocess.run(
+            ["buildah", "rmi", "--all", "--force"],
+            env={**os.environ, "CONTAINERS_STORAGE_CONF": str(again / "store" / "storage.conf")},
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
         shutil.rmtree(again, ignore_errors=True)
 
 
@@ -194,13 +229,15 @@ def installed(simcluster) -> Iterator[tuple[Any, str, Path]]:
     admin = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
     namespace = f"img-{uuid.uuid4().hex[:6]}"
     kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
-    objects = [o for o in render_install([{"namespace": {"name": namespace}, "crds": {"install": False}}]).objects
-               if o["kind"] in kinds]
+    objects = [o for o in render_install([{"namespace": {"name": namespace}, "crds": {"install": False}}]).objects if o["kind"] in kinds]
     for obj in objects:
         admin.apply(obj)
     with simcluster.api_client() as api:
-        token = k8s.CoreV1Api(api).create_namespaced_service_account_token(
-            "nvcre-manager", namespace, {"spec": {"expirationSeconds": 3600}}).status.token
+        token = (
+            k8s.CoreV1Api(api)
+            .create_namespaced_service_account_token("nvcre-manager", namespace, {"spec": {"expirationSeconds": 3600}})
+            .status.token
+        )
     mount = Path(f"/tmp/nvcre-sa-{namespace}")  # noqa: S108 - a private folder, removed below
     mount.mkdir(mode=0o755)
     (mount / "token").write_text(token)
@@ -228,13 +265,27 @@ def test_the_image_is_the_controller_in_cluster(simcluster, sim_namespace, podma
 
     def replica(name: str) -> tuple[str, int]:
         metrics, health = _free_port(), _free_port()
-        podman.start(name, f"--namespace={sim_namespace}", f"--lease-namespace={namespace}", "--leader-elect",
-                     f"--metrics-bind-address=127.0.0.1:{metrics}", f"--health-probe-bind-address=127.0.0.1:{health}",
-                     "--log-level=info", options=(
-                         "--network", "host",
-                         "-v", f"{mount}:/var/run/secrets/kubernetes.io/serviceaccount:ro",
-                         "-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", f"KUBERNETES_SERVICE_PORT={server_port}",
-                         "-e", f"POD_NAMESPACE={namespace}"))
+        podman.start(
+            name,
+            f"--namespace={sim_namespace}",
+            f"--lease-namespace={namespace}",
+            "--leader-elect",
+            f"--metrics-bind-address=127.0.0.1:{metrics}",
+            f"--health-probe-bind-address=127.0.0.1:{health}",
+            "--log-level=info",
+            options=(
+                "--network",
+                "host",
+                "-v",
+                f"{mount}:/var/run/secrets/kubernetes.io/serviceaccount:ro",
+                "-e",
+                "KUBERNETES_SERVICE_HOST=127.0.0.1",
+                "-e",
+                f"KUBERNETES_SERVICE_PORT={server_port}",
+                "-e",
+                f"POD_NAMESPACE={namespace}",
+            ),
+        )
         eventually(lambda: _ready(health), timeout=60, what=f"{name} to answer /readyz")
         return name, health
 
@@ -258,12 +309,18 @@ def test_the_image_is_the_controller_in_cluster(simcluster, sim_namespace, podma
     time.sleep(3)
     assert holder() == leader and identity(second) == ""  # standby, ready, not leading
 
-    admin.create({
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification",
-        "metadata": {"name": "image", "namespace": sim_namespace},
-        "spec": {"target": {"nodeNames": nodes}, "timeoutPerJob": "3m",
-                 "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
-    })
+    admin.create(
+        {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Certification",
+            "metadata": {"name": "image", "namespace": sim_namespace},
+            "spec": {
+                "target": {"nodeNames": nodes},
+                "timeoutPerJob": "3m",
+                "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+            },
+        }
+    )
 
     def finished(name: str) -> str | None:
         life = cond.lifecycle(admin.get(CERTIFICATIONS, name, sim_namespace).get("status"))

@@ -120,8 +120,7 @@ def test_informer_lists_again_after_410_and_reports_what_changed_meanwhile(kube,
         kube.create(_configmap(namespace, "born"))
         eventually(lambda: informer.relists >= 1, timeout=20, what="a relist after 410 Gone")
         eventually(
-            lambda: {n for _, n in informer.store.keys()} >= {"kept", "born"}
-            and "doomed" not in {n for _, n in informer.store.keys()},
+            lambda: {n for _, n in informer.store.keys()} >= {"kept", "born"} and "doomed" not in {n for _, n in informer.store.keys()},
             timeout=20,
             what="the store to match the server after the relist",
         )
@@ -159,9 +158,7 @@ def test_informer_reconnects_after_a_dropped_connection_without_relisting(kube, 
 
 
 def _elector(kube, namespace: str, identity: str, name: str) -> LeaderElector:
-    return LeaderElector(
-        kube, name=name, namespace=namespace, identity=identity, lease_duration=3.0, renew_deadline=2.0, retry_period=0.3
-    )
+    return LeaderElector(kube, name=name, namespace=namespace, identity=identity, lease_duration=3.0, renew_deadline=2.0, retry_period=0.3)
 
 
 def test_a_standby_takes_the_lease_within_seconds_when_the_leader_dies(kube, namespace):

@@ -141,7 +141,8 @@ def test_the_renders_nic_fallback_is_an_event_on_the_certification(simcluster, s
     kube.create(certification(sim_namespace, name, nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}]))
     wait_terminal(kube, CERTIFICATIONS, name, sim_namespace, timeout=180)
     events = [
-        e for e in kube.list(EVENTS, sim_namespace).items
+        e
+        for e in kube.list(EVENTS, sim_namespace).items
         if (e.get("involvedObject") or {}).get("kind") == "Certification" and e.get("reason") == "NICResourceDetection"
     ]
     assert len(events) == 1 and events[0]["type"] == "Normal", events

@@ -21,11 +21,15 @@ pytestmark = pytest.mark.integration
 def _install_rbac(kube: Any, controller_ns: str) -> list[dict[str, Any]]:
     from nvcre.compiler.install import render_install
 
-    installed = render_install([{
-        "namespace": {"name": controller_ns},
-        "rbac": {"scope": "namespaced"},
-        "crds": {"install": False},
-    }])
+    installed = render_install(
+        [
+            {
+                "namespace": {"name": controller_ns},
+                "rbac": {"scope": "namespaced"},
+                "crds": {"install": False},
+            }
+        ]
+    )
     kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
     objects = [o for o in installed.objects if o["kind"] in kinds]
     for obj in objects:
@@ -44,9 +48,11 @@ def restricted(simcluster) -> Iterator[tuple[Any, Any, str]]:
     controller_ns = f"ctl-{uuid.uuid4().hex[:6]}"
     objects = _install_rbac(admin, controller_ns)
     with simcluster.api_client() as api:
-        token = k8s.CoreV1Api(api).create_namespaced_service_account_token(
-            "nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}}
-        ).status.token
+        token = (
+            k8s.CoreV1Api(api)
+            .create_namespaced_service_account_token("nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}})
+            .status.token
+        )
     own = ApiServerClient(simcluster.api_client(token=token))
     try:
         yield admin, own, controller_ns
@@ -65,19 +71,36 @@ def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_name
 
     admin, own, controller_ns = restricted
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-rb")
-    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
-                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, install_logprofiles=False, settings=settings)
+    settings = Settings(
+        poll_interval=1.0,
+        pod_drain_grace=30.0,
+        node_discovery_timeout=10.0,
+        measurement_timeout=30.0,
+        final_read_grace=10.0,
+        scheduling_stall_grace=5.0,
+    )
+    config = ControllerConfig(
+        namespace=sim_namespace,
+        metrics_address="127.0.0.1:0",
+        health_address="127.0.0.1:0",
+        leader_elect=False,
+        install_logprofiles=False,
+        settings=settings,
+    )
     ctl = Controller(own, config).start()
     try:
-        admin.create({
-            "apiVersion": "nvcre.nvidia.com/v1alpha1",
-            "kind": "Certification",
-            "metadata": {"name": "rbac", "namespace": sim_namespace},
-            "spec": {"target": {"nodeNames": nodes}, "timeoutPerJob": "3m",
-                     "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]},
-        })
+        admin.create(
+            {
+                "apiVersion": "nvcre.nvidia.com/v1alpha1",
+                "kind": "Certification",
+                "metadata": {"name": "rbac", "namespace": sim_namespace},
+                "spec": {
+                    "target": {"nodeNames": nodes},
+                    "timeoutPerJob": "3m",
+                    "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+                },
+            }
+        )
 
         def waiting() -> dict[str, Any] | None:
             for wf in admin.list(WORKFLOWS, sim_namespace).items:
@@ -91,8 +114,11 @@ def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_name
         assert progress["reason"] == "NamespacePermissionsMissing"
         assert "RoleBinding nvcre-manager-run" in progress["message"]
         assert "create trainer.kubeflow.org/trainjobs" in progress["message"]
-        warnings = [e for e in admin.list(EVENTS, sim_namespace).items
-                    if e.get("reason") == "NamespacePermissionsMissing" and e.get("type") == "Warning"]
+        warnings = [
+            e
+            for e in admin.list(EVENTS, sim_namespace).items
+            if e.get("reason") == "NamespacePermissionsMissing" and e.get("type") == "Warning"
+        ]
         assert warnings
 
         admin.create(run_access_binding(sim_namespace, controller_namespace=controller_ns))
@@ -127,8 +153,7 @@ def test_the_controller_starts_under_the_install_role_without_logprofile_warning
     keep = Keep()
     tree = logging.getLogger("nvcre")
     tree.addHandler(keep)
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False)
+    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False)
     try:
         ctl = Controller(own, config).start()
         try:
@@ -158,48 +183,94 @@ def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_ano
     suffix = uuid.uuid4().hex[:6]
     controller_ns, other = f"ctl-{suffix}", f"other-{suffix}"
     kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
-    installed = [o for o in render_install([{"namespace": {"name": controller_ns}, "crds": {"install": False}}]).objects
-                 if o["kind"] in kinds]
+    installed = [
+        o for o in render_install([{"namespace": {"name": controller_ns}, "crds": {"install": False}}]).objects if o["kind"] in kinds
+    ]
     alice_objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "alice", "namespace": sim_namespace}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "alice", "namespace": sim_namespace},
-         "rules": [{"apiGroups": ["nvcre.nvidia.com"], "resources": ["workflows"], "verbs": ["create", "get", "list", "watch"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "alice", "namespace": sim_namespace},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "alice"},
-         "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}]},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "alice", "namespace": sim_namespace},
+            "rules": [{"apiGroups": ["nvcre.nvidia.com"], "resources": ["workflows"], "verbs": ["create", "get", "list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "alice", "namespace": sim_namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "alice"},
+            "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}],
+        },
     ]
     for obj in [*installed, *alice_objects]:
         admin.apply(obj)
     with simcluster.api_client() as api:
         core = k8s.CoreV1Api(api)
         manager_token = core.create_namespaced_service_account_token(
-            "nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}}).status.token
+            "nvcre-manager", controller_ns, {"spec": {"expirationSeconds": 3600}}
+        ).status.token
         alice_token = core.create_namespaced_service_account_token(
-            "alice", sim_namespace, {"spec": {"expirationSeconds": 3600}}).status.token
+            "alice", sim_namespace, {"spec": {"expirationSeconds": 3600}}
+        ).status.token
     own, alice = ApiServerClient(simcluster.api_client(token=manager_token)), ApiServerClient(simcluster.api_client(token=alice_token))
     role_bindings = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-alice")
-    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
-                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
-    ctl = Controller(own, ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                                           leader_elect=False, install_logprofiles=False, settings=settings)).start()
+    settings = Settings(
+        poll_interval=1.0,
+        pod_drain_grace=30.0,
+        node_discovery_timeout=10.0,
+        measurement_timeout=30.0,
+        final_read_grace=10.0,
+        scheduling_stall_grace=5.0,
+    )
+    ctl = Controller(
+        own,
+        ControllerConfig(
+            namespace=sim_namespace,
+            metrics_address="127.0.0.1:0",
+            health_address="127.0.0.1:0",
+            leader_elect=False,
+            install_logprofiles=False,
+            settings=settings,
+        ),
+    ).start()
     try:
-        cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification",
-                "metadata": {"name": "alice", "namespace": sim_namespace, "uid": "00000000-0000-0000-0000-000000000000"},
-                "spec": {"target": {"nodeNames": nodes}, "timeoutPerJob": "3m",
-                         "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}]}}
+        cert = {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Certification",
+            "metadata": {"name": "alice", "namespace": sim_namespace, "uid": "00000000-0000-0000-0000-000000000000"},
+            "spec": {
+                "target": {"nodeNames": nodes},
+                "timeoutPerJob": "3m",
+                "categories": [{"domain": "communication", "variant": "nccl-all-reduce"}],
+            },
+        }
         rendered = compiler.expand_certification(cert, compiler.cluster_facts(admin.list(NODES).items))[0]
         rendered["metadata"].pop("ownerReferences", None)
-        planted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "planted-by-alice", "namespace": other},
-                   "data": {"a": "b"}}
-        grab = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "grab", "namespace": other},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}]}
-        elsewhere = {**rendered, "metadata": {**rendered["metadata"], "name": "elsewhere"},
-                     "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], planted]}}
-        escalate = {**rendered, "metadata": {**rendered["metadata"], "name": "escalate"},
-                    "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], grab]}}
+        planted = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "planted-by-alice", "namespace": other},
+            "data": {"a": "b"},
+        }
+        grab = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "grab", "namespace": other},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": sim_namespace}],
+        }
+        elsewhere = {
+            **rendered,
+            "metadata": {**rendered["metadata"], "name": "elsewhere"},
+            "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], planted]},
+        }
+        escalate = {
+            **rendered,
+            "metadata": {**rendered["metadata"], "name": "escalate"},
+            "spec": {**rendered["spec"], "namespace": other, "dependencies": [*rendered["spec"]["dependencies"], grab]},
+        }
         alice.create(elsewhere)
         alice.create(escalate)
 

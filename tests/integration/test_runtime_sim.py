@@ -121,11 +121,7 @@ def wait_terminal(kube, resource, name: str, namespace: str, timeout: float = 90
 
 
 def event_reasons(kube, namespace: str, kind: str) -> set[str]:
-    return {
-        e.get("reason")
-        for e in kube.list(EVENTS, namespace).items
-        if (e.get("involvedObject") or {}).get("kind") == kind
-    }
+    return {e.get("reason") for e in kube.list(EVENTS, namespace).items if (e.get("involvedObject") or {}).get("kind") == kind}
 
 
 def node_results(kube, workflow: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -192,15 +188,16 @@ def test_a_healthy_certification_succeeds_with_events_metrics_and_node_results(s
 
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{controller.metrics_port}/metrics", timeout=10).read().decode()
     assert f'nvcre_certification_status{{certification="healthy",namespace="{sim_namespace}",status="succeeded"}} 1.0' in metrics
-    assert f'nvcre_workflow_status{{certification="healthy",namespace="{sim_namespace}",status="succeeded",workflow="{first["metadata"]["name"]}"}} 1.0' in metrics
+    assert (
+        f'nvcre_workflow_status{{certification="healthy",namespace="{sim_namespace}",status="succeeded",workflow="{first["metadata"]["name"]}"}} 1.0'
+        in metrics
+    )
     assert "nvcre_nccl_busbw_gbs{" not in metrics, "NCCL gauges go once a measurement completes"
     health = urllib.request.urlopen(f"http://127.0.0.1:{controller.health_port}/healthz", timeout=10)
     assert health.status == 200
 
 
-def test_thresholds_judge_bandwidth_and_goodput_and_a_failed_category_does_not_stop_the_next(
-    simcluster, sim_namespace, kube, controller
-):
+def test_thresholds_judge_bandwidth_and_goodput_and_a_failed_category_does_not_stop_the_next(simcluster, sim_namespace, kube, controller):
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-thr")
     kube.create(
         certification(
@@ -208,7 +205,11 @@ def test_thresholds_judge_bandwidth_and_goodput_and_a_failed_category_does_not_s
             "judged",
             nodes,
             [
-                {"domain": "communication", "variant": "nccl-all-reduce", "options": {"thresholds": {"busBandwidthGBps": "value >= 100000"}}},
+                {
+                    "domain": "communication",
+                    "variant": "nccl-all-reduce",
+                    "options": {"thresholds": {"busBandwidthGBps": "value >= 100000"}},
+                },
                 {
                     "domain": "training",
                     "variant": "nemotron5-8b",
@@ -263,7 +264,10 @@ def test_a_training_run_whose_steps_stop_fails_as_stalled(simcluster, sim_namesp
     assert (life, reason) == ("Failed", "WorkflowFailed")
     (job,) = kube.list(JOBS, sim_namespace).items
     failed = cond.condition(job["status"], cond.FAILED)
-    assert (failed["reason"], failed["message"]) == ("WorkloadStalled", "Workload stalled: no training step within the configured threshold")
+    assert (failed["reason"], failed["message"]) == (
+        "WorkloadStalled",
+        "Workload stalled: no training step within the configured threshold",
+    )
     assert sorted(f["name"] for f in job["status"]["failedNodes"]) == sorted(nodes)
     goodput = kube.get(GOODPUT_MEASUREMENTS, f"{job['metadata']['name']}-goodput", sim_namespace)["status"]
     assert int(goodput["currentStep"]) > 0, "the provisional reads saw the steps before they stopped"
@@ -362,12 +366,16 @@ def test_pods_that_can_never_schedule_fail_after_the_bound_blaming_no_node(simcl
     for node in nodes:
         simcluster.set_fault(node, "no-capacity")
     settings = dataclasses.replace(FAST, never_schedulable_timeout=8.0)
-    config = ControllerConfig(namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, settings=settings)
+    config = ControllerConfig(
+        namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
+    )
     ctl = Controller(kube, config).start()
     try:
-        kube.create(certification(sim_namespace, "never", nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}],
-                                  schedulingStallGraceSeconds=3))
+        kube.create(
+            certification(
+                sim_namespace, "never", nodes, [{"domain": "communication", "variant": "nccl-all-reduce"}], schedulingStallGraceSeconds=3
+            )
+        )
         message = failed_without_blame(kube, sim_namespace, "never", "WorkloadUnschedulable", timeout=90)
     finally:
         ctl.stop()
@@ -387,8 +395,11 @@ def test_a_job_or_workflow_deleted_mid_run_fails_with_a_reason_and_an_event(simc
     kube.create(certification(sim_namespace, "wf-gone", nodes[2:], category))
 
     def running_job(cert: str):
-        workflows = {w["metadata"]["name"] for w in kube.list(WORKFLOWS, sim_namespace).items
-                     if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == cert}
+        workflows = {
+            w["metadata"]["name"]
+            for w in kube.list(WORKFLOWS, sim_namespace).items
+            if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == cert
+        }
         for job in kube.list(JOBS, sim_namespace).items:
             found = cond.condition(job.get("status"), cond.IN_PROGRESS) or {}
             if job["metadata"]["labels"].get("nvcre.nvidia.com/workflow") in workflows and found.get("reason") == "WorkloadRunning":
@@ -398,8 +409,9 @@ def test_a_job_or_workflow_deleted_mid_run_fails_with_a_reason_and_an_event(simc
     job = eventually(lambda: running_job("job-gone"), timeout=90, what="the first Certification's Job to run")
     kube.delete(JOBS, job["metadata"]["name"], sim_namespace)
     eventually(lambda: running_job("wf-gone"), timeout=90, what="the second Certification's Job to run")
-    (workflow,) = [w for w in kube.list(WORKFLOWS, sim_namespace).items
-                   if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == "wf-gone"]
+    (workflow,) = [
+        w for w in kube.list(WORKFLOWS, sim_namespace).items if w["metadata"]["labels"].get("nvcre.nvidia.com/certification") == "wf-gone"
+    ]
     kube.delete(WORKFLOWS, workflow["metadata"]["name"], sim_namespace)
 
     for name in ("job-gone", "wf-gone"):
@@ -408,8 +420,14 @@ def test_a_job_or_workflow_deleted_mid_run_fails_with_a_reason_and_an_event(simc
     assert any(r == "JobDeleted" and job["metadata"]["name"] in m for r, m in warnings), warnings
     assert any(r == "WorkflowDeleted" and workflow["metadata"]["name"] in m for r, m in warnings), warnings
     env = {**os.environ, "KUBECONFIG": str(simcluster.kubeconfig)}
-    report = subprocess.run([sys.executable, "-m", "nvcre.cli.main", "certification", "report", "wf-gone", "-n", sim_namespace,
-                             "-o", "json"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    report = subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", "certification", "report", "wf-gone", "-n", sim_namespace, "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "was deleted before it finished" in report.stdout, report.stdout + report.stderr
 
 
@@ -467,8 +485,9 @@ def test_a_crash_repeated_on_its_node_is_blamed_without_waiting_out_the_backoff(
     bad = nodes[1]
     simcluster.set_fault(bad, "nccl-crash")
     started = time.monotonic()
-    kube.create(certification(sim_namespace, "repeat", nodes, [{"domain": "communication", "variant": "nccl-loopback"}],
-                              timeoutPerJob="30m"))
+    kube.create(
+        certification(sim_namespace, "repeat", nodes, [{"domain": "communication", "variant": "nccl-loopback"}], timeoutPerJob="30m")
+    )
     life, _, _ = wait_terminal(kube, CERTIFICATIONS, "repeat", sim_namespace, timeout=180)
     took = time.monotonic() - started
     assert life == "Failed" and took < 120, f"{life} after {took:.0f} s"
@@ -505,6 +524,7 @@ def test_a_node_cordoned_mid_run_is_blamed_as_a_hardware_failure(simcluster, sim
     hardware = cond.condition(kube.get(JOBS, job_name, sim_namespace)["status"], cond.HARDWARE_FAILED)
     assert (hardware["status"], hardware["message"]) == ("True", f"Hardware failure detected on node(s): [{sick}]")
     assert "HardwareFailureDetected" in event_reasons(kube, sim_namespace, "Job")
+
     def left_behind() -> list[str]:
         return [f"{r.kind}/{o['metadata']['name']}" for r in (TRAINJOBS, JOBSETS) for o in kube.list(r, sim_namespace).items]
 

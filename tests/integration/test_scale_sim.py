@@ -50,7 +50,9 @@ def counted_controller(simcluster, sim_namespace) -> Iterator[Controller]:
         kube.close()
 
 
-def test_a_forty_node_twenty_job_certification_costs_at_most_sixteen_requests_per_job(simcluster, sim_namespace, reader, counted_controller):
+def test_a_forty_node_twenty_job_certification_costs_at_most_sixteen_requests_per_job(
+    simcluster, sim_namespace, reader, counted_controller
+):
     nodes = simcluster.add_nodes(profile="h100", count=NODES, prefix=f"{sim_namespace}-scale", workers=4)
     counter = counted_controller.kube.requests  # type: ignore[attr-defined]
     assert isinstance(counter, RequestCounter)

@@ -41,8 +41,9 @@ def bare_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
 def nvcrectl(cluster: object, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}  # type: ignore[attr-defined]
-    return subprocess.run([sys.executable, "-m", "nvcre.cli.main", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "nvcre.cli.main", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def _crd_names(cluster: object) -> set[str]:
@@ -70,8 +71,18 @@ def test_setup_lifecycle(bare_cluster: object) -> None:
 
     _install_third_party(bare_cluster)
     # No controllers run here, so their webhooks are absent: skip the dependency phase.
-    init = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "deps",
-                    "--set", "manager.replicas=2", "--set", "rbac.scope=namespaced")
+    init = nvcrectl(
+        bare_cluster,
+        "setup",
+        "init",
+        "--auto-approve",
+        "--skip-phases",
+        "deps",
+        "--set",
+        "manager.replicas=2",
+        "--set",
+        "rbac.scope=namespaced",
+    )
     assert init.returncode == 0, init.stderr
     assert "Values: --set manager.replicas; --set rbac.scope" in init.stderr
     names = _crd_names(bare_cluster)
@@ -239,7 +250,10 @@ def test_init_status_reset_on_a_fresh_simulated_cluster(fresh_simcluster: object
     assert not after["CustomResourceDefinition (7)"]["present"]
     assert after["CustomResourceDefinition (7)"]["detail"].startswith("missing: ")
     assert after["controller Deployment nvcre/nvcre-manager"] == {
-        "name": "controller Deployment nvcre/nvcre-manager", "present": False, "detail": "not installed"}
+        "name": "controller Deployment nvcre/nvcre-manager",
+        "present": False,
+        "detail": "not installed",
+    }
     assert after["JobSet CRD"]["present"]
 
 
@@ -255,15 +269,37 @@ def test_run_with_setup_and_cleanup_leaves_nothing_behind(fresh_simcluster: obje
     assert first.returncode == 0, first.stderr
     namespace = "setup-run"
     kube = ApiServerClient.from_kubeconfig(str(cluster.kubeconfig))  # type: ignore[attr-defined]
-    settings = Settings(poll_interval=1.0, pod_drain_grace=30.0, node_discovery_timeout=10.0,
-                        measurement_timeout=30.0, final_read_grace=10.0, scheduling_stall_grace=5.0)
-    config = ControllerConfig(namespace=namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0",
-                              leader_elect=False, settings=settings)
+    settings = Settings(
+        poll_interval=1.0,
+        pod_drain_grace=30.0,
+        node_discovery_timeout=10.0,
+        measurement_timeout=30.0,
+        final_read_grace=10.0,
+        scheduling_stall_grace=5.0,
+    )
+    config = ControllerConfig(
+        namespace=namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
+    )
     controller = Controller(kube, config).start()
     try:
-        run = nvcrectl(cluster, "certification", "run", "--category", "communication/nccl-all-reduce",
-                       "--name", "with-setup", "-n", namespace, "--setup", "--image", "nvcre/manager:e2e",
-                       "--wait", "--timeout", "4m", "--cleanup")
+        run = nvcrectl(
+            cluster,
+            "certification",
+            "run",
+            "--category",
+            "communication/nccl-all-reduce",
+            "--name",
+            "with-setup",
+            "-n",
+            namespace,
+            "--setup",
+            "--image",
+            "nvcre/manager:e2e",
+            "--wait",
+            "--timeout",
+            "4m",
+            "--cleanup",
+        )
     finally:
         controller.stop()
         kube.close()
@@ -274,9 +310,8 @@ def test_run_with_setup_and_cleanup_leaves_nothing_behind(fresh_simcluster: obje
     assert lines.index("[setup] Setup complete.") < lines.index(f"Certification with-setup created in namespace {namespace}.")
     assert "[watch] Certification succeeded." in run.stderr
     assert "Result:       PASSED" in run.stdout
-    tail = lines[lines.index("[cleanup] Cleaning up..."):]
-    assert tail[:3] == ["[cleanup] Cleaning up...", "[cleanup] Deleting certification...",
-                        f"[cleanup] Deleting namespace {namespace}..."]
+    tail = lines[lines.index("[cleanup] Cleaning up...") :]
+    assert tail[:3] == ["[cleanup] Cleaning up...", "[cleanup] Deleting certification...", f"[cleanup] Deleting namespace {namespace}..."]
     assert "[cleanup] Resetting setup (removing the installed components)..." in tail
     assert tail[-1] == "[cleanup] Done."
 

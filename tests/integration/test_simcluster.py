@@ -83,12 +83,10 @@ def create_trainjob(custom, namespace: str, body: dict[str, Any]) -> None:
 
 
 def trainjob_condition(api_client, namespace: str, name: str) -> str | None:
-    """"Complete" or "Failed" once the TrainJob has finished, else None."""
+    """ "Complete" or "Failed" once the TrainJob has finished, else None."""
     from kubernetes import client
 
-    job = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-        *TRAINER, namespace, "trainjobs", name
-    )
+    job = client.CustomObjectsApi(api_client).get_namespaced_custom_object(*TRAINER, namespace, "trainjobs", name)
     for condition in (job.get("status") or {}).get("conditions") or []:
         if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
             return str(condition["type"])
@@ -107,9 +105,7 @@ def launcher_log(api_client, namespace: str, trainjob: str) -> str:
     from kubernetes import client
 
     core = client.CoreV1Api(api_client)
-    pods = core.list_namespaced_pod(
-        namespace, label_selector=f"{LAUNCHER},jobset.sigs.k8s.io/jobset-name={trainjob}"
-    ).items
+    pods = core.list_namespaced_pod(namespace, label_selector=f"{LAUNCHER},jobset.sigs.k8s.io/jobset-name={trainjob}").items
     assert pods, f"no launcher pod of {trainjob}"
     return core.read_namespaced_pod_log(pods[0].metadata.name, namespace, container="node")
 
@@ -296,9 +292,7 @@ def test_dcgm_diag_prints_json_and_an_xid_fails_it(simcluster, sim_namespace):
         for node in (good, bad):
             name = f"diag-{node[-1]}"
             state = wait_finished(api_client, sim_namespace, name)
-            (pod,) = core.list_namespaced_pod(
-                sim_namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
-            ).items
+            (pod,) = core.list_namespaced_pod(sim_namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
             assert pod.spec.node_name == node
             report = json.loads(core.read_namespaced_pod_log(pod.metadata.name, sim_namespace, container="node"))
             statuses = {(t["name"], r["entity_id"]): r["status"]

@@ -30,19 +30,13 @@ from nvcre.testing.simworkloads import WorkloadError, classify, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]
 BANDWIDTH = re.compile(
-    yaml.safe_load((ROOT / "catalog/logprofiles/nccl-bandwidth.yaml").read_text())["spec"]["patterns"][
-        "bandwidthResult"
-    ]["regex"]
+    yaml.safe_load((ROOT / "catalog/logprofiles/nccl-bandwidth.yaml").read_text())["spec"]["patterns"]["bandwidthResult"]["regex"]
 )
 TRANSPORT = re.compile(
-    yaml.safe_load((ROOT / "catalog/logprofiles/nccl-bandwidth.yaml").read_text())["spec"]["patterns"][
-        "networkTransport"
-    ]["regex"]
+    yaml.safe_load((ROOT / "catalog/logprofiles/nccl-bandwidth.yaml").read_text())["spec"]["patterns"]["networkTransport"]["regex"]
 )
 TRAINING = re.compile(
-    yaml.safe_load((ROOT / "catalog/logprofiles/megatron-training.yaml").read_text())["spec"]["patterns"][
-        "trainingStep"
-    ]["regex"]
+    yaml.safe_load((ROOT / "catalog/logprofiles/megatron-training.yaml").read_text())["spec"]["patterns"]["trainingStep"]["regex"]
 )
 
 
@@ -127,9 +121,7 @@ def _pod(command: list[str], args: list[str], *, mpi: bool = False, rj: str = "n
          node: str = "n0", index: int = 0, requests: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
     spec: dict[str, Any] = {
         "nodeName": node,
-        "containers": [
-            {"name": "node", "command": command, "args": args, "resources": {"limits": requests or {}}}
-        ],
+        "containers": [{"name": "node", "command": command, "args": args, "resources": {"limits": requests or {}}}],
     }
     if mpi:
         spec["volumes"] = [{"name": "mpi-ssh-auth", "secret": {"secretName": "x"}}]
@@ -267,8 +259,7 @@ def _group(faults: dict[str, str], preset: str | None = None):
     if preset is not None:
         launcher["metadata"]["annotations"]["sim.nvcre.io/exit-code"] = preset
     workers = [
-        _pod(["sh"], [], mpi=True, name=f"w{i}", node=f"n{i}", index=i, requests={"nvidia.com/gpu": "8", "rdma/ib": "8"})
-        for i in range(2)
+        _pod(["sh"], [], mpi=True, name=f"w{i}", node=f"n{i}", index=i, requests={"nvidia.com/gpu": "8", "rdma/ib": "8"}) for i in range(2)
     ]
     pods = [launcher, *workers]
     decision = decide(launcher, classify(launcher), pods, View(faults), seed="t", started=datetime.now(timezone.utc))
@@ -328,7 +319,10 @@ def test_the_simulated_dra_driver_reports_each_joined_node_and_keeps_it():
     assert channel_slice("gb-0", profile("gb200"))["spec"]["devices"][0]["attributes"]["type"] == {"string": "channel"}
 
     def pod(node: str, claim: str = "x-channel") -> dict:
-        return {"metadata": {"namespace": "ns"}, "spec": {"nodeName": node, "resourceClaims": [{"name": "c", "resourceClaimTemplateName": claim}]}}
+        return {
+            "metadata": {"namespace": "ns"},
+            "spec": {"nodeName": node, "resourceClaims": [{"name": "c", "resourceClaimTemplateName": claim}]},
+        }
 
     nodes = {n: {"metadata": {"labels": {"nvidia.com/gpu.clique": "c.0"}}} for n in ("gb-0", "gb-1")}
     half = domain_status(domain, [pod("gb-0"), pod("gb-1", "other")], nodes, lambda n: False)

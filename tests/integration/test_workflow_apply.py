@@ -71,8 +71,16 @@ def _apply(objects, namespace: str, body: dict[str, Any]) -> tuple[int, dict[str
     # Raw response: the generated client only maps a 200 body, and an apply that creates
     # the object answers 201.
     response = objects.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, plural, body["metadata"]["name"], body,
-        field_manager="nvcre", field_validation="Strict", _content_type=APPLY, _preload_content=False,
+        GROUP,
+        VERSION,
+        namespace,
+        plural,
+        body["metadata"]["name"],
+        body,
+        field_manager="nvcre",
+        field_validation="Strict",
+        _content_type=APPLY,
+        _preload_content=False,
     )
     return response.status, json.loads(response.data)
 

@@ -11,8 +11,12 @@ from nvcre.runtime.kube.client import ObjectList
 from nvcre.runtime.kube.errors import ApiError, NotFound
 from nvcre.runtime.ops import install
 
-STALLED = {"type": "Terminating", "status": "True", "reason": "InstanceDeletionFailed",
-           "message": "could not list instances: storage is (re)initializing"}
+STALLED = {
+    "type": "Terminating",
+    "status": "True",
+    "reason": "InstanceDeletionFailed",
+    "message": "could not list instances: storage is (re)initializing",
+}
 
 
 class StalledCleanupKube:
@@ -46,9 +50,16 @@ class StalledCleanupKube:
         return True
 
 
-CRD = {"kind": "CustomResourceDefinition", "metadata": {"name": "logprofiles.nvcre.nvidia.com"},
-       "spec": {"group": "nvcre.nvidia.com", "scope": "Namespaced", "names": {"plural": "logprofiles", "kind": "LogProfile"},
-                "versions": [{"name": "v1alpha1", "storage": True}]}}
+CRD = {
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "logprofiles.nvcre.nvidia.com"},
+    "spec": {
+        "group": "nvcre.nvidia.com",
+        "scope": "Namespaced",
+        "names": {"plural": "logprofiles", "kind": "LogProfile"},
+        "versions": [{"name": "v1alpha1", "storage": True}],
+    },
+}
 
 
 def test_instances_are_deleted_once_the_watch_cache_is_ready(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,9 +25,7 @@ def test_a_notready_daemon_blames_its_node_alone():
     stuck = _domain("NotReady", {"a": "Ready", "b": "NotReady"})
     problem = domain_problem([stuck], ["a", "b"], waited=61, bound=60, bound_text="1m0s")
     assert problem is not None and problem.nodes == ("b",)
-    assert problem.message == (
-        "ComputeDomain cd-1 is not Ready after 1m0s (1/2 nodes Ready): the IMEX daemon is NotReady on b"
-    )
+    assert problem.message == ("ComputeDomain cd-1 is not Ready after 1m0s (1/2 nodes Ready): the IMEX daemon is NotReady on b")
 
 
 def test_a_pod_node_the_driver_never_listed_is_blamed_once_it_lists_others():

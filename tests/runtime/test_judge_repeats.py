@@ -8,8 +8,11 @@ from nvcre.runtime.judge.repeats import RepeatedFailure, repeated_failure
 
 
 def pod(node: str, code: int, *, restarts: int = 0, last: int | None = None, container: str = "node") -> dict[str, Any]:
-    status: dict[str, Any] = {"name": container, "restartCount": restarts,
-                              "state": {"terminated": {"exitCode": code, "reason": "Error"}} if code else {"running": {}}}
+    status: dict[str, Any] = {
+        "name": container,
+        "restartCount": restarts,
+        "state": {"terminated": {"exitCode": code, "reason": "Error"}} if code else {"running": {}},
+    }
     if last is not None:
         status["lastState"] = {"terminated": {"exitCode": last, "reason": "Error"}}
     return {"spec": {"nodeName": node}, "status": {"containerStatuses": [status]}}
@@ -33,4 +36,7 @@ def test_different_nodes_codes_or_a_recovery_are_not_repeats() -> None:
     assert repeated_failure([pod("gpu-1", 134), pod("gpu-2", 134)]) is None
     assert repeated_failure([pod("gpu-1", 134), pod("gpu-1", 1)]) is None
     assert repeated_failure([pod("gpu-1", 0, restarts=1, last=134)]) is None  # crashed once, now running
-    assert repeated_failure([{"spec": {}, "status": {"containerStatuses": [{"name": "n", "state": {"terminated": {"exitCode": 1}}}]}}] * 2) is None
+    assert (
+        repeated_failure([{"spec": {}, "status": {"containerStatuses": [{"name": "n", "state": {"terminated": {"exitCode": 1}}}]}}] * 2)
+        is None
+    )

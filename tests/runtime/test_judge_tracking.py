@@ -32,7 +32,9 @@ def test_per_node_results_follow_every_iteration_and_a_failure_sticks():
     assert "domainResults" not in out
     nodes = out["nodeResults"]
     assert nodes["a"] == {
-        "group": "group-0", "domain": "rack-1", "status": "Failed",
+        "group": "group-0",
+        "domain": "rack-1",
+        "status": "Failed",
         "iterations": [{"iterationNumber": 1, "status": "Failed"}, {"iterationNumber": 2, "status": "Running"}],
     }
     assert nodes["c"]["status"] == "Passed" and len(nodes["c"]["iterations"]) == 2

@@ -58,7 +58,9 @@ class Recording:
         self.rv += 1
         made = copy.deepcopy(dict(obj))
         made["metadata"] = {**made["metadata"], "resourceVersion": str(self.rv), "uid": f"uid-{self.rv}"}
-        self.objects[(self.resource_for(obj["apiVersion"], kind).plural, made["metadata"].get("namespace", ""), made["metadata"]["name"])] = made
+        self.objects[
+            (self.resource_for(obj["apiVersion"], kind).plural, made["metadata"].get("namespace", ""), made["metadata"]["name"])
+        ] = made
         return copy.deepcopy(made)
 
     def write_status(self, resource, obj, mutate):
@@ -144,7 +146,11 @@ def test_a_status_write_is_read_back_while_the_cache_still_lags():
 def test_create_or_adopt_remembers_what_it_created():
     kube = Recording()
     ctx = ctx_over(kube)
-    manifest = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "BandwidthMeasurement", "metadata": {"name": "j-bandwidth", "namespace": "ns"}}
+    manifest = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "BandwidthMeasurement",
+        "metadata": {"name": "j-bandwidth", "namespace": "ns"},
+    }
     assert create_or_adopt(ctx, manifest, None).created
     assert ctx.recent.created(BANDWIDTH_MEASUREMENTS.plural, "j-bandwidth", "ns")
     assert not ctx.recent.created(BANDWIDTH_MEASUREMENTS.plural, "k-bandwidth", "ns")

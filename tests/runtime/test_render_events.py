@@ -8,7 +8,7 @@ from nvcre.runtime.compile import render_events
 
 def test_fallbacks_and_nic_detection_become_events_once_with_the_clis_text():
     notes = [
-        warning("GPUArchitectureDefaults", "spec", "GPU architecture \"x1\" has no entry"),
+        warning("GPUArchitectureDefaults", "spec", 'GPU architecture "x1" has no entry'),
         info("NICResourceDetection", "spec.categories[0]", "NIC resource not chosen: no target node has an rdma/* resource"),
         warning("GKENetworkDetection", "spec", "GKE network names not detected"),
         warning("GKENetworkDetection", "spec", "GKE network names not detected"),
@@ -16,7 +16,7 @@ def test_fallbacks_and_nic_detection_become_events_once_with_the_clis_text():
         info("PlatformDefaulted", "spec", "using onprem"),
     ]
     assert render_events(notes) == [
-        ("Warning", "GPUArchitectureDefaults", "GPU architecture \"x1\" has no entry"),
+        ("Warning", "GPUArchitectureDefaults", 'GPU architecture "x1" has no entry'),
         ("Normal", "NICResourceDetection", "NIC resource not chosen: no target node has an rdma/* resource"),
         ("Warning", "GKENetworkDetection", "GKE network names not detected"),
     ]

@@ -85,8 +85,7 @@ def test_no_matching_node_waits_inside_the_discovery_window():
     found = cond.condition(kube.obj["status"], cond.IN_PROGRESS)
     assert found["reason"] == "WaitingForNodes"
     assert found["message"] == (
-        "No schedulable nodes match pool=gpu; retrying for up to 240s more. "
-        "Nodes that are cordoned or unschedulable do not count."
+        "No schedulable nodes match pool=gpu; retrying for up to 240s more. Nodes that are cordoned or unschedulable do not count."
     )
     assert result.requeue_after == 15.0
     assert kube.created == [] and "categoryStatuses" not in kube.obj["status"]

@@ -47,9 +47,7 @@ def test_the_typer_command_exits_2_on_a_bad_flag_without_a_traceback():
 
 
 def test_python_dash_m_exits_2_on_a_bad_flag():
-    done = subprocess.run(
-        [sys.executable, "-m", "nvcre.runtime", "--log-level", "loud"], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-m", "nvcre.runtime", "--log-level", "loud"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: --log-level: one of debug, info, warning, error"
     assert done.stdout == ""

@@ -62,7 +62,8 @@ class Owner:
 def workflow(planner: str | None = None) -> dict[str, Any]:
     annotations = {"nvcre.nvidia.com/diagnose-planner": planner} if planner else {}
     return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Workflow",
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
         "metadata": {"name": "wf", "namespace": "ns", "uid": "0123456789abcdef", "annotations": annotations},
         "spec": {
             "jobTemplate": {"spec": {"workload": {"trainJob": {"trainer": {"numNodes": 1}}}}},
@@ -88,14 +89,25 @@ def run_round(owner: Owner, status: dict[str, Any], failing: set[str], bus_ok: f
         bad = bool(set(group["nodes"]) & failing)
         group.update(phase="Failed" if bad else "Succeeded", jobRef={"kind": "Job", "name": job})
         bandwidth(owner.ctx, job, bus_bad if bad else bus_ok)
-        owner.ctx.objects[("Job", job)] = {"status": {"failedNodes": [
-            {"name": n, "reason": "ThresholdViolation", "message": "Threshold violated"} for n in group["nodes"]] if bad else []}}
+        owner.ctx.objects[("Job", job)] = {
+            "status": {
+                "failedNodes": [{"name": n, "reason": "ThresholdViolation", "message": "Threshold violated"} for n in group["nodes"]]
+                if bad
+                else []
+            }
+        }
 
 
 def first_status() -> dict[str, Any]:
     groups = [{"name": f"local-{i}", "nodes": [n], "phase": "Pending"} for i, n in enumerate(NODES)]
-    return {"orchestration": {"currentIteration": 1, "completedIterations": 0, "groups": groups,
-                              "diagnose": {"stage": "intra-screening", "round": 1}}}
+    return {
+        "orchestration": {
+            "currentIteration": 1,
+            "completedIterations": 0,
+            "groups": groups,
+            "diagnose": {"stage": "intra-screening", "round": 1},
+        }
+    }
 
 
 def test_a_slow_node_is_re_run_alone_then_confirmed_with_its_jobs_reason() -> None:
@@ -119,8 +131,13 @@ def test_a_slow_node_is_re_run_alone_then_confirmed_with_its_jobs_reason() -> No
 
     run_round(owner, status, {"n2"})
     rounds.round_complete(wf, status)
-    assert owner.failed == [{"name": "n2", "reason": "ThresholdViolation",
-                             "message": "Diagnosis complete: 1 faulty nodes confirmed; failed 2 of 2 single-node runs"}]
+    assert owner.failed == [
+        {
+            "name": "n2",
+            "reason": "ThresholdViolation",
+            "message": "Diagnosis complete: 1 faulty nodes confirmed; failed 2 of 2 single-node runs",
+        }
+    ]
     assert owner.succeeded == ["n0", "n1", "n3"]
     assert cond.lifecycle(status) == cond.FAILED
     failed = cond.condition(status, cond.FAILED)

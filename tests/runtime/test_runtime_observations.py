@@ -99,8 +99,15 @@ def test_a_final_attempt_with_no_step_left_reports_the_runs_goodput() -> None:
 
     profile = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "megatron-training")
     start = datetime(2026, 12, 4, 5, 0, tzinfo=UTC)
-    prior = PriorAttempts(interruptions=1, wall_start=start, warmup=5.0, non_warmup=40.0, highest_step=200,
-                          checkpoint_step=200, interrupted_at=start + timedelta(seconds=90))
+    prior = PriorAttempts(
+        interruptions=1,
+        wall_start=start,
+        warmup=5.0,
+        non_warmup=40.0,
+        highest_step=200,
+        checkpoint_step=200,
+        interrupted_at=start + timedelta(seconds=90),
+    )
     measurement = {"metadata": {"annotations": {PRIOR_ANNOTATION: prior.to_json()}}}
     reconciler = MeasurementReconciler.__new__(MeasurementReconciler)  # _fields needs no context with a completion time
     log = "[after Megatron is loaded] loading checkpoint from /mnt/workspace/checkpoints at iteration 200\n"
