@@ -56,7 +56,7 @@ typecheck: setup
 	rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)/nvcre
 	for f in pkg/*.py; do ln -s ../../../$$f $(MYPY_TREE)/nvcre/; done
 	for d in compiler runtime cli testing catalog platforms; do ln -s ../../../$$d $(MYPY_TREE)/nvcre/$$d; done
-	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy
+	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy $(MYPY_ARGS)
 
 golden-update: setup snapshots
 	$(BIN)/python -m pytest tests/test_golden_render.py tests/test_golden_workloadrun.py tests/test_golden_platforms.py --update-golden

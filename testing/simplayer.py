@@ -315,7 +315,10 @@ def decide(
         code: int | None = CRASH_EXIT_CODE if crash else 0
     elif workload.kind == "training":
         index = completion_index(pod)
-        size = max(len(workers), 1)
+        # The world the Trainer declared (PET_NNODES): a peer pod may not be listed yet when
+        # this one starts, and counting only listed pods would make no pod the last rank.
+        declared = _env(pod).get("PET_NNODES", "")
+        size = max(len(workers), int(declared) if declared.isdigit() else 0, 1)
         ppn = _requests(pod, GPU_RESOURCE) or (prof.gpus if prof else 8)
         claim = checkpoint_claim(pod)
         run = simlogs.TrainingRun(

@@ -33,11 +33,13 @@ downloaded modules, so nothing else has to be present::
     <root>/<SIM_BUILD_ID>/stages/*.yaml     kwok's node and pod lifecycle stages
     <root>/<SIM_BUILD_ID>/build.json
 
-``--helm`` also builds ``helm`` from ``helm.sh/helm/v4`` the same way, for the
-Helm chart tests (``helm lint`` and ``helm template``)::
+``--tools helm,prometheus,cosign`` also builds the tools the tests run, each from its own
+module the same way (see :data:`TOOLS`): ``helm`` for the chart tests, ``prometheus`` and
+``promtool`` for the alert-rule tests and the scrape test, ``cosign`` to verify the signed
+evidence bundles with a second implementation (``--helm`` is short for ``--tools helm``)::
 
-    <root>/<HELM_BUILD_ID>/bin/helm
-    <root>/<HELM_BUILD_ID>/build.json
+    <root>/<tool>-<version>/bin/<binaries>
+    <root>/<tool>-<version>/build.json
 """
 
 from __future__ import annotations
@@ -899,121 +901,212 @@ def build_sim(components: Sequence[str] = tuple(SIM_COMPONENTS), *, force: bool 
     return sim_build_dir() / "bin"
 
 
-# ------------------------------------------------------------------------ helm
+# ------------------------------------------------------------------------ tools
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """A command-line tool the tests run, built from the main packages of one Go module."""
+
+    name: str
+    module: str
+    version: str
+    binaries: tuple[tuple[str, str], ...]  # (binary name, main package relative to the module root)
+    ldflags: str = "-s -w"
+    purpose: str = ""
+
+    @property
+    def build_id(self) -> str:
+        return f"{self.name}-{self.version}"
 
 
 HELM_VERSION = "v4.3.2"
 HELM_MODULE = "helm.sh/helm/v4"
-HELM_PACKAGE = "./cmd/helm"
-HELM_BUILD_ID = f"helm-{HELM_VERSION}"
-HELM_LDFLAGS = f"-s -w -X={HELM_MODULE}/internal/version.version={HELM_VERSION} -X={HELM_MODULE}/internal/version.gitTreeState=clean"
+PROMETHEUS_VERSION = "v0.316.0"
+PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
+COSIGN_VERSION = "v3.1.3"
+COSIGN_MODULE = "github.com/sigstore/cosign/v3"
+
+TOOLS: dict[str, GoTool] = {
+    t.name: t
+    for t in (
+        GoTool(
+            "helm",
+            HELM_MODULE,
+            HELM_VERSION,
+            (("helm", "./cmd/helm"),),
+            f"-s -w -X={HELM_MODULE}/internal/version.version={HELM_VERSION} -X={HELM_MODULE}/internal/version.gitTreeState=clean",
+            "the Helm chart tests (helm lint and helm template)",
+        ),
+        GoTool(
+            "prometheus",
+            PROMETHEUS_MODULE,
+            PROMETHEUS_VERSION,
+            (("prometheus", "./cmd/prometheus"), ("promtool", "./cmd/promtool")),
+            f"-s -w -X=github.com/prometheus/common/version.Version={PROMETHEUS_VERSION.lstrip('v')}",
+            "the alert-rule tests (promtool) and the scrape test against a real Prometheus",
+        ),
+        GoTool(
+            "cosign",
+            COSIGN_MODULE,
+            COSIGN_VERSION,
+            (("cosign", "./cmd/cosign"),),
+            f"-s -w -X=sigs.k8s.io/release-utils/version.gitVersion={COSIGN_VERSION}",
+            "verifying the evidence bundles' signed attestations with a second implementation",
+        ),
+    )
+}
 
 
-def helm_build_dir() -> Path:
-    """Directory holding the helm binary built for the chart tests and its manifest."""
-    return cache_root() / HELM_BUILD_ID
+def _tool(name: str) -> GoTool:
+    if name not in TOOLS:
+        raise KeyError(f"unknown tool {name!r} (known: {', '.join(TOOLS)})")
+    return TOOLS[name]
 
 
-def helm_binary_path() -> Path:
-    """Path of the built helm binary (it may not exist yet)."""
-    return helm_build_dir() / "bin" / "helm"
+def tool_build_dir(name: str) -> Path:
+    """Directory holding one tool's binaries and its manifest."""
+    return cache_root() / _tool(name).build_id
 
 
-def _helm_inputs_digest() -> str:
+def tool_binary_path(name: str, binary: str | None = None) -> Path:
+    """Path of one binary of a tool (its first one by default); it may not exist yet."""
+    tool = _tool(name)
+    binary = binary or tool.binaries[0][0]
+    if binary not in dict(tool.binaries):
+        raise KeyError(f"tool {name!r} has no binary {binary!r}")
+    return tool_build_dir(name) / "bin" / binary
+
+
+def _tool_inputs_digest(tool: GoTool) -> str:
     h = hashlib.sha256()
-    for part in (HELM_MODULE, HELM_VERSION, HELM_PACKAGE, HELM_LDFLAGS):
+    for part in (tool.module, tool.version, tool.ldflags, *(f"{b}={p}" for b, p in tool.binaries)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
 
-def read_helm_manifest() -> dict:
-    """The manifest of the helm build directory, or an empty dict."""
+def read_tool_manifest(name: str) -> dict:
+    """The manifest of a tool's build directory, or an empty dict."""
     try:
-        return json.loads((helm_build_dir() / MANIFEST_NAME).read_text())
+        return json.loads((tool_build_dir(name) / MANIFEST_NAME).read_text())
     except (OSError, ValueError):
         return {}
 
 
-def helm_missing() -> bool:
-    """Whether helm still needs building from the current inputs."""
-    manifest = read_helm_manifest()
-    return manifest.get("inputs") != _helm_inputs_digest() or not os.access(helm_binary_path(), os.X_OK)
+def tool_missing(name: str) -> bool:
+    """Whether a tool still needs building from the current inputs."""
+    tool = _tool(name)
+    if read_tool_manifest(name).get("inputs") != _tool_inputs_digest(tool):
+        return True
+    return not all(os.access(tool_binary_path(name, b), os.X_OK) for b, _ in tool.binaries)
 
 
-def build_helm(*, force: bool = False) -> Path:
-    """Build ``helm`` from ``helm.sh/helm/v4`` at :data:`HELM_VERSION` unless it is built; return its path.
+def build_tool(name: str, *, force: bool = False) -> Path:
+    """Build a tool's binaries from its module unless they are built; return the first one's path.
 
     The module is fetched with ``go mod download -json``, copied into a writable tree and compiled
     there with its own go.mod, like the simulated cluster's controllers. Raises
     :class:`BuildError` when Go is missing or a step fails.
     """
-    if not force and not helm_missing():
-        _say(f"helm {HELM_VERSION} already built at {helm_binary_path()}; nothing to do")
-        return helm_binary_path()
+    tool = _tool(name)
+    label = f"{tool.name} {tool.version}"
+    if not force and not tool_missing(name):
+        _say(f"{label} already built at {tool_binary_path(name).parent}; nothing to do")
+        return tool_binary_path(name)
     go = find_go()
     if go is None:
         raise BuildError(
             "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
-            f"install Go 1.26+ to build helm {HELM_VERSION} for the chart tests"
+            f"install Go 1.26+ to build {label} for {tool.purpose or 'the tests'}"
         )
     env = _go_env(go)
-    with _directory_lock(helm_build_dir(), "helm"):
-        if not force and not helm_missing():
-            _say(f"helm {HELM_VERSION} already built at {helm_binary_path()}; nothing to do")
-            return helm_binary_path()
+    with _directory_lock(tool_build_dir(name), tool.name):
+        if not force and not tool_missing(name):
+            _say(f"{label} already built at {tool_binary_path(name).parent}; nothing to do")
+            return tool_binary_path(name)
         started = time.monotonic()
-        _say(f"downloading {HELM_MODULE}@{HELM_VERSION}")
-        with tempfile.TemporaryDirectory(prefix="nvcre-helm-") as scratch:
-            info = _go_json(go, ["mod", "download", "-json", f"{HELM_MODULE}@{HELM_VERSION}"], cwd=Path(scratch), env=env)
+        _say(f"downloading {tool.module}@{tool.version}")
+        with tempfile.TemporaryDirectory(prefix=f"nvcre-{tool.name}-") as scratch:
+            info = _go_json(go, ["mod", "download", "-json", f"{tool.module}@{tool.version}"], cwd=Path(scratch), env=env)
         if info.get("Error") or not info.get("Dir"):
-            raise BuildError(f"cannot download {HELM_MODULE}@{HELM_VERSION}: {info.get('Error')}")
-        src = helm_build_dir() / "src"
+            raise BuildError(f"cannot download {tool.module}@{tool.version}: {info.get('Error')}")
+        src = tool_build_dir(name) / "src"
         _copy_module(Path(info["Dir"]), src)
         download_seconds = time.monotonic() - started
-        _say("resolving the Go modules helm needs")
+        packages = [package for _, package in tool.binaries]
+        _say(f"resolving the Go modules {tool.name} needs")
         resolve = run_measured(
-            [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", HELM_PACKAGE],
+            [go, "list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", *packages],
             cwd=src,
             env=env,
-            label="resolving modules for helm",
+            label=f"resolving modules for {tool.name}",
         )
-        staging = helm_build_dir() / "bin.tmp"
+        staging = tool_build_dir(name) / "bin.tmp"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        out = staging / "helm"
-        _say(f"compiling helm ({HELM_PACKAGE} of {HELM_MODULE}@{HELM_VERSION})")
-        compiled = run_measured(
-            [go, "build", "-trimpath", f"-ldflags={HELM_LDFLAGS}", "-o", str(out), HELM_PACKAGE],
-            cwd=src,
-            env=env,
-            label="compiling helm",
-        )
-        if not out.is_file():
-            raise BuildError(f"go build reported success but {out} is missing")
-        helm_binary_path().parent.mkdir(parents=True, exist_ok=True)
-        os.replace(out, helm_binary_path())
+        steps = [resolve]
+        for binary, package in tool.binaries:
+            _say(f"compiling {binary} ({package} of {tool.module}@{tool.version})")
+            steps.append(
+                run_measured(
+                    [go, "build", "-trimpath", f"-ldflags={tool.ldflags}", "-o", str(staging / binary), package],
+                    cwd=src,
+                    env=env,
+                    label=f"compiling {binary}",
+                )
+            )
+            if not (staging / binary).is_file():
+                raise BuildError(f"go build reported success but {staging / binary} is missing")
+        bin_target = tool_build_dir(name) / "bin"
+        bin_target.mkdir(parents=True, exist_ok=True)
+        for binary, _ in tool.binaries:
+            os.replace(staging / binary, bin_target / binary)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
         go_version = subprocess.run([go, "env", "GOVERSION"], env=env, capture_output=True, text=True, check=False).stdout.strip()
         manifest = {
-            "build_id": HELM_BUILD_ID,
-            "inputs": _helm_inputs_digest(),
-            "module": f"{HELM_MODULE}@{HELM_VERSION}",
+            "build_id": tool.build_id,
+            "inputs": _tool_inputs_digest(tool),
+            "module": f"{tool.module}@{tool.version}",
             "go": go_version,
             "cpus": os.cpu_count(),
-            "bytes": helm_binary_path().stat().st_size,
+            "bytes": {b: (bin_target / b).stat().st_size for b, _ in tool.binaries},
             "download_seconds": round(download_seconds + resolve.seconds, 1),
-            "compile_seconds": round(compiled.seconds, 1),
-            "max_process_rss_mib": round(max(resolve.max_rss_kib, compiled.max_rss_kib) / 1024),
-            "peak_tree_rss_mib": round(max(resolve.tree_rss_peak_kib, compiled.tree_rss_peak_kib) / 1024),
+            "compile_seconds": round(sum(step.seconds for step in steps[1:]), 1),
+            "max_process_rss_mib": round(max(step.max_rss_kib for step in steps) / 1024),
+            "peak_tree_rss_mib": round(max(step.tree_rss_peak_kib for step in steps) / 1024),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        (helm_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        (tool_build_dir(name) / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
         _say(
-            f"built helm {HELM_VERSION}: download {manifest['download_seconds']}s, "
+            f"built {label}: download {manifest['download_seconds']}s, "
             f"compile {manifest['compile_seconds']}s, largest process {manifest['max_process_rss_mib']} MiB"
         )
-    return helm_binary_path()
+    return tool_binary_path(name)
+
+
+# helm keeps its own names: the chart tests and older callers use them.
+HELM_BUILD_ID = TOOLS["helm"].build_id
+
+
+def helm_build_dir() -> Path:
+    return tool_build_dir("helm")
+
+
+def helm_binary_path() -> Path:
+    return tool_binary_path("helm")
+
+
+def read_helm_manifest() -> dict:
+    return read_tool_manifest("helm")
+
+
+def helm_missing() -> bool:
+    return tool_missing("helm")
+
+
+def build_helm(*, force: bool = False) -> Path:
+    return build_tool("helm", force=force)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -1057,6 +1150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="build only helm (not the control plane)",
     )
+    parser.add_argument(
+        "--tools",
+        default="",
+        help="comma-separated tools to build too: "
+        + "; ".join(f"{t.name} {t.version} ({', '.join(b for b, _ in t.binaries)}) for {t.purpose}" for t in TOOLS.values()),
+    )
+    parser.add_argument("--tools-only", action="store_true", help="build only the --tools (not the control plane)")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--print-bin-dir", action="store_true", help="print the binary directory and exit")
     parser.add_argument(
@@ -1066,8 +1166,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ignored when CI=true, where a missing toolchain is an error",
     )
     args = parser.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if args.helm or args.helm_only:
+        tools = ["helm", *[t for t in tools if t != "helm"]]
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        parser.error(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(TOOLS)}")
     if args.print_bin_dir:
-        if args.helm_only:
+        if args.tools_only and tools:
+            print(tool_build_dir(tools[0]) / "bin")
+        elif args.helm_only:
             print(helm_binary_path().parent)
         else:
             print(sim_build_dir() / "bin" if args.sim_only else bin_dir())
@@ -1079,12 +1187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     components = list(REQUIRED_COMPONENTS) if args.minimal else [c.strip() for c in args.components.split(",") if c.strip()]
     try:
-        if not (args.sim_only or args.helm_only):
+        if not (args.sim_only or args.helm_only or args.tools_only):
             build(components, force=args.force)
         if args.sim or args.sim_only:
             build_sim(force=args.force)
-        if args.helm or args.helm_only:
-            build_helm(force=args.force)
+        for name in tools:
+            build_tool(name, force=args.force)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -142,3 +142,12 @@ def test_a_crashed_then_resumed_run_parses_into_a_goodput_below_one() -> None:
     parsed = parse_training("\n".join(line.text for line in resumed), MEGATRON)
     goodput = calculate_goodput(parsed, parsed.steps[-1].timestamp or STARTED)
     assert 0.0 < goodput.ratio < 1.0 and goodput.last_checkpoint_step == 200
+
+
+def test_the_last_rank_logs_steps_even_when_its_peer_is_not_listed_yet() -> None:
+    """A pod that starts before its peer is listed still knows the declared world (PET_NNODES)."""
+    last = training_pod(1, "n1")
+    assert not [t for t in texts(play([last], {})) if "] iteration" in t], "without the declared size it cannot know it is last"
+    last["spec"]["containers"][0]["env"].append({"name": "PET_NNODES", "value": "2"})
+    steps = [t for t in texts(play([last], {})) if "] iteration" in t]
+    assert steps and steps[-1].split("iteration")[1].split("/")[0].strip() == "200"
