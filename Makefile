@@ -65,8 +65,7 @@ golden-update: setup snapshots
 # (the render stays correct without it, only slower; staleness tests say when it is due).
 snapshots: setup
 	$(BIN)/python -m nvcre.compiler.cel_tables --write
-	$(BIN)/python -m nvcre.compiler.yaml_snapshot --write
-	$(BIN)/python -m nvcre.compiler.template_snapshot --write
+	$(BIN)/python -m nvcre.compiler.snapshot_build --write
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -9,72 +9,30 @@ from __future__ import annotations
 import os
 
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from .common import (
+    DryRunContextOption,
+    DryRunKubeconfigOption,
+    DryRunOption,
+    EnvPrefixOption,
+    ExplainOption,
+    FactsOption,
+    Format,
+    GPUArchOption,
+    ListFormat,
+    OutputDirOption,
+    PlatformOption,
+    kube_client,
+    load_facts,
+    load_single,
+)
 from .output import guarded, print_diagnostics
 
 app = typer.Typer(help="Render, validate and inspect Certifications.", no_args_is_help=True)
-
-
-class Format(str, Enum):
-    yaml = "yaml"
-    json = "json"
-
-
-class ListFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-# Options shared by every render command (certification and workloadrun).
-PlatformOption = Annotated[str | None, typer.Option("--platform", help="Platform to render for (overrides detection).")]
-GPUArchOption = Annotated[str | None, typer.Option("--gpu-arch", help="GPU architecture: gb300, NVIDIA-GB300 or 'NVIDIA GB300'.")]
-FactsOption = Annotated[Path | None, typer.Option("--facts", help="Cluster facts: Nodes, ResourceSlices, Pods as YAML.")]
-ExplainOption = Annotated[bool, typer.Option("--explain", help="Print every render decision and where it came from to stderr.")]
-
-
-def _load_single(path: Path) -> dict:
-    from nvcre.compiler.diagnostics import CompileError, error
-    from nvcre.compiler.yamlio import load_file
-
-    docs = load_file(path)
-    if len(docs) != 1:
-        raise CompileError([error("MultipleDocuments", str(path), f"expected one document, found {len(docs)}")])
-    return docs[0]
-
-
-load_single = _load_single
-
-
-def _load_facts(path):
-    """Facts from a file (``-`` reads stdin); facts already read from a cluster pass through."""
-    if path is None or not isinstance(path, (str, Path)):
-        return path
-    from nvcre.compiler.facts import load_facts
-
-    return load_facts(path)
-
-
-# Options shared by the render commands that can write a GitOps directory.
-OutputDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--output-dir",
-        help="Write one file per object plus a kustomization.yaml into this directory instead of stdout.",
-    ),
-]
-EnvPrefixOption = Annotated[
-    str | None,
-    typer.Option(
-        "--env-prefix",
-        help="Read unset --platform/--gpu-arch/--facts from <PREFIX>NVCRE_PLATFORM, <PREFIX>NVCRE_GPU_ARCH, "
-        "<PREFIX>NVCRE_FACTS (e.g. ARGOCD_ENV_ in an Argo CD plugin).",
-    ),
-]
 
 
 @app.command("render")
@@ -92,8 +50,8 @@ def render(
     output_dir: OutputDirOption = None,
     env_prefix: EnvPrefixOption = None,
     dry_run: DryRunOption = False,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
+    kubeconfig: DryRunKubeconfigOption = None,
+    context: DryRunContextOption = None,
 ) -> None:
     """Print one Workflow per category, in spec order, exactly as the controller would create them."""
     from nvcre.compiler.render import render_certification
@@ -117,13 +75,6 @@ def render(
     )
 
 
-DryRunOption = Annotated[
-    bool, typer.Option("--dry-run", help="Detect platform, GPU, NICs and TCPXO from the live cluster (no --gpu-arch).")
-]
-KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="With --dry-run: the kubeconfig to use.")]
-ContextOption = Annotated[str | None, typer.Option("--context", help="With --dry-run: the kubeconfig context.")]
-
-
 def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kubeconfig: str | None, context: str | None):
     """With ``--dry-run``, the live cluster's facts (flag conflicts refused with exit 2); else None."""
     if not dry_run:
@@ -143,8 +94,6 @@ def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kube
     if facts is not None:
         raise CompileError([error("InvalidFlags", "--facts", "--dry-run reads the facts from the cluster; cannot combine with --facts")])
     from nvcre.runtime.ops.facts import live_facts
-
-    from .operate import kube_client
 
     found = live_facts(kube_client(kubeconfig, context))
     sys.stderr.write(f"Read {len(found.nodes)} nodes and {len(found.resource_slices)} ResourceSlices from the cluster.\n")
@@ -178,7 +127,7 @@ def render_to_stdout(
     Everything is rendered before anything is printed, so a failing render leaves stdout empty
     (and, with ``output_dir``, the directory untouched).
     """
-    rendered = renderer(_load_single(file), facts=_load_facts(facts), platform=platform, gpu_arch=gpu_arch)
+    rendered = renderer(load_single(file), facts=load_facts(facts), platform=platform, gpu_arch=gpu_arch)
     print_diagnostics(rendered.diagnostics)
     if explain:
         _explain(rendered)
@@ -281,7 +230,7 @@ def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Form
     sources = certifications_in(directory)
     if not sources:
         raise CompileError([error("NoCertifications", str(directory), "no Certification (nvcre.nvidia.com) found in any YAML file")])
-    cluster_facts = _load_facts(facts)
+    cluster_facts = load_facts(facts)
     workflows: list = []
     problems: list = []
     for label, document in sources:
@@ -320,7 +269,7 @@ def validate(
     from nvcre.compiler.diagnostics import CompileError, error, raise_if_errors
 
     if not file.is_dir():
-        found = check(_load_single(file))
+        found = check(load_single(file))
         raise_if_errors(found)
         print_diagnostics(found)
         sys.stdout.write(f"{file}: valid\n")

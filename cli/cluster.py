@@ -65,7 +65,7 @@ def info_command(
     else:
         from nvcre.runtime.ops.facts import live_facts
 
-        from .operate import kube_client
+        from .common import kube_client
 
         facts = live_facts(kube_client(kubeconfig, context))
     summary, diags = cluster_info(facts, topology_key=topology_key or None)

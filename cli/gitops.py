@@ -326,7 +326,7 @@ def render_documents(source: Path, *, platform: str | None, gpu_arch: str | None
     from nvcre.compiler.render import render_certification
     from nvcre.compiler.workloadrun import render_workloadrun
 
-    from .certification import load_single
+    from .common import load_single
 
     document = load_single(source)
     renderer: Callable[..., Any] = render_workloadrun if document.get("kind") == "WorkloadRun" else render_certification

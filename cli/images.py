@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .certification import FactsOption, GPUArchOption, PlatformOption
+from .common import FactsOption, GPUArchOption, PlatformOption, load_single
 from .output import guarded, print_diagnostics
 
 
@@ -91,8 +91,6 @@ def images(
     from nvcre.compiler.images import mirror_manifest, unique_images
     from nvcre.compiler.render import render_certification
     from nvcre.compiler.workloadrun import render_workloadrun
-
-    from .certification import load_single
 
     cluster_facts = load_facts(facts) if facts else None
     workflows: list[dict[str, Any]] = []

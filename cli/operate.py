@@ -24,13 +24,11 @@ from typing import Annotated, Any
 
 import typer
 
+from .common import ContextOption, KubeconfigOption, NamespaceOption, kube_client, load_single
 from .output import EXIT_FAILURE, fail_invalid, guarded, stderr_lines
 
 EXIT_TIMEOUT = 3
 
-KubeconfigOption = Annotated[Path | None, typer.Option("--kubeconfig", help="Path to a kubeconfig (default: the usual loading rules).")]
-ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig context to use.")]
-NamespaceOption = Annotated[str, typer.Option("--namespace", "-n")]
 RunResultsFileOption = Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")]
 RunJunitOption = Annotated[Path | None, typer.Option("--junit", help="With --wait: write the report as JUnit XML here.")]
 JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")]
@@ -69,17 +67,6 @@ def dependencies_missing(missing: Any) -> typer.Exit:
         sys.stderr.write(f"missing: {component.name}: {component.detail}\n")
     sys.stderr.write(TRAINER_INSTALL + "\n")
     return typer.Exit(EXIT_FAILURE)
-
-
-def kube_client(kubeconfig: Path | str | None, context: str | None) -> Any:
-    """A client for the cluster the kubeconfig names; exit 1 with a clear line when there is none."""
-    from nvcre.runtime.kube.client import ApiServerClient
-
-    try:
-        return ApiServerClient.from_kubeconfig(str(kubeconfig) if kubeconfig else None, context=context)
-    except Exception as exc:  # noqa: BLE001 - no kubeconfig, bad context, unreadable file: one clear line
-        sys.stderr.write(f"error: cannot load cluster credentials: {exc}\n")
-        raise typer.Exit(EXIT_FAILURE) from None
 
 
 def _timestamp_name() -> str:
@@ -312,8 +299,6 @@ def _wait_budget(timeout: str) -> float:
 def _load_run_file(path: Path, kind: str) -> dict[str, Any]:
     """The one document of a run file; exit 2 when it is not of ``kind``."""
     from nvcre.compiler.diagnostics import CompileError, error
-
-    from .certification import load_single
 
     document = load_single(path)
     if document.get("kind") != kind:

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .certification import Format, OutputDirOption, emit_workflows
-from .operate import ContextOption
+from .certification import emit_workflows
+from .common import ContextOption, Format, OutputDirOption, kube_client
 from .output import fail_invalid, stderr_lines
 from .output import guarded, print_diagnostics
 
@@ -199,7 +199,7 @@ def init(
     from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
     from nvcre.runtime.ops import install as ops
 
-    from .operate import dependencies_missing, kube_client
+    from .operate import dependencies_missing
 
     skip = _skip(skip_phases, "init")
     if "-" in (values or []) and not auto_approve:
@@ -253,8 +253,6 @@ def status(
 
     from nvcre.runtime.ops import install as ops
 
-    from .operate import kube_client
-
     kube = kube_client(kubeconfig, context)
     components = ops.install_status(kube, ops.render_over_kept(kube).objects)
     if output is Format.json:
@@ -276,8 +274,6 @@ def reset(
 ) -> None:
     """Delete every run (cr), then our install (helm); the JobSet CRD and Kubeflow Trainer stay."""
     from nvcre.runtime.ops import install as ops
-
-    from .operate import kube_client
 
     skip = _skip(skip_phases, "reset")
     if not auto_approve:

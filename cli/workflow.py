@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .certification import Format, load_single
+from .common import Format, load_single
 from .output import guarded
 
 app = typer.Typer(help="Render hand-written Workflows.", no_args_is_help=True)
@@ -64,7 +64,7 @@ def render(
     elif dry_run:
         from nvcre.runtime.ops.facts import live_facts
 
-        from .operate import kube_client
+        from .common import kube_client
 
         cluster = live_facts(kube_client(kubeconfig, context))
     else:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from .certification import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption, render_to_stdout
+from .certification import render_to_stdout
+from .common import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption
 from .output import guarded
 
 app = typer.Typer(help="Render WorkloadRuns: ad-hoc MPI, torch or exec workloads.", no_args_is_help=True)

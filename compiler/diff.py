@@ -21,6 +21,7 @@ from typing import Any
 
 from .passes.stamp_provenance import FACTS_ANNOTATION, OVERLAYS_ANNOTATION
 from .redact import redact_value
+from .vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION, LABEL_WORKLOADRUN
 
 __all__ = [
     "UNCHANGED_PROVENANCE",
@@ -122,12 +123,12 @@ def _identity(document: Mapping[str, Any]) -> tuple[str, str, str]:
 def category_of(document: Mapping[str, Any]) -> str:
     """``domain/variant`` from the category labels, else the WorkloadRun it renders, else the kind."""
     labels = _meta(document).get("labels") or {}
-    domain = labels.get("nvcre.nvidia.com/category-domain")
-    variant = labels.get("nvcre.nvidia.com/category-variant")
+    domain = labels.get(LABEL_CATEGORY_DOMAIN)
+    variant = labels.get(LABEL_CATEGORY_VARIANT)
     if domain and variant:
         return f"{domain}/{variant}"
     for key, value in sorted(labels.items()):
-        if key.startswith("nvcre.nvidia.com/workloadrun"):
+        if key.startswith(LABEL_WORKLOADRUN):
             return f"workloadrun/{value}"
     return str(document.get("kind") or "object")
 
@@ -135,7 +136,7 @@ def category_of(document: Mapping[str, Any]) -> str:
 def _lineage(document: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """What a renamed object still shares with its old self: kind, source and category."""
     labels = _meta(document).get("labels") or {}
-    source = labels.get("nvcre.nvidia.com/certification") or labels.get("nvcre.nvidia.com/workloadrun")
+    source = labels.get(LABEL_CERTIFICATION) or labels.get(LABEL_WORKLOADRUN)
     if not source:
         return None
     return (str(document.get("kind") or ""), str(source), category_of(document))

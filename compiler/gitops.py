@@ -18,6 +18,7 @@ from typing import Any
 
 from .diagnostics import CompileError, error
 from .emit import dump_yaml
+from .vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION
 
 __all__ = [
     "KUSTOMIZATION",
@@ -68,7 +69,7 @@ def category_file_name(document: Mapping[str, Any]) -> str | None:
     change of options shows in review as an edit of the same file.
     """
     labels = (document.get("metadata") or {}).get("labels") or {}
-    parts = [labels.get(f"nvcre.nvidia.com/{key}") for key in ("certification", "category-domain", "category-variant")]
+    parts = [labels.get(key) for key in (LABEL_CERTIFICATION, LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT)]
     if not all(isinstance(p, str) and p for p in parts):
         return None
     return _safe("-".join(str(p) for p in parts))

@@ -4,7 +4,7 @@ Jinja turns a template into Python source (lexing, parsing, optimising and gener
 before Python compiles that source; the first step is most of the cost of a template's first
 use, and a render uses about twenty templates. Its output depends only on the template text, the
 template's name, the environment (``yaml`` or ``script``) and the Jinja version, so it is
-produced once, by ``python -m nvcre.compiler.template_snapshot --write``, for every ``*.j2``
+produced once, by ``python -m nvcre.compiler.snapshot_build --write``, for every ``*.j2``
 file of the catalog and the platform overlays, and committed as ``template_snapshot.json``; a
 test fails when the committed file is stale.
 
@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-__all__ = ["SNAPSHOT_FILE", "entry_key", "generated", "build", "template_files"]
+__all__ = ["FORMAT", "SNAPSHOT_FILE", "entry_key", "generated", "jinja_version", "kind_of", "template_files"]
 
 #: The committed snapshot, beside this module (package data).
 SNAPSHOT_FILE = Path(__file__).resolve().parent / "template_snapshot.json"
-_FORMAT = 1
+FORMAT = 1
 
 
 def entry_key(kind: str, name: str, source: str) -> str:
@@ -35,7 +33,7 @@ def entry_key(kind: str, name: str, source: str) -> str:
     return f"{kind}|{name}|{digest}"
 
 
-def _jinja_version() -> str:
+def jinja_version() -> str:
     import jinja2
 
     return jinja2.__version__
@@ -47,7 +45,7 @@ def _entries(path: Path) -> dict[str, str]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(document, dict) or document.get("format") != _FORMAT or document.get("jinja") != _jinja_version():
+    if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("jinja") != jinja_version():
         return {}
     templates = document.get("templates")
     return templates if isinstance(templates, dict) else {}
@@ -75,42 +73,3 @@ def template_files() -> list[tuple[Path, str]]:
 def kind_of(name: str) -> str:
     """The environment a template is rendered in, by its file name."""
     return "script" if name.endswith((".sh.j2", ".sh")) else "yaml"
-
-
-def build() -> str:
-    """The snapshot text: the code Jinja generates for every template in its environment."""
-    from .templating import TemplateSet
-
-    templates = TemplateSet()
-    envs: dict[str, Any] = {"yaml": templates.yaml_env, "script": templates.script_env}
-    entries: dict[str, str] = {}
-    for path, name in template_files():
-        source = path.read_text(encoding="utf-8")
-        kind = kind_of(name)
-        try:
-            code = envs[kind].compile(source, name, str(path), raw=True)
-        except Exception:  # a template Jinja refuses is reported when it is used, from its own text
-            continue
-        entries[entry_key(kind, name, source)] = code
-    document = {"format": _FORMAT, "jinja": _jinja_version(), "templates": dict(sorted(entries.items()))}
-    return json.dumps(document, indent=0, ensure_ascii=True) + "\n"
-
-
-def _main(argv: list[str]) -> int:
-    if argv not in (["--write"], ["--check"]):
-        print("usage: python -m nvcre.compiler.template_snapshot --write | --check", file=sys.stderr)
-        return 2
-    text = build()
-    if argv == ["--write"]:
-        SNAPSHOT_FILE.write_text(text, encoding="utf-8")
-        print(f"wrote {SNAPSHOT_FILE.name} ({len(text)} characters)")
-        return 0
-    current = SNAPSHOT_FILE.read_text(encoding="utf-8") if SNAPSHOT_FILE.exists() else ""
-    if current != text:
-        print(f"{SNAPSHOT_FILE.name} is stale: run python -m nvcre.compiler.template_snapshot --write", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

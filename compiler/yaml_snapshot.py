@@ -10,24 +10,23 @@ correctness. Only texts whose documents JSON keeps exactly (mappings with string
 strings, booleans, integers, finite numbers, null) are recorded.
 
 The snapshot is data built from data, like the catalog itself: ``python -m
-nvcre.compiler.yaml_snapshot --write`` rebuilds it, and a test fails when it is stale.
+nvcre.compiler.snapshot_build --write`` rebuilds it (see :mod:`.snapshot_build`), and a test
+fails when it is stale.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SNAPSHOT_FILE", "text_key", "lookup", "build", "source_files"]
+__all__ = ["HEADER", "SNAPSHOT_FILE", "lookup", "source_files", "text_key"]
 
 #: The committed snapshot, beside this module (package data).
 SNAPSHOT_FILE = Path(__file__).resolve().parent / "yaml_snapshot.jsonl"
-_HEADER = "nvcre-yaml-snapshot 1"
+HEADER = "nvcre-yaml-snapshot 1"
 
 
 def text_key(text: str, version: tuple[int, int] | None) -> str:
@@ -43,7 +42,7 @@ def _entries(path: Path) -> dict[str, str]:
         lines = path.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
         return {}
-    if not lines or lines[0] != _HEADER:
+    if not lines or lines[0] != HEADER:
         return {}
     out: dict[str, str] = {}
     for line in lines[1:]:
@@ -65,19 +64,6 @@ def lookup(text: str, version: tuple[int, int] | None, path: Path | None = None)
     return documents if isinstance(documents, list) else None
 
 
-def _json_exact(value: Any) -> bool:
-    """True when JSON gives ``value`` back with the same types (bool, int and float kept apart)."""
-    if value is None or type(value) in (bool, int, str):
-        return True
-    if type(value) is float:
-        return math.isfinite(value)
-    if type(value) is list:
-        return all(_json_exact(item) for item in value)
-    if type(value) is dict:
-        return all(type(key) is str and _json_exact(item) for key, item in value.items())
-    return False
-
-
 def source_files() -> list[Path]:
     """The package's own YAML files a render reads: catalog, platform overlays, CRDs."""
     import nvcre.catalog
@@ -85,40 +71,3 @@ def source_files() -> list[Path]:
 
     roots = [Path(nvcre.catalog.__file__).parent, Path(nvcre.platforms.__file__).parent, Path(__file__).resolve().parent / "api" / "crds"]
     return sorted({path for root in roots for path in root.rglob("*.yaml")})
-
-
-def build(files: list[Path] | None = None) -> str:
-    """The snapshot text for ``files`` (default: ``source_files()``), parsed by the project's loader."""
-    from .diagnostics import CompileError
-    from .yamlio import INTERNAL_LIMITS, load_documents
-
-    entries: dict[str, str] = {}
-    for path in files if files is not None else source_files():
-        text = path.read_text(encoding="utf-8")
-        try:
-            documents = load_documents(text, str(path), limits=INTERNAL_LIMITS, snapshot=False)
-        except CompileError:
-            continue  # a broken file is reported by whoever reads it, from its own text
-        if _json_exact(documents):
-            entries[text_key(text, (1, 1))] = json.dumps(documents, separators=(",", ":"))
-    return "\n".join([_HEADER, *(f"{key}\t{entries[key]}" for key in sorted(entries))]) + "\n"
-
-
-def _main(argv: list[str]) -> int:
-    if argv not in (["--write"], ["--check"]):
-        print("usage: python -m nvcre.compiler.yaml_snapshot --write | --check", file=sys.stderr)
-        return 2
-    text = build()
-    if argv == ["--write"]:
-        SNAPSHOT_FILE.write_text(text, encoding="utf-8")
-        print(f"wrote {SNAPSHOT_FILE.name} ({text.count(chr(10)) - 1} texts, {len(text)} characters)")
-        return 0
-    current = SNAPSHOT_FILE.read_text(encoding="utf-8") if SNAPSHOT_FILE.exists() else ""
-    if current != text:
-        print(f"{SNAPSHOT_FILE.name} is stale: run python -m nvcre.compiler.yaml_snapshot --write", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

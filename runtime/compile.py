@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nvcre.compiler.diagnostics import CompileError
-from nvcre.compiler.expand.meta import JOB_FINALIZER
 from nvcre.compiler.facts import ClusterFacts, facts_from_documents
+from nvcre.compiler.nodelists import read_failed, read_succeeded
 from nvcre.compiler.plan import PlanError
 from nvcre.compiler.plan.model import PLAN_ERROR_REASONS
+from nvcre.compiler.vocabulary import JOB_FINALIZER
 
 __all__ = [
     "CompileError",
@@ -202,22 +203,12 @@ def expand_node_results(workflow: Mapping[str, Any], succeeded: Sequence[str], f
 
 def stored_succeeded_nodes(configmap: Mapping[str, Any] | None) -> list[str]:
     """The names a succeeded-nodes ConfigMap holds ([] when absent or unreadable)."""
-    if not configmap:
-        return []
-    try:
-        return sorted(set(_expand_module().decode_succeeded(configmap)))
-    except (KeyError, OSError, ValueError):
-        return []
+    return sorted(set(read_succeeded(configmap)))
 
 
 def stored_failed_nodes(configmap: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """The entries a failed-nodes ConfigMap holds ([] when absent or unreadable)."""
-    if not configmap:
-        return []
-    try:
-        return [dict(e) for e in _expand_module().decode_failed(configmap) if isinstance(e, Mapping)]
-    except (KeyError, OSError, ValueError):
-        return []
+    return read_failed(configmap)
 
 
 def builtin_logprofiles() -> list[dict[str, Any]]:

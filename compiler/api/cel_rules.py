@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .markers import Rule
 from .patterns import LABEL_KEY, MAX_ENV, MAX_LABELS
+from ..vocabulary import RESERVED_PREFIX
 
 __all__ = [
     "THRESHOLD_KEYS",
@@ -53,7 +54,7 @@ VALUE_FROM_FORBIDDEN = Rule(
 MODEL_DECIDED_RULES = frozenset({VALUE_FROM_FORBIDDEN.rule})
 
 _RESERVED_KEY = "app.kubernetes.io/managed-by"
-_RESERVED_PREFIX = "nvcre.nvidia.com/"
+_RESERVED_PREFIX = RESERVED_PREFIX
 #: Any subdomain of the reserved prefix (``team.nvcre.nvidia.com/x``) is reserved too.
 _RESERVED_SUBDOMAIN = "^[^/]*[.]nvcre[.]nvidia[.]com/"
 

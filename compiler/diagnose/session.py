@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import CompileError, error
+from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER
 from . import planner as planner_named
 from .model import Diagnosis, GroupResult, Options, Round
 
@@ -35,7 +36,7 @@ __all__ = [
     "status_stage",
 ]
 
-PLANNER_ANNOTATION = "nvcre.nvidia.com/diagnose-planner"
+PLANNER_ANNOTATION = ANNOTATION_DIAGNOSE_PLANNER
 PLANNERS = ("adaptive", "baseline")
 DEFAULT_PLANNER = "adaptive"
 

@@ -17,11 +17,12 @@ from ..diagnostics import CompileError, error
 from ..pipeline import Pass, run_passes
 from ..plan.model import Plan, PlannedGroup
 from ..unit import ClusterView, Context, EntryInfo, Unit
+from ..vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT
 
 __all__ = ["ExpandContext", "effective_workflow", "expand_context", "run_expansion"]
 
-LABEL_DOMAIN = "nvcre.nvidia.com/category-domain"
-LABEL_VARIANT = "nvcre.nvidia.com/category-variant"
+LABEL_DOMAIN = LABEL_CATEGORY_DOMAIN
+LABEL_VARIANT = LABEL_CATEGORY_VARIANT
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..diagnostics import CompileError, error
+from .. import vocabulary
 from ..naming import fnv1a_32, truncate_name
+from ..vocabulary import GROUP
 
 __all__ = [
     "ANNOTATION_GROUP_NODES",
@@ -41,20 +43,18 @@ __all__ = [
     "workflow_namespace",
 ]
 
-GROUP = "nvcre.nvidia.com"
 API_VERSION = f"{GROUP}/v1alpha1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "nvcre"}
-LABEL_WORKFLOW = f"{GROUP}/workflow"
-LABEL_GROUP = f"{GROUP}/group"
-LABEL_JOB = f"{GROUP}/job"
-ANNOTATION_GROUP_NODES = f"{GROUP}/group-nodes"
+LABEL_WORKFLOW = vocabulary.LABEL_WORKFLOW
+LABEL_GROUP = vocabulary.LABEL_GROUP
+LABEL_JOB = vocabulary.LABEL_JOB
+ANNOTATION_GROUP_NODES = vocabulary.ANNOTATION_GROUP_NODES
 #: the Job tier's finalizer, set when the Job is created so its teardown is ordered from the start
-JOB_FINALIZER = f"{GROUP}/finalizer"
-ANNOTATION_JOB_UID = f"{GROUP}/job-uid"
-ANNOTATION_WORKFLOW_UID = f"{GROUP}/workflow-uid"
-ANNOTATION_REQUESTED_TEST_SCALE = f"{GROUP}/requested-test-scale"
-#: the field manager of the runtime patch the controller adds to every TrainJob
-CONTROLLER_MANAGER = f"{GROUP}/controller"
+JOB_FINALIZER = vocabulary.JOB_FINALIZER
+ANNOTATION_JOB_UID = vocabulary.ANNOTATION_JOB_UID
+ANNOTATION_WORKFLOW_UID = vocabulary.ANNOTATION_WORKFLOW_UID
+ANNOTATION_REQUESTED_TEST_SCALE = vocabulary.ANNOTATION_REQUESTED_TEST_SCALE
+CONTROLLER_MANAGER = vocabulary.CONTROLLER_MANAGER
 
 MAX_K8S_NAME_LEN = 63
 #: a Job name leaves room for ``-workload``

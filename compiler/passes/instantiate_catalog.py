@@ -14,11 +14,11 @@ from ..diagnostics import CompileError, Diagnostic
 from ..naming import truncate_name, workflow_name
 from ..templating import template_set
 from ..unit import Context, Unit
+from ..vocabulary import ANNOTATION_REQUESTED_TEST_SCALE, GROUP, LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION
 
 __all__ = ["instantiate_catalog", "template_values", "MANAGED_BY"]
 
 MANAGED_BY = "nvcre"
-GROUP = "nvcre.nvidia.com"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 DEFAULT_HEALTH_MONITOR = "node.spec.unschedulable == true"
 DEFAULT_TOPOLOGY_KEY = "nvidia.com/gpu.clique"
@@ -86,13 +86,13 @@ def instantiate_catalog(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic
         "name": name,
         "labels": {
             "app.kubernetes.io/managed-by": MANAGED_BY,
-            f"{GROUP}/certification": ctx.source_name,
-            f"{GROUP}/category-domain": entry.domain,
-            f"{GROUP}/category-variant": entry.variant,
+            LABEL_CERTIFICATION: ctx.source_name,
+            LABEL_CATEGORY_DOMAIN: entry.domain,
+            LABEL_CATEGORY_VARIANT: entry.variant,
         },
     }
     requested_scale = (unit.category.get("options") or {}).get("testScale") or ctx.spec.get("testScale")
     if requested_scale:
-        metadata["annotations"] = {f"{GROUP}/requested-test-scale": requested_scale}
+        metadata["annotations"] = {ANNOTATION_REQUESTED_TEST_SCALE: requested_scale}
     workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
     return replace(unit, workflow=workflow).with_provenance({"decision": "catalogEntry", "value": entry.key}), []

@@ -31,6 +31,7 @@ from ..naming import truncate_name
 from ..templating import template_set
 from ..unit import Context, Unit
 from ..workflow_paths import keyed
+from ..vocabulary import LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
 from .instantiate_catalog import GROUP, MANAGED_BY, template_values
 
 __all__ = [
@@ -51,9 +52,9 @@ __all__ = [
     "MAX_LABEL_VALUE",
 ]
 
-WORKLOADRUN_LABEL = f"{GROUP}/workloadrun"
+WORKLOADRUN_LABEL = LABEL_WORKLOADRUN
 #: the label NVCRE gives a WorkloadRun's Workflow (``kubectl get workflows -l nvcre.nvidia.com/workload-run=X``)
-NVCRE_WORKLOADRUN_LABEL = f"{GROUP}/workload-run"
+NVCRE_WORKLOADRUN_LABEL = LABEL_NVCRE_WORKLOAD_RUN
 MAX_LABEL_VALUE = 63
 WORKER_CONTAINER = "node"
 GPU_RESOURCE = "nvidia.com/gpu"

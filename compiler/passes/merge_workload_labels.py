@@ -21,13 +21,13 @@ from typing import Any
 from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic, error
 from ..unit import Context, Unit
+from ..vocabulary import RESERVED_PREFIX
 from ..workflow_paths import ROOT, WORKLOAD_LABELS, dig, keyed, option_path
 
 __all__ = ["merge_workload_labels", "MAX_WORKLOAD_LABELS", "is_reserved_label_key"]
 
 MAX_WORKLOAD_LABELS = 32
 RESERVED_KEYS = frozenset({"app.kubernetes.io/managed-by"})
-RESERVED_PREFIX = "nvcre.nvidia.com/"
 #: the field as NVCRE names it in its messages
 FIELD = "spec.jobTemplate.spec.workloadMetadata.labels"
 

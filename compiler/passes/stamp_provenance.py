@@ -18,11 +18,12 @@ from dataclasses import replace
 from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic
 from ..unit import Context, Unit
+from ..vocabulary import ANNOTATION_APPLIED_OVERLAYS, ANNOTATION_RENDER_FACTS
 
 __all__ = ["stamp_provenance", "OVERLAYS_ANNOTATION", "FACTS_ANNOTATION"]
 
-OVERLAYS_ANNOTATION = "nvcre.nvidia.com/applied-overlays"
-FACTS_ANNOTATION = "nvcre.nvidia.com/render-facts"
+OVERLAYS_ANNOTATION = ANNOTATION_APPLIED_OVERLAYS
+FACTS_ANNOTATION = ANNOTATION_RENDER_FACTS
 
 
 def _compact(value: object) -> str:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_GROUP_NODES
+
 from .health import merge_failed_nodes
 from .thresholds import CONFIGURATION_ERRORS
 
@@ -45,7 +47,7 @@ __all__ = [
     "timed_out_while_unschedulable",
 ]
 
-GROUP_NODES_ANNOTATION = "nvcre.nvidia.com/group-nodes"
+GROUP_NODES_ANNOTATION = ANNOTATION_GROUP_NODES
 LAUNCHER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 MAX_TAIL_LINES = 800
 MAX_TAIL_BYTES = 32 * 1024

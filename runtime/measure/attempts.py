@@ -25,13 +25,15 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
+
 from .profile import parse_rfc3339
 from .timefmt import rfc3339
 from .training import Goodput, TrainingParse
 
 __all__ = ["PRIOR_ANNOTATION", "PriorAttempts", "combine", "fold", "pending_interruption"]
 
-PRIOR_ANNOTATION = "nvcre.nvidia.com/goodput-prior-attempts"
+PRIOR_ANNOTATION = ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
 
 
 def _seconds(value: Any) -> float:

@@ -8,14 +8,13 @@ calls by label, one namespace) and hands plain dicts to the pure verdict code; i
 
 from __future__ import annotations
 
-import base64
-import gzip
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..judge.verdict import failed_nodes_from_configmap
+from nvcre.compiler.nodelists import read_failed, read_succeeded
+from nvcre.compiler.vocabulary import LABEL_JOB, LABEL_WORKFLOW
+
 from ..kube.client import Kube
 from ..kube.errors import NotFound
 from ..kube.resources import (
@@ -29,9 +28,6 @@ from ..kube.resources import (
 )
 
 __all__ = ["Collected", "RunNotFound", "collect_run", "decode_failed_nodes", "decode_succeeded_nodes"]
-
-_SUCCEEDED_KEY = "succeeded-nodes.csv.gz"
-_MAX_DECODED = 64 * 1024 * 1024
 
 
 class RunNotFound(Exception):
@@ -54,28 +50,14 @@ class Collected:
     succeeded_nodes: Mapping[str, tuple[str, ...]]
 
 
-def _binary(configmap: Mapping[str, Any], key: str) -> bytes | None:
-    raw = (configmap.get("binaryData") or {}).get(key)
-    if raw is None:
-        return None
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(base64.b64decode(raw))) as fh:
-            return fh.read(_MAX_DECODED)
-    except (OSError, ValueError, EOFError):
-        return None
-
-
 def decode_failed_nodes(configmap: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """The ``{name, reason, message}`` entries of a failed-nodes ConfigMap; () when unreadable."""
-    return tuple(failed_nodes_from_configmap(configmap))
+    return tuple(read_failed(configmap))
 
 
 def decode_succeeded_nodes(configmap: Mapping[str, Any]) -> tuple[str, ...]:
-    """The node names of a succeeded-nodes ConfigMap; () when unreadable."""
-    data = _binary(configmap, _SUCCEEDED_KEY)
-    if not data:
-        return ()
-    return tuple(sorted({n.strip() for n in data.decode("utf-8", "replace").split(",") if n.strip()}))
+    """The node names of a succeeded-nodes ConfigMap, sorted and unique; () when unreadable."""
+    return tuple(sorted({n.strip() for n in read_succeeded(configmap) if n.strip()}))
 
 
 def _refs(status: Mapping[str, Any], key: str) -> str | None:
@@ -102,9 +84,7 @@ def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
     names = {wf["metadata"]["name"] for wf in workflows}
 
     jobs = [
-        job
-        for job in kube.list(JOBS, namespace).items
-        if ((job.get("metadata") or {}).get("labels") or {}).get("nvcre.nvidia.com/workflow") in names
+        job for job in kube.list(JOBS, namespace).items if ((job.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKFLOW) in names
     ]
     job_names = {job["metadata"]["name"] for job in jobs}
     measurements = [
@@ -112,7 +92,7 @@ def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
         for res in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS)
         for m in kube.list(res, namespace).items
         if ((m.get("spec") or {}).get("jobRef") or {}).get("name") in job_names
-        or ((m.get("metadata") or {}).get("labels") or {}).get("nvcre.nvidia.com/job") in job_names
+        or ((m.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB) in job_names
     ]
 
     failed: dict[str, tuple[dict[str, Any], ...]] = {}

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.compiler.vocabulary import LABEL_WORKFLOW
+
 from ..kube.client import Kube
 from ..kube.errors import ApiError, NotFound
 from ..kube.resources import JOBS
@@ -78,7 +80,7 @@ def _job_counts(kube: Kube, namespace: str, workflows: set[str]) -> tuple[int, i
         return 0, 0, 0, 0
     for job in jobs:
         labels = (job.get("metadata") or {}).get("labels") or {}
-        if workflows and labels.get("nvcre.nvidia.com/workflow") not in workflows:
+        if workflows and labels.get(LABEL_WORKFLOW) not in workflows:
             continue
         phase = phase_of(job)
         conditions = (job.get("status") or {}).get("conditions") or []

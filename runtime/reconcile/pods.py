@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import LABEL_JOB
+
 __all__ = [
     "JOBSET_NAME_LABEL",
     "JOB_LABEL",
@@ -20,7 +22,7 @@ __all__ = [
     "scheduler_message",
 ]
 
-JOB_LABEL = "nvcre.nvidia.com/job"
+JOB_LABEL = LABEL_JOB
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 _FINISHED = ("Succeeded", "Failed")

@@ -1019,7 +1019,8 @@ def build_tool(name: str, *, force: bool = False) -> Path:
             "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); "
             f"install Go 1.26+ to build {label} for {tool.purpose or 'the tests'}"
         )
-    env = _go_env(go)
+    # A module may ship a go.work for its own development (prometheus does); build from its go.mod.
+    env = {**_go_env(go), "GOWORK": "off"}
     with _directory_lock(tool_build_dir(name), tool.name):
         if not force and not tool_missing(name):
             _say(f"{label} already built at {tool_binary_path(name).parent}; nothing to do")
