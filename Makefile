@@ -53,9 +53,7 @@ lint: setup
 # The source folders are not named after their packages (compiler/ is nvcre.compiler), so mypy
 # reads them through a tree of links laid out as the installed package.
 typecheck: setup
-	rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)/nvcre
-	for f in pkg/*.py; do ln -s ../../../$$f $(MYPY_TREE)/nvcre/; done
-	for d in compiler runtime cli testing catalog platforms; do ln -s ../../../$$d $(MYPY_TREE)/nvcre/$$d; done
+	$(BIN)/python scripts/package_tree.py $(MYPY_TREE) >/dev/null
 	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy $(MYPY_ARGS)
 
 golden-update: setup snapshots

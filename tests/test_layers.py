@@ -1,12 +1,15 @@
-"""Layer contracts, read from the source tree's imports (AST), plus one live check of the render path.
+"""Every layer contract docs/architecture.md claims, read from the source tree's imports (AST).
 
-The layers (docs/architecture.md): the compiler imports nothing from the runtime, the CLI or
-the test harness, nor the Kubernetes client; within the runtime only ``nvcre.runtime.kube``
-talks to ``kubernetes``; measuring, judging and reporting never reach the client or the
-reconcilers, and reports read only the verdict model; the runtime builds no manifest of its
-own (no dict literal with an ``apiVersion`` key: manifests come from the compiler); the CLI
-loads the test harness only inside command bodies. The checks walk whatever modules exist, so
-they hold while packages grow, and a negative test proves each one can fail.
+One walker reads every module of every source folder (mapped onto ``nvcre.*`` as pyproject's
+package-dir maps them) and checks the table :data:`CONTRACTS`, modelled on import-linter's
+contracts: deny-lists (the compiler is the floor; only ``nvcre.runtime.kube`` talks to the API;
+one door into the compiler's lowering; the reconcile tiers are independent; the CLI loads the
+test harness only inside a command) and allow-lists for the pure layers (measure, judge,
+report, kube). On top: no import circle anywhere (lazy imports included, so no
+``compiler/plan`` <-> ``compiler/diagnose`` loop either), and the runtime builds no manifest of
+its own (no dict literal with an ``apiVersion`` key). The checks walk whatever modules exist,
+so they hold while packages grow, and a negative test proves each one can fail. Checked-cache
+mode, the runtime's purity check at run time, is tested in tests/runtime/test_checked_cache.py.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import ast
 import subprocess
 import sys
 import textwrap
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,16 +26,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-#: Source folders and the package each one is installed as (pyproject's package-dir).
-PACKAGES = {
-    "pkg": "nvcre",
-    "compiler": "nvcre.compiler",
-    "runtime": "nvcre.runtime",
-    "cli": "nvcre.cli",
-    "testing": "nvcre.testing",
-    "catalog": "nvcre.catalog",
-    "platforms": "nvcre.platforms",
-}
+
+def _package_dirs() -> dict[str, str]:
+    """Source folder -> the package it is installed as, read from pyproject's package-dir."""
+    with (REPO / "pyproject.toml").open("rb") as fh:
+        mapping = tomllib.load(fh)["tool"]["setuptools"]["package-dir"]
+    return {str(folder): str(package) for package, folder in mapping.items()}
+
+
+#: Source folders and the package each one is installed as (the one map: pyproject's package-dir).
+PACKAGES = _package_dirs()
 
 
 @dataclass(frozen=True)
@@ -113,33 +117,165 @@ def _reaches(imp: Import, package: str) -> bool:
     return _under(imp.target, package) or any(_under(f"{imp.target}.{name}", package) for name in imp.names)
 
 
+def _loaded(imp: Import, known: set[str]) -> list[str]:
+    """The project modules an import loads: its target, or the submodules it names."""
+    found = [f"{imp.target}.{name}" for name in imp.names if f"{imp.target}.{name}" in known]
+    return found or ([imp.target] if imp.target in known else [])
+
+
+# --------------------------------------------------------------------------- the contracts
+#
+# Each contract names the modules it governs and what they may (allow-list) or may not
+# (deny-list) import. A module is governed by the first contract of each kind that covers it.
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """Modules under ``sources`` (except ``exempt``) may not import anything under ``forbidden``."""
+
+    name: str
+    sources: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    exempt: tuple[str, ...] = ()
+    lazy_ok: bool = False  # an import inside a function body is allowed
+
+    def check(self, module: str, imp: Import) -> str | None:
+        if not any(_under(module, s) for s in self.sources) or any(_under(module, e) for e in self.exempt):
+            return None
+        if self.lazy_ok and not imp.at_load:
+            return None
+        hit = next((f for f in self.forbidden if _reaches(imp, f)), None)
+        return None if hit is None else f"{self.name}: may not import {hit}"
+
+
+@dataclass(frozen=True)
+class AllowOnly:
+    """Modules under ``source`` may import, of the project, only themselves and ``allowed``."""
+
+    name: str
+    source: str
+    allowed: tuple[str, ...]
+
+    def check(self, module: str, imp: Import) -> str | None:
+        if not _under(module, self.source) or not _under(imp.target, "nvcre"):
+            return None
+        targets = [f"{imp.target}.{n}" for n in imp.names] if imp.names else [imp.target]
+        for target in targets:
+            if _under(target, self.source) or any(_under(target, a) or _under(imp.target, a) for a in self.allowed):
+                continue
+            if target != imp.target and (_under(imp.target, self.source) or any(_under(imp.target, a) for a in self.allowed)):
+                continue  # ``from allowed import name``: a name of an allowed module
+            return f"{self.name}: may import only {', '.join(self.allowed)} (found {target})"
+        return None
+
+
+#: the runtime's door into the compiler's lowering (plan, expand, render, workloadrun)
+COMPILER_ENTRY_POINTS = ("nvcre.compiler.plan", "nvcre.compiler.expand", "nvcre.compiler.render", "nvcre.compiler.workloadrun")
+#: the reconcile tiers: none may import another (the Workflow tier reaches the Job tier's
+#: verdicts through a Protocol it is handed, not through an import)
+TIERS = tuple(f"nvcre.runtime.reconcile.{tier}" for tier in ("certification", "workflow", "job", "measurement", "workloadrun"))
+
+CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
+    Forbidden("the compiler is the floor", ("nvcre.compiler",), ("nvcre.runtime", "nvcre.cli", "nvcre.testing", "kubernetes")),
+    Forbidden("only nvcre.runtime.kube talks to the API", ("nvcre.runtime",), ("kubernetes",), exempt=("nvcre.runtime.kube",)),
+    AllowOnly("measuring is pure", "nvcre.runtime.measure", ("nvcre.compiler.vocabulary",)),
+    AllowOnly(
+        "judging is pure",
+        "nvcre.runtime.judge",
+        (
+            "nvcre.runtime.measure",
+            "nvcre.compiler.vocabulary",
+            "nvcre.compiler.nodelists",
+            "nvcre.compiler.cel",
+            "nvcre.compiler.cel_cost",
+            "nvcre.compiler.cel_program",
+        ),
+    ),
+    AllowOnly(
+        "reports read only the verdict model",
+        "nvcre.runtime.report",
+        ("nvcre.runtime.judge.model", "nvcre.runtime.measure", "nvcre.compiler.vocabulary"),
+    ),
+    AllowOnly("the API client stands alone", "nvcre.runtime.kube", ("nvcre.compiler.vocabulary",)),
+    Forbidden(
+        "one door into the compiler's lowering (nvcre.runtime.compile)",
+        ("nvcre.runtime",),
+        COMPILER_ENTRY_POINTS,
+        exempt=("nvcre.runtime.compile",),
+    ),
+    *(Forbidden("the reconcile tiers are independent", (tier,), tuple(t for t in TIERS if t != tier)) for tier in TIERS),
+    Forbidden("the CLI loads the test harness only inside a command", ("nvcre.cli",), ("nvcre.testing",), lazy_ok=True),
+)
+
+#: modules allowed to write an apiVersion literal in the runtime, and why
+API_LITERALS_ALLOWED = {
+    "nvcre.runtime.kube.review": "TokenReview and SubjectAccessReview bodies are API calls, not objects the controller creates",
+}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
 def violations(root: Path) -> list[str]:
-    """Every broken layer contract in the source tree at ``root``, one line each."""
+    """Every broken contract in the source tree at ``root``, one line each."""
     found: list[str] = []
-    for module in modules(root):
+    all_modules = modules(root)
+    known = {m.name for m in all_modules}
+    graph: dict[str, set[str]] = {m.name: set() for m in all_modules}
+    for module in all_modules:
         name = module.name
         for imp in imports(module):
-            where = f"{module.path.relative_to(root)}:{imp.line}: {name} imports {imp.target}"
-            if _under(name, "nvcre.compiler"):
-                for banned in ("nvcre.runtime", "nvcre.cli", "nvcre.testing", "kubernetes"):
-                    if _reaches(imp, banned):
-                        found.append(f"{where} (the compiler may not import {banned})")
-            if _under(name, "nvcre.runtime") and not _under(name, "nvcre.runtime.kube") and _reaches(imp, "kubernetes"):
-                found.append(f"{where} (only nvcre.runtime.kube may import kubernetes)")
-            if any(_under(name, f"nvcre.runtime.{part}") for part in ("measure", "judge", "report")):
-                for banned in ("nvcre.runtime.kube", "nvcre.runtime.reconcile"):
-                    if _reaches(imp, banned):
-                        found.append(f"{where} (measure, judge and report may not import {banned})")
-            if _under(name, "nvcre.runtime.report") and _reaches(imp, "nvcre.runtime.judge"):
-                allowed = _under(imp.target, "nvcre.runtime.judge.model") or (
-                    imp.target == "nvcre.runtime.judge" and set(imp.names) == {"model"}
-                )
-                if not allowed:
-                    found.append(f"{where} (reports may import only the verdict model, nvcre.runtime.judge.model)")
-            if _under(name, "nvcre.cli") and imp.at_load and _reaches(imp, "nvcre.testing"):
-                found.append(f"{where} (the CLI may load the test harness only inside a command)")
-        if _under(name, "nvcre.runtime"):
+            graph[name].update(t for t in _loaded(imp, known) if t != name)
+            for contract in CONTRACTS:
+                problem = contract.check(name, imp)
+                if problem:
+                    found.append(f"{module.path.relative_to(root)}:{imp.line}: {name} imports {imp.target} ({problem})")
+        if _under(name, "nvcre.runtime") and name not in API_LITERALS_ALLOWED:
             found += [f"{module.path.relative_to(root)}:{line}: {name} {what}" for line, what in _manifest_literals(module.tree)]
+    for cycle in _cycles(graph):
+        found.append(f"import circle (lazy imports included): {' -> '.join(cycle)}")
     return found
 
 
@@ -212,19 +348,31 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
-        ({"compiler/bad.py": "from nvcre.runtime.kube import client\n"}, "the compiler may not import nvcre.runtime"),
-        ({"compiler/passes/bad.py": "def f():\n    from ...cli import main\n"}, "the compiler may not import nvcre.cli"),
-        ({"compiler/bad.py": "import kubernetes.client\n"}, "the compiler may not import kubernetes"),
-        ({"compiler/bad.py": "from nvcre import testing\n"}, "the compiler may not import nvcre.testing"),
-        ({"runtime/reconcile/bad.py": "from kubernetes import watch\n"}, "only nvcre.runtime.kube may import kubernetes"),
-        ({"runtime/judge/bad.py": "from ..kube import client\n"}, "may not import nvcre.runtime.kube"),
-        ({"runtime/measure/bad.py": "def f():\n    from nvcre.runtime.reconcile import job\n"}, "may not import nvcre.runtime.reconcile"),
-        ({"runtime/report/bad.py": "from ..judge.verdict import certification_verdict\n"}, "only the verdict model"),
-        ({"runtime/report/bad.py": "from ..judge import verdict\n"}, "only the verdict model"),
+        ({"compiler/bad.py": "from nvcre.runtime.kube import client\n"}, "the compiler is the floor: may not import nvcre.runtime"),
+        ({"compiler/passes/bad.py": "def f():\n    from ...cli import main\n"}, "may not import nvcre.cli"),
+        ({"compiler/bad.py": "import kubernetes.client\n"}, "the compiler is the floor: may not import kubernetes"),
+        ({"compiler/bad.py": "from nvcre import testing\n"}, "may not import nvcre.testing"),
+        ({"runtime/reconcile/bad.py": "from kubernetes import watch\n"}, "only nvcre.runtime.kube talks to the API"),
+        ({"runtime/judge/bad.py": "from ..kube import client\n"}, "judging is pure: may import only"),
+        ({"runtime/judge/bad.py": "from nvcre.compiler.emit import dump_yaml\n"}, "judging is pure"),
+        ({"runtime/measure/bad.py": "def f():\n    from nvcre.runtime.reconcile import job\n"}, "measuring is pure"),
+        ({"runtime/report/bad.py": "from ..judge.verdict import certification_verdict\n"}, "reports read only the verdict model"),
+        ({"runtime/report/bad.py": "from ..judge import verdict\n"}, "reports read only the verdict model"),
+        ({"runtime/kube/bad.py": "from ..reconcile import context\n"}, "the API client stands alone"),
+        ({"runtime/ops/bad.py": "from nvcre.compiler.expand import expand_job\n"}, "one door into the compiler's lowering"),
+        ({"runtime/reconcile/certification.py": "from .workflow import WorkflowReconciler\n"}, "the reconcile tiers are independent"),
         ({"runtime/ops/bad.py": "OBJ = {'apiVersion': 'v1', 'kind': 'Pod'}\n"}, "dict literal with an apiVersion key"),
         ({"runtime/ops/bad.py": "OBJ = dict(apiVersion='v1', kind='Pod')\n"}, "builds a dict with an apiVersion key"),
-        ({"cli/bad.py": "from nvcre.testing import cluster\n"}, "the CLI may load the test harness only inside a command"),
+        ({"cli/bad.py": "from nvcre.testing import cluster\n"}, "the CLI loads the test harness only inside a command"),
         ({"cli/bad.py": "try:\n    import nvcre.testing.harness\nexcept ImportError:\n    pass\n"}, "only inside a command"),
+        (
+            {"cli/a.py": "def f():\n    from . import b\n", "cli/b.py": "from . import a\n"},
+            "import circle (lazy imports included): nvcre.cli.a -> nvcre.cli.b",
+        ),
+        (
+            {"compiler/plan/x.py": "from ..diagnose import y\n", "compiler/diagnose/y.py": "def f():\n    from ..plan import x\n"},
+            "import circle",
+        ),
     ],
 )
 def test_each_contract_reports_a_violating_module(tmp_path: Path, files: dict[str, str], expected: str) -> None:
@@ -238,12 +386,23 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
         {
             "runtime/kube/client.py": "import kubernetes\n",
             "runtime/report/text.py": "from ..judge.model import CertificationVerdict\nfrom ..judge import model\n",
+            "runtime/judge/x.py": "from nvcre.compiler.vocabulary import LABEL_JOB\nfrom ..measure import nccl\n",
+            "runtime/compile.py": "from nvcre.compiler.expand import expand_job\n",
+            "runtime/reconcile/workflow.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .job import JobReconciler\n",
             "cli/run.py": "def command():\n    from nvcre.testing import cluster\n",
             "cli/types.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nvcre.testing import cluster\n",
             "compiler/ok.py": "from .diagnostics import error\n",
         },
     )
     assert violations(root) == []
+
+
+def test_relative_imports_are_resolved_to_their_packages() -> None:
+    (job,) = [m for m in modules(REPO) if m.name == "nvcre.runtime.reconcile.job"]
+    targets = {i.target for i in imports(job)}
+    assert "nvcre.runtime.kube.resources" in targets
+    assert "nvcre.runtime.reconcile.conditions" not in targets  # "from . import conditions" names the package
+    assert "nvcre.runtime.reconcile" in targets
 
 
 # --------------------------------------------------------------------------- the pass order, visible

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import cachecheck
 from .client import Kube, WatchStream
 from .errors import ApiError, Gone
 from .projections import Projection, projection_for
@@ -60,8 +61,11 @@ class Store:
     """Thread-safe map of (namespace, name) -> object, indexed by namespace, by the values
     of ``indexed_labels`` (per namespace) and by named ``indexers`` (across namespaces)."""
 
-    def __init__(self, indexed_labels: tuple[str, ...] = (), indexers: Mapping[str, Indexer] | None = None) -> None:
+    def __init__(self, indexed_labels: tuple[str, ...] = (), indexers: Mapping[str, Indexer] | None = None, *, resource: str = "") -> None:
         self._items: dict[tuple[str, str], dict[str, Any]] = {}
+        self.resource = resource
+        #: checked-cache mode (:mod:`.cachecheck`): key -> fingerprint of the object as filed
+        self._prints: dict[tuple[str, str], bytes] | None = {} if cachecheck.enabled() else None
         self._by_namespace: dict[str, dict[str, dict[str, Any]]] = {}
         self.indexed_labels = indexed_labels
         self.indexers = dict(indexers or {})
@@ -133,10 +137,38 @@ class Store:
         with self._lock:
             return set(self._items)
 
+    def _check(self, key: tuple[str, str], old: Mapping[str, Any] | None, when: str) -> None:
+        """In checked-cache mode: report ``old`` if it changed since it was filed."""
+        if self._prints is None or old is None:
+            return
+        recorded = self._prints.pop(key, None)
+        if recorded is not None and recorded != cachecheck.fingerprint(old):
+            cachecheck.report_mutation(self.resource, key, when)
+
+    def _record(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
+        if self._prints is not None:
+            self._prints[key] = cachecheck.fingerprint(obj)
+
+    def verify(self) -> int:
+        """In checked-cache mode: check every cached object now; how many changed in place."""
+        if self._prints is None:
+            return 0
+        with self._lock:
+            changed = [
+                key for key, obj in self._items.items() if self._prints.get(key, cachecheck.fingerprint(obj)) != cachecheck.fingerprint(obj)
+            ]
+            for key in changed:
+                self._prints[key] = cachecheck.fingerprint(self._items[key])
+        for key in changed:
+            cachecheck.report_mutation(self.resource, key, "verify")
+        return len(changed)
+
     def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         key = object_key(obj)
         with self._lock:
             old = self._items.get(key)
+            self._check(key, old, "update")
+            self._record(key, obj)
             self._unindex(key, old)
             self._items[key] = obj
             self._by_namespace.setdefault(key[0], {})[key[1]] = obj
@@ -148,6 +180,7 @@ class Store:
         with self._lock:
             (self._by_namespace.get(key[0]) or {}).pop(key[1], None)
             old = self._items.pop(key, None)
+            self._check(key, old, "delete")
             self._unindex(key, old)
             return old
 
@@ -159,6 +192,10 @@ class Store:
             by_namespace.setdefault(namespace, {})[name] = obj
         with self._lock:
             old = self._items
+            for key, before in old.items():
+                self._check(key, before, "relist")
+            for key, obj in fresh.items():
+                self._record(key, obj)
             self._items = fresh
             self._by_namespace = by_namespace
             self._by_label = {}
@@ -201,7 +238,7 @@ class Informer:
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.max_reconnect_pause = max_reconnect_pause
-        self.store = Store(indexed_labels, indexers)
+        self.store = Store(indexed_labels, indexers, resource=resource.plural)
         self.handlers: list[EventHandler] = []
         self.synced = threading.Event()
         self.relists = 0
@@ -228,6 +265,7 @@ class Informer:
             stream.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        self.store.verify()  # checked-cache mode only: a change nobody replaced is found here
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self.synced.wait(timeout)

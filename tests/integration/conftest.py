@@ -6,11 +6,16 @@ formats its record (an ``extra=`` key a LogRecord owns raised KeyError in the sh
 and in no test) breaks here too. A test also fails when the controller logged an unexpected
 exception (a record carrying a traceback) or an error while it ran, unless it is marked
 ``reconcile_errors_expected`` because it injects such a fault on purpose.
+
+Every informer cache runs in checked mode (``NVCRE_CHECKED_CACHE=1``, set here for the
+in-process controllers and inherited by the controller processes tests start): a reconciler
+that changes a cached object in place logs an error, which fails the test.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +24,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from integration_helpers import unique  # noqa: E402
+
+os.environ["NVCRE_CHECKED_CACHE"] = "1"
 
 
 class _Unexpected(logging.Handler):
