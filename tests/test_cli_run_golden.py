@@ -226,13 +226,19 @@ def _report_stream(kind: str, code: int, stdout: str, stderr: str) -> str:
     return stderr if code == 3 else stdout
 
 
-def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list[str]) -> tuple[int, str, str]:
-    """Run ``nvcrectl`` in-process against ``cluster`` with the fake clock; (exit code, stdout, stderr)."""
+def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list[str], now: str | None = None) -> tuple[int, str, str]:
+    """Run ``nvcrectl`` in-process against ``cluster`` with the fake clock; (exit code, stdout, stderr).
+
+    ``now`` pins the moment a live report dates running categories to (the report golden's)."""
     from typer.testing import CliRunner
 
     from nvcre.cli import main, operate
-    from nvcre.runtime.ops import submit, wait
+    from nvcre.runtime.measure.profile import parse_rfc3339
+    from nvcre.runtime.ops import queries, submit, wait
 
+    if now is not None:
+        moment = parse_rfc3339(now)
+        monkeypatch.setattr(queries, "_now", lambda: moment)
     fake_time = FakeTime()
     monkeypatch.setattr(wait, "time", fake_time)
     monkeypatch.setattr(submit, "_wait_gone", lambda kube, resource, name, ns, timeout, poll: _gone(kube, resource, name, ns))
@@ -260,7 +266,9 @@ def test_run_output_matches_the_golden_files(case: Path, tmp_path: Path, monkeyp
     cluster = ScriptedCluster(objects)
     kind = cluster._golden_run()["kind"]
 
-    code, stdout, stderr = invoke(monkeypatch, cluster, args)
+    report_case = GOLDEN / "report" / spec["objects"] / "case.yaml"
+    now = yaml.safe_load(report_case.read_text(encoding="utf-8")).get("now") if report_case.is_file() else None
+    code, stdout, stderr = invoke(monkeypatch, cluster, args, now)
 
     check(case / "stderr.txt", normalise(stderr, results), update_golden)
     check(case / "stdout.txt", normalise(stdout, results), update_golden)

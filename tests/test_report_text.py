@@ -9,6 +9,7 @@ from nvcre.runtime.judge.model import (
     BandwidthPoint,
     CategoryVerdict,
     CertificationVerdict,
+    DiagnoseTest,
     DiagnosisVerdict,
     FailedNode,
     FailureLog,
@@ -168,15 +169,24 @@ def test_formats() -> None:
     assert fmt.goodput(0.9) == "0.90 (90%)" and fmt.step_time(2.854) == "2.85s" and fmt.tflops(539.84) == "539.8"
 
 
-def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes() -> None:
+def test_the_diagnosis_section_is_nvcres_then_ours() -> None:
+    tests = (
+        DiagnoseTest("screening", "j-local-0", ("gpu-1",), True, "local-0", 11.2, "local-0"),
+        DiagnoseTest("screening", "j-local-6", ("gpu-7",), False, "local-6", 1.1, "local-6"),
+        DiagnoseTest("confirmation", "j-confirm-7", ("gpu-7",), False, "", 1.0, "confirm-7"),
+        DiagnoseTest("bisection", "j-link-0", (), True, "", None, "link-0"),
+    )
     diagnosis = DiagnosisVerdict(
         stage="complete",
         rounds=5,
         jobs=9,
         confirmed=(FailedNode("gpu-7", "ThresholdViolation", "Diagnosis complete: 1 faulty nodes confirmed"),),
-        infrastructure_faults=(InfrastructureFaultVerdict(("gpu-1",), ("gpu-2",), "link-confirm"),),
+        infrastructure_faults=(InfrastructureFaultVerdict(("gpu-1",), ("gpu-2",), "link-confirm", "path"),),
         unresolved=("gpu-4",),
         healthy_nodes=5,
+        suspect_count=2,
+        tests=tests,
+        screening=(("local-0", ("gpu-1",)), ("local-6", ("gpu-7",))),
     )
     category = CategoryVerdict(
         "communication",
@@ -188,16 +198,48 @@ def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes(
     )
     rendered = render(CertificationVerdict("Certification", "c", "ns", "Failed", "FAILED", categories=(category,)))
     lines = [line.strip("│ ").rstrip() for line in rendered.splitlines()]
-    start = lines.index("Diagnosis: complete")
-    assert lines[start + 1 : start + 7] == [
-        "5 rounds, 9 jobs, 5 nodes healthy",
-        "Confirmed faulty nodes:",
-        "✗  gpu-7: ThresholdViolation",
-        "Infrastructure faults (no node blamed):",
-        "✗  link   gpu-1 <-> gpu-2",
-        "Unresolved:   gpu-4",
+    assert lines.index("Failed Groups:") < lines.index("Diagnosis:"), "NVCRE prints Failed Groups first"
+    start = lines.index("Diagnosis:")
+    assert lines[start + 1 : start + 16] == [
+        "Stage:     complete",
+        "Rounds:    5",
+        "Healthy:   5 nodes",
+        "Suspect:   2 nodes",
+        "Faulty:    1 nodes",
+        "local-6:",
+        "- gpu-7",
+        "Infra:     1 faults",
+        "path: 1 + 1 nodes",
+        "Max BW:    11.2 GB/s",
+        "local-0 (1 nodes)",
+        "Min BW:    1.0 GB/s",
+        "- gpu-7",
+        "",
+        "Test Results:",
     ]
-    assert "Failed Groups:" not in lines
+    results = lines[start + 15 :]
+    assert results[: results.index("Findings (adaptive planner, 9 jobs):")] == [
+        "Test Results:",
+        "",
+        "intra-rack screening:",
+        "✓  local-0",
+        "(1 nodes)",
+        "11.20 GB/s",
+        "✗  local-6",
+        "(1 nodes)",
+        "1.10 GB/s",
+        "",
+        "bisection:",
+        "✓  link-0",
+        "",
+        "confirmation:",
+        "✗  1 nodes:",
+        "- gpu-7",
+        "1.00 GB/s",
+        "",
+    ]
+    findings = results[results.index("Findings (adaptive planner, 9 jobs):") + 1 :]
+    assert findings[:4] == ["✗  gpu-7: ThresholdViolation", "✗  link   gpu-1 <-> gpu-2", "no node blamed", "Unresolved:   gpu-4"]
     running = CategoryVerdict(
         "communication",
         "nccl-all-reduce",
@@ -206,5 +248,5 @@ def test_the_diagnosis_section_names_confirmed_nodes_links_and_unresolved_nodes(
         diagnosis=DiagnosisVerdict(stage="confirmation", rounds=2, jobs=5),
     )
     rendered = render(CertificationVerdict("Certification", "c", "ns", "InProgress", "RUNNING", categories=(running,)))
-    assert "│  Diagnosis: in progress (confirmation)" in rendered
-    assert "│      2 rounds, 5 jobs, 0 nodes healthy" in rendered
+    assert "│    Stage:     confirmation" in rendered
+    assert "│    Rounds:    2" in rendered and "Findings" not in rendered

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from nvcre.compiler.vocabulary import (
-    ANNOTATION_DIAGNOSE_PLANNER,
     ANNOTATION_GROUP_NODES,
     ANNOTATION_REQUESTED_TEST_SCALE,
     LABEL_GROUP,
@@ -27,14 +26,14 @@ from ..measure.timefmt import rfc3339
 from .model import (
     BandwidthPoint,
     CategoryVerdict,
-    DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
-    InfrastructureFaultVerdict,
     IterationVerdict,
     RestartVerdict,
     TrainingMetrics,
 )
+from .cliques import cliques, domain_training
+from .diagnosis import diagnosis_verdict, is_diagnose
 from .reading import (
     Obj,
     annotations_of,
@@ -45,7 +44,6 @@ from .reading import (
     as_seconds,
     as_time,
     conditions_of,
-    dedupe_failed,
     job_ref_name,
     labels_of,
     name_of,
@@ -184,13 +182,6 @@ def _infer_scale(workflow: Obj) -> str:
     return "full-scale"
 
 
-def _blocked_detail(message: str) -> str:
-    for marker in ("Workload pods are unschedulable: ", "scheduling blocked: "):
-        if marker in message:
-            return message.split(marker, 1)[1].strip()
-    return message.strip()
-
-
 def _mnnvl(spec: Obj, options: Obj) -> str:
     for source in (options, spec):
         value = source.get("enableMNNVL")
@@ -264,46 +255,6 @@ def _iterations(workflow: Obj, count: int, terminal: bool, now: datetime | None)
         duration = _span((g.get("startTime") for g in groups), ends)
         found.append(IterationVerdict(current, status, duration))
     return tuple(sorted(found, key=lambda it: it.number))
-
-
-def is_diagnose(workflow: Obj) -> bool:
-    return bool(as_map(as_map(workflow.get("spec")).get("orchestration")).get("diagnose") is not None)
-
-
-def _diagnosis(workflow: Obj, entries: Sequence[Mapping[str, Any]]) -> DiagnosisVerdict | None:
-    """The diagnose block of a Workflow's status as a verdict (None outside diagnose)."""
-    orch = as_map(status_of(workflow).get("orchestration"))
-    block = as_map(orch.get("diagnose"))
-    if not is_diagnose(workflow) or not block:
-        return None
-    history = [as_map(h) for h in as_list(orch.get("iterationHistory"))]
-    recorded = {as_int(h.get("iteration")) for h in history}
-    jobs = sum(1 for h in history for g in as_list(h.get("groups")) if as_map(g).get("jobName"))
-    current = as_int(orch.get("currentIteration")) or 1
-    if current not in recorded:
-        jobs += sum(1 for g in as_list(orch.get("groups")) if as_map(as_map(g).get("jobRef")).get("name"))
-    confirmed = dedupe_failed(entries)
-    blamed = {node.name for node in confirmed}
-    faults = tuple(
-        InfrastructureFaultVerdict(
-            tuple(str(n) for n in as_list(as_map(f).get("groupA"))),
-            tuple(str(n) for n in as_list(as_map(f).get("groupB"))),
-            str(as_map(f).get("stage") or ""),
-        )
-        for f in as_list(block.get("infrastructureFaults"))
-    )
-    stage = str(block.get("stage") or "")
-    suspects = sorted({str(n) for n in as_list(block.get("suspectNodes"))} - blamed)
-    return DiagnosisVerdict(
-        stage=stage,
-        rounds=as_int(block.get("round")) or current,
-        jobs=jobs,
-        confirmed=confirmed,
-        infrastructure_faults=faults,
-        unresolved=tuple(suspects) if stage == "complete" else (),
-        healthy_nodes=len(as_list(block.get("healthyNodes"))),
-        planner=str(annotations_of(workflow).get(ANNOTATION_DIAGNOSE_PLANNER) or "adaptive"),
-    )
 
 
 @dataclass(frozen=True)
@@ -392,7 +343,7 @@ def _headline(status: str, workflow: Obj, fallback_reason: str) -> tuple[str, st
     blocked = ""
     in_progress = true_condition(conds, "InProgress")
     if status == "InProgress" and in_progress is not None and in_progress.get("reason") == "JobSchedulingBlocked":
-        blocked = _blocked_detail(str(in_progress.get("message") or ""))
+        blocked = str(in_progress.get("message") or "").strip()  # the whole message, as NVCRE's statusDetail
     return failure_reason, blocked
 
 
@@ -454,7 +405,7 @@ def category_verdict(
     silent_group = any(g.bandwidth is None and max(len(g.nodes), g.node_count, nodes_per_job) >= 2 for g in groups if g.failed)
     if status == "Failed" and measures_bandwidth and not orch_spec.get("diagnose") and silent_group:
         next_step = NEXT_STEP_DIAGNOSE
-    diagnosis = _diagnosis(workflow, entries)
+    diagnosis = diagnosis_verdict(workflow, entries, groups)
     return CategoryVerdict(
         domain=domain,
         variant=variant,
@@ -480,4 +431,6 @@ def category_verdict(
         env_names=env_names,
         next_step=next_step,
         diagnosis=diagnosis,
+        cliques=cliques(workflow, [str(e.get("name")) for e in entries if e.get("name")]),
+        domain_training=domain_training(workflow, measurements),
     )

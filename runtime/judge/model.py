@@ -14,7 +14,10 @@ __all__ = [
     "BandwidthPoint",
     "CategoryVerdict",
     "CertificationVerdict",
+    "CliqueVerdict",
+    "DiagnoseTest",
     "DiagnosisVerdict",
+    "DomainTraining",
     "FailedNode",
     "FailureLog",
     "GroupVerdict",
@@ -130,12 +133,51 @@ class TrainingMetrics:
 
 
 @dataclass(frozen=True)
+class DomainTraining:
+    """Training metrics of the groups that ran in one topology domain (or set of domains)."""
+
+    #: the group's domains joined with ", " ("" without topology)
+    name: str
+    node_count: int
+    metrics: TrainingMetrics
+
+
+@dataclass(frozen=True)
+class CliqueVerdict:
+    """One topology domain of a topology-aware run: how many of its nodes were validated."""
+
+    name: str
+    total: int
+    validated: int
+    passed: bool
+
+
+@dataclass(frozen=True)
 class InfrastructureFaultVerdict:
     """A fault on the path between two sets of nodes: they fail only when they run together."""
 
     side_a: tuple[str, ...]
     side_b: tuple[str, ...]
     stage: str = ""
+    #: the topology domain it was found in (``path`` for the adaptive planner's link faults)
+    domain: str = ""
+
+
+@dataclass(frozen=True)
+class DiagnoseTest:
+    """One group of one diagnose round: what ran, where, and what it measured."""
+
+    #: NVCRE's test stage (screening, screening-no-nvl, inter-screening, bisection, confirmation)
+    stage: str
+    #: the Job's name
+    name: str
+    nodes: tuple[str, ...]
+    passed: bool
+    #: the screening domain (first-round groups only)
+    domain: str = ""
+    bus_bw: float | None = None
+    #: the group's name in its round (``local-2``, ``bisect-1-0a``)
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,6 +195,12 @@ class DiagnosisVerdict:
     unresolved: tuple[str, ...] = ()
     healthy_nodes: int = 0
     planner: str = ""
+    #: nodes still under suspicion (``status.orchestration.diagnose.suspectNodes``)
+    suspect_count: int = 0
+    #: every group of every round, oldest first
+    tests: tuple[DiagnoseTest, ...] = ()
+    #: the first round's groups (screening domain -> its nodes), to say where a faulty node sits
+    screening: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -169,7 +217,7 @@ class CategoryVerdict:
     status: str
     workflow: str = ""
     failure_reason: str = ""
-    #: the scheduler's words while the category is blocked (Running categories only)
+    #: the Workflow's whole InProgress message while a Job's scheduling is blocked (Running categories only)
     blocked: str = ""
     runtime_seconds: float | None = None
     iteration_count: int = 1
@@ -191,6 +239,10 @@ class CategoryVerdict:
     next_step: str = ""
     #: set for ``testScale: diagnose`` once its status has a diagnose block
     diagnosis: DiagnosisVerdict | None = None
+    #: topology-aware runs: each domain's validated nodes
+    cliques: tuple[CliqueVerdict, ...] = ()
+    #: training runs: metrics per topology domain of the groups
+    domain_training: tuple[DomainTraining, ...] = ()
 
     @property
     def failed_groups(self) -> tuple[GroupVerdict, ...]:

@@ -9,6 +9,7 @@ nodes object); fields of ours are added beside NVCRE's, never in their place.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from ..judge.verdict import certification_verdict, workloadrun_verdict
@@ -22,14 +23,22 @@ __all__ = ["categories", "failed_nodes", "report", "status", "verdict_of"]
 _RUNNING = {"IN PROGRESS": "RUNNING", "InProgress": "Running"}
 
 
-def verdict_of(kube: Kube, kind: str, name: str, namespace: str) -> Any:
-    """The verdict model of a Certification or WorkloadRun as the API server holds it now."""
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def verdict_of(kube: Kube, kind: str, name: str, namespace: str, *, now: datetime | None = None) -> Any:
+    """The verdict model of a Certification or WorkloadRun as the API server holds it now.
+
+    ``now`` (default: this moment) dates the runtime of categories still running, as NVCRE's
+    report counts it up to the present."""
     got = collect_run(kube, kind, name, namespace)
+    moment = now or _now()
     if kind == "Certification":
-        return certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes)
+        return certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes, now=moment)
     workflow = got.workflows[0] if got.workflows else None
     failed = next(iter(got.failed_nodes.values()), ())
-    return workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed)
+    return workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed, now=moment)
 
 
 def categories(entries: Any) -> dict[str, Any]:

@@ -1,13 +1,18 @@
 """The JSON report (``--results-file``, ``-o json``, MCP): a plain-dict projection of the verdict.
 
 Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes``,
-``categories[]`` (with ``failedGroups[].failureLog``, ``bandwidth[]``, ``transport[]``,
-``groupBandwidth[]``, ``iterations[]``, ``diagnosis`` for ``testScale: diagnose``,
-``restartedGroups[]`` for groups whose Job restarted from a checkpoint), ``failedNodes`` (names, ``[]`` when none),
+``categories[]`` (with ``failedGroups[].failureLog``, ``cliques[]`` for topology-aware runs,
+``domains[]`` for training, ``bandwidth[]``, ``transport[]``, ``groupBandwidth[]``,
+``iterations[]``, NVCRE's ``diagnose`` block for ``testScale: diagnose``), ``failedNodes``
+(names, ``[]`` when none),
 ``failedNodeDetails`` (each node with its reason and message) and ``result``; ``title`` only for a
 WorkloadRun, and a category in progress is ``Running``, as in NVCRE's report. Optional fields
 are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes it with
 2-space indentation.
+
+Ours adds fields, never renames one: ``diagnosis`` (the planner's view: confirmed nodes with
+reasons, unresolved nodes, the planner), ``restartedGroups[]`` (checkpoint restarts),
+``training`` (the category's averages), ``nextStep``, ``envNames``, ``statusDetail``.
 """
 
 from __future__ import annotations
@@ -139,6 +144,69 @@ def _diagnosis(diagnosis: DiagnosisVerdict) -> dict[str, Any]:
     return out
 
 
+def _diagnose(category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> dict[str, Any]:
+    """NVCRE's ``diagnose`` block: counts, the confirmed node names, faults, extremes and every test."""
+    terminal = category.status in ("Succeeded", "Failed")
+    out: dict[str, Any] = {
+        "stage": "complete" if terminal else diagnosis.stage,
+        "rounds": diagnosis.rounds,
+        "healthyCount": diagnosis.healthy_nodes,
+        "suspectCount": diagnosis.suspect_count,
+    }
+    if diagnosis.confirmed:
+        out["confirmedFaulty"] = sorted({n.name for n in diagnosis.confirmed})
+    if diagnosis.infrastructure_faults:
+        out["infrastructureFaults"] = [
+            {
+                "domain": f.domain,
+                **({"groupA": list(f.side_a)} if f.side_a else {}),
+                **({"groupB": list(f.side_b)} if f.side_b else {}),
+                **({"stage": f.stage} if f.stage else {}),
+            }
+            for f in diagnosis.infrastructure_faults
+        ]
+    measured = [t for t in diagnosis.tests if t.bus_bw is not None and t.bus_bw > 0]
+    if measured:
+        best = max(measured, key=lambda t: t.bus_bw or 0.0)  # the first of equals, as NVCRE keeps it
+        worst = min(measured, key=lambda t: t.bus_bw or 0.0)
+        for prefix, test in (("maxBW", best), ("minBW", worst)):
+            out[prefix] = fmt.group_bandwidth(test.bus_bw or 0.0)
+            if test.domain:
+                out[f"{prefix}Domain"] = test.domain
+            if test.nodes:
+                out[f"{prefix}Nodes"] = list(test.nodes)
+    if diagnosis.tests:
+        out["tests"] = [
+            {
+                "stage": t.stage,
+                "name": t.name,
+                "nodes": list(t.nodes),
+                **({"domain": t.domain} if t.domain else {}),
+                "busBW": fmt.bandwidth(t.bus_bw) if t.bus_bw is not None else "",
+                "passed": t.passed,
+            }
+            for t in diagnosis.tests
+        ]
+    return out
+
+
+def _domains(category: CategoryVerdict) -> list[dict[str, Any]]:
+    """NVCRE's ``domains[]``: training metrics per topology domain ("" without topology)."""
+    out = []
+    for domain in category.domain_training:
+        metrics = domain.metrics
+        out.append(
+            {
+                "name": domain.name,
+                "nodeCount": domain.node_count,
+                "goodput": fmt.goodput(metrics.goodput) if metrics.goodput else "",
+                "tflops": fmt.tflops(metrics.tflops_per_gpu) if metrics.tflops_per_gpu else "",
+                "stepTime": fmt.step_time(metrics.step_time_seconds) if metrics.step_time_seconds else "",
+            }
+        )
+    return out
+
+
 def _category(category: CategoryVerdict) -> dict[str, Any]:
     # NVCRE's report says Running for a category in progress, in the JSON as in the text
     status = "Running" if category.status == "InProgress" else category.status
@@ -155,6 +223,8 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
         ("exercisedNodes", category.exercised_nodes),
         ("mnnvl", category.mnnvl),
         ("failedGroups", [_failed_group(g) for g in category.failed_groups]),
+        ("cliques", [{"name": c.name, "total": c.total, "validated": c.validated, "passed": c.passed} for c in category.cliques]),
+        ("domains", _domains(category)),
         ("bandwidth", [_bandwidth(p) for p in category.bandwidth]),
         ("transport", list(category.transport)),
         (
@@ -176,6 +246,7 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
         ),
         ("restartedGroups", [_restarted_group(g) for g in category.restarted_groups]),
         ("nextStep", category.next_step),
+        ("diagnose", _diagnose(category, category.diagnosis) if category.diagnosis is not None else {}),
         ("diagnosis", _diagnosis(category.diagnosis) if category.diagnosis is not None else {}),
         ("envNames", list(category.env_names)),
     ]
@@ -217,8 +288,10 @@ def to_dict(verdict: CertificationVerdict) -> dict[str, Any]:
         {"name": n.name, "reason": n.reason, **({"message": n.message} if n.message else {})} for n in verdict.failed_nodes if n.reason
     ]
     out["result"] = verdict.result
-    if verdict.node_results:
-        out["nodeResults"] = [{"name": r.name, "group": r.group, "status": r.status} for r in verdict.node_results]
+    # NVCRE's node results say Passed or Failed: a node whose group still runs is not listed yet
+    finished = [r for r in verdict.node_results if r.status in ("Passed", "Failed")]
+    if finished:
+        out["nodeResults"] = [{"name": r.name, "group": r.group, "status": r.status} for r in finished]
     return out
 
 

@@ -1,10 +1,12 @@
 """The human report: NVCRE's 66-column boxed layout, rendered from the verdict model.
 
 A banner with the title, the header (name, platform, GPU, nodes, excluded nodes), one card per
-category (with a Diagnosis section for `testScale: diagnose`: rounds, jobs, confirmed nodes with
-their reasons, infrastructure faults, unresolved nodes; one ``↻`` line per group that restarted
-from a checkpoint: restarts used of those allowed, lost work and reschedule time)
-and a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
+category (Failed Groups; Cliques for topology-aware runs; NVCRE's Diagnosis section for
+`testScale: diagnose` (stage, rounds, healthy, suspect, faulty nodes per screening domain,
+infrastructure faults, max/min bandwidth, test results per stage), then ours: each confirmed
+node's reason, the links, the unresolved nodes; training metrics per topology domain in
+sub-boxes; one ``↻`` line per group that restarted from a checkpoint: restarts used of those
+allowed, lost work and reschedule time) and, per certification, a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
 content that would not fit is cut with ``...`` or, for blocked messages, hints and log tails,
 hard-wrapped. Failure-log tails are sanitised (no control or bidi characters reach the
 terminal) and limited to the last 4 KiB and 20 rendered lines; the JSON report keeps the raw text.
@@ -141,21 +143,125 @@ def _sides(nodes: Sequence[str]) -> str:
     return ", ".join(sanitize(n) for n in nodes) or "-"
 
 
-def _diagnosis(card: _Card, diagnosis: DiagnosisVerdict) -> None:
+#: NVCRE's display names of the diagnose stages (the status's, then the tests')
+_STAGE_NAMES = {
+    "intra-screening": "intra-rack screening",
+    "intra-screening-no-nvl": "intra-rack screening (no NVL)",
+    "inter-screening": "inter-rack screening",
+    "bisection": "bisection",
+    "confirmation": "confirmation",
+    "cross-boundary": "cross-boundary probing",
+    "complete": "complete",
+}
+_TEST_STAGES = (
+    ("screening", "intra-rack screening"),
+    ("screening-no-nvl", "intra-rack screening (no NVL)"),
+    ("inter-screening", "inter-rack screening"),
+    ("bisection", "bisection"),
+    ("confirmation", "confirmation"),
+)
+
+
+def _faulty_by_domain(diagnosis: DiagnosisVerdict) -> list[tuple[str, list[str]]]:
+    """The confirmed nodes under their screening domain (``unknown`` when none holds them)."""
+    where = {node: domain for domain, nodes in diagnosis.screening for node in nodes}
+    grouped: dict[str, list[str]] = {}
+    for name in sorted({n.name for n in diagnosis.confirmed}):
+        grouped.setdefault(where.get(name, "unknown"), []).append(name)
+    return sorted(grouped.items())
+
+
+def _extreme(card: _Card, label: str, value: str, domain: str, nodes: Sequence[str]) -> None:
+    card.add(f"{label:<12} {value}")
+    if domain:
+        card.add(f"      {sanitize(domain)} ({len(nodes)} nodes)")
+    else:
+        for node in nodes:
+            card.add(f"      - {sanitize(node)}")
+
+
+def _diagnosis(card: _Card, category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> None:
+    """NVCRE's Diagnosis section, then ours: the reasons, link faults and unresolved nodes."""
     card.blank()
-    state = "complete" if diagnosis.complete else f"in progress ({sanitize(diagnosis.stage)})"
-    card.add(f"Diagnosis: {state}")
-    card.add(f"    {diagnosis.rounds} rounds, {diagnosis.jobs} jobs, {diagnosis.healthy_nodes} nodes healthy")
+    terminal = category.status in ("Succeeded", "Failed")
+    stage = "complete" if terminal else diagnosis.stage
+    card.add("Diagnosis:")
+    card.add(f"{'  Stage:':<12} {_STAGE_NAMES.get(stage, sanitize(stage))}")
+    card.add(f"{'  Rounds:':<12} {diagnosis.rounds}")
+    card.add(f"{'  Healthy:':<12} {diagnosis.healthy_nodes} nodes")
+    if diagnosis.suspect_count:
+        card.add(f"{'  Suspect:':<12} {diagnosis.suspect_count} nodes")
     if diagnosis.confirmed:
-        card.add("    Confirmed faulty nodes:")
-        for node in diagnosis.confirmed:
-            card.add(f"      {MARK_FAIL}  {sanitize(node.name)}: {sanitize(node.reason or 'unknown')}")
+        card.add(f"{'  Faulty:':<12} {len({n.name for n in diagnosis.confirmed})} nodes")
+        for domain, nodes in _faulty_by_domain(diagnosis):
+            card.add(f"    {sanitize(domain)}:")
+            for node in nodes:
+                card.add(f"      - {sanitize(node)}")
     if diagnosis.infrastructure_faults:
-        card.add("    Infrastructure faults (no node blamed):")
+        card.add(f"{'  Infra:':<12} {len(diagnosis.infrastructure_faults)} faults")
         for fault in diagnosis.infrastructure_faults:
-            card.wrapped(f"      {MARK_FAIL}  link", f"{_sides(fault.side_a)} <-> {_sides(fault.side_b)}", indent=16)
+            card.add(f"    {sanitize(fault.domain or 'inter-domain')}: {len(fault.side_a)} + {len(fault.side_b)} nodes")
+    measured = [t for t in diagnosis.tests if t.bus_bw is not None and t.bus_bw > 0]
+    if measured:
+        best = max(measured, key=lambda t: t.bus_bw or 0.0)
+        worst = min(measured, key=lambda t: t.bus_bw or 0.0)
+        _extreme(card, "  Max BW:", fmt.group_bandwidth(best.bus_bw or 0.0), best.domain, best.nodes)
+        _extreme(card, "  Min BW:", fmt.group_bandwidth(worst.bus_bw or 0.0), worst.domain, worst.nodes)
+    if diagnosis.tests:
+        card.blank()
+        card.add("Test Results:")
+        for stage_key, title in _TEST_STAGES:
+            tests = [t for t in diagnosis.tests if t.stage == stage_key]
+            if not tests:
+                continue
+            card.blank()
+            card.add(f"  {title}:")
+            for test in tests:
+                mark = MARK_PASS if test.passed else MARK_FAIL
+                if test.domain:
+                    card.add(f"    {mark}  {sanitize(test.domain)}")
+                    card.add(f"       ({len(test.nodes)} nodes)")
+                elif not test.nodes:
+                    card.add(f"    {mark}  {sanitize(test.group or test.name)}")  # a retired round that kept no node list
+                elif test.passed:
+                    card.add(f"    {mark}  {len(test.nodes)} nodes")
+                else:
+                    card.add(f"    {mark}  {len(test.nodes)} nodes:")
+                    for node in test.nodes:
+                        card.add(f"         - {sanitize(node)}")
+                if test.bus_bw is not None:
+                    card.add("       " + fmt.bandwidth(test.bus_bw))
+    # Ours, after NVCRE's: why each node was blamed, the links, and what stayed undecided.
+    if diagnosis.confirmed or diagnosis.infrastructure_faults or diagnosis.unresolved:
+        card.blank()
+        card.add(f"Findings ({sanitize(diagnosis.planner or 'adaptive')} planner, {diagnosis.jobs} jobs):")
+    if diagnosis.confirmed:
+        for node in diagnosis.confirmed:
+            card.add(f"    {MARK_FAIL}  {sanitize(node.name)}: {sanitize(node.reason or 'unknown')}")
+    if diagnosis.infrastructure_faults:
+        for fault in diagnosis.infrastructure_faults:
+            card.wrapped(f"    {MARK_FAIL}  link", f"{_sides(fault.side_a)} <-> {_sides(fault.side_b)}", indent=14)
+            card.add("          no node blamed")
     if diagnosis.unresolved:
         card.wrapped("    Unresolved:", ", ".join(diagnosis.unresolved), indent=18, words=True)
+
+
+def _cliques(card: _Card, category: CategoryVerdict) -> None:
+    """NVCRE's Cliques section: each domain's validated nodes, with its group's bandwidth."""
+    if not category.cliques:
+        return
+    bandwidth: dict[str, str] = {}
+    if len(category.groups) > 1 and category.measures_bandwidth:
+        for group in category.groups:
+            if group.domains and group.bandwidth is not None:
+                bandwidth[group.domains[0]] = fmt.group_bandwidth(group.bandwidth.bus_bw) + ("  LOW" if group.below_min else "")
+    card.blank()
+    card.add("Cliques:")
+    for clique in category.cliques:
+        mark = MARK_PASS if clique.passed else MARK_FAIL
+        card.add(f"    {mark}  {sanitize(clique.name)}  {clique.validated}/{clique.total} nodes")
+        if clique.name in bandwidth:
+            card.add("       " + bandwidth[clique.name])
 
 
 def _iterations(card: _Card, category: CategoryVerdict) -> None:
@@ -255,17 +361,54 @@ def _restarts(card: _Card, category: CategoryVerdict) -> None:
             card.add("  " + detail)
 
 
+def _metric_lines(goodput: float | None, tflops: float | None, step: float | None) -> list[str]:
+    out = []
+    if goodput:
+        out.append(f"Avg Runtime Goodput:  {fmt.goodput(goodput)}")
+    if tflops:
+        out.append(f"Avg TFLOPs/GPU:  {fmt.tflops(tflops)}")
+    if step:
+        out.append(f"Avg Step Time:  {fmt.step_time(step)}")
+    return out
+
+
+#: the content width between a domain sub-box's own borders
+_DOMAIN_INNER = BOX_WIDTH - 7
+
+
+def _domain_box(card: _Card, name: str, count: int, lines: Sequence[str]) -> None:
+    """A training domain as NVCRE draws it: a box inside the card, its metrics inside."""
+    label = f"{name} ({count} nodes)" if count else name
+    if width(label) <= BOX_WIDTH - 10:
+        top = f"┌ {sanitize(label)} " + "─" * max(0, _DOMAIN_INNER - 2 - width(label)) + "┐ "
+        card.lines.append("│  " + top + "│")
+    else:
+        card.lines.append("│  ┌" + "─" * _DOMAIN_INNER + "┐ │")
+        for part in [*name.split(", "), *([f"({count} nodes)"] if count else [])]:
+            text = fit("  " + sanitize(part), _DOMAIN_INNER)
+            card.lines.append("│  │" + text + " " * (_DOMAIN_INNER - width(text)) + "│ │")
+    for line in lines:
+        text = fit("  " + line, _DOMAIN_INNER)
+        card.lines.append("│  │" + text + " " * (_DOMAIN_INNER - width(text)) + "│ │")
+    card.lines.append("│  └" + "─" * _DOMAIN_INNER + "┘ │")
+
+
 def _training(card: _Card, category: CategoryVerdict) -> None:
+    """Training metrics: per domain in sub-boxes when the groups ran in named domains (and no
+    Cliques section already shows them), else the category's averages as flat lines."""
+    named = [d for d in category.domain_training if d.name]
+    if named and not category.cliques:
+        card.blank()
+        for domain in category.domain_training:
+            m = domain.metrics
+            _domain_box(card, domain.name, domain.node_count, _metric_lines(m.goodput, m.tflops_per_gpu, m.step_time_seconds))
+        return
     metrics = category.training
     if metrics is None:
         return
     card.blank()
-    if metrics.goodput is not None:
-        card.add(f"Avg Runtime Goodput:  {fmt.goodput(metrics.goodput)}")
-    if metrics.tflops_per_gpu is not None:
-        card.add(f"Avg TFLOPs/GPU:  {fmt.tflops(metrics.tflops_per_gpu)}")
-    if metrics.step_time_seconds is not None:
-        card.add(f"Avg Step Time:  {fmt.step_time(metrics.step_time_seconds)}")
+    for line in _metric_lines(metrics.goodput, metrics.tflops_per_gpu, metrics.step_time_seconds):
+        card.add(line)
 
 
 def _category_card(category: CategoryVerdict) -> list[str]:
@@ -295,16 +438,17 @@ def _category_card(category: CategoryVerdict) -> list[str]:
                 card.add("Placement: Unpinned")
         if category.mnnvl:
             card.add(f"MNNVL:     {category.mnnvl}")
+    _failed_groups(card, category)
+    _cliques(card, category)
     if category.diagnosis is not None:
-        _diagnosis(card, category.diagnosis)
-    else:
-        _failed_groups(card, category)
+        _diagnosis(card, category, category.diagnosis)
     if category.next_step:
         card.blank()
         card.wrapped("Next step:", category.next_step, words=True)
     _restarts(card, category)
     _training(card, category)
-    _group_bandwidth(card, category)
+    if not category.cliques:
+        _group_bandwidth(card, category)
     _bandwidth(card, category)
     return card.close()
 
@@ -367,7 +511,8 @@ def _header_lines(verdict: CertificationVerdict, several: bool) -> list[str]:
 
 
 def render_many(verdicts: Sequence[CertificationVerdict]) -> str:
-    """One combined report for several verdicts (one banner, a separator per name, one Summary)."""
+    """One report for several verdicts: one banner, then per verdict a separator (when there are
+    several), its header, its category cards and its own Summary card, as NVCRE prints them."""
     if not verdicts:
         return ""
     several = len(verdicts) > 1
@@ -378,8 +523,8 @@ def render_many(verdicts: Sequence[CertificationVerdict]) -> str:
         for category in verdict.categories:
             lines.extend(_category_card(category))
             lines.append("")
-    lines.extend(_summary(verdicts))
-    lines.append("")
+        lines.extend(_summary([verdict]))
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
