@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo demo-offline controlplane image image-tools test test-fast lint typecheck golden-update snapshots clean
+.PHONY: setup demo demo-offline controlplane go-tools image test-tools test test-fast lint typecheck golden-update snapshots clean
 
 # What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
 LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
@@ -28,18 +28,24 @@ demo-offline: setup
 	$(BIN)/nvcrectl certification render examples/certification.yaml --platform onprem --gpu-arch gb300
 
 controlplane: setup
-	$(BIN)/python tests/controlplane/build.py --optional --sim --helm
+	$(BIN)/python tests/controlplane/build.py --optional --sim
+
+# The tools some tests run, each built from its Go module into the same cache: helm (chart
+# tests), prometheus and promtool (alert rules, the scrape test), cosign (evidence bundles).
+go-tools: setup
+	$(BIN)/python tests/controlplane/build.py --optional --tools-only --tools helm,prometheus,cosign
 
 # The controller image, built without a registry: a Debian base (mmdebstrap), the Containerfile
 # (buildah), an OCI layout in build/image/oci (skopeo) and its SBOM. Needs root; prints the digest.
-image: setup image-tools
+image: setup test-tools
 	$(BIN)/python scripts/image.py
 
-# Debian's buildah, podman, skopeo, mmdebstrap and runc, installed when missing (root only).
-image-tools:
-	scripts/image-tools.sh
+# Debian's buildah, podman, skopeo, mmdebstrap and runc (the image) and chromium (the HTML
+# report's browser test), installed when missing (root only).
+test-tools:
+	scripts/test-tools.sh
 
-test: setup lint typecheck controlplane image-tools
+test: setup lint typecheck controlplane go-tools test-tools
 	$(BIN)/python -m pytest
 
 # The quick lane for local work: lint, types, and every test not marked integration or slow.

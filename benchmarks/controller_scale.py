@@ -94,9 +94,9 @@ def parse_metrics(text: str) -> Scrape:
                 out.queue_coalesced[labels["name"]] = value
             elif sample.name == "nvcre_node_events_total":
                 out.node_events[labels["result"]] = value
-            elif sample.name == "nvcre_reconcile_duration_seconds_sum":
+            elif sample.name == "nvcre_controller_reconcile_duration_seconds_sum":
                 out.reconcile_seconds[labels["controller"]] = value
-            elif sample.name == "nvcre_reconcile_total":
+            elif sample.name == "nvcre_controller_reconcile_total":
                 out.reconciles[(labels["controller"], labels["result"])] = value
             elif sample.name == "nvcre_bench_health_evaluations_total":
                 out.health_evaluations = value

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from .common import (
+    ContextOption,
     DryRunContextOption,
     DryRunKubeconfigOption,
     DryRunOption,
@@ -23,7 +24,9 @@ from .common import (
     FactsOption,
     Format,
     GPUArchOption,
+    KubeconfigOption,
     ListFormat,
+    NamespaceOption,
     OutputDirOption,
     PlatformOption,
     kube_client,
@@ -308,6 +311,22 @@ def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")
     sys.stdout.write(f"{'CATEGORY':<{width}}  {'TIMEOUT':<7}  DESCRIPTION\n")
     for e in catalog.entries:
         sys.stdout.write(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n")
+
+
+@app.command("evidence")
+@guarded
+def evidence(
+    name: Annotated[str, typer.Argument(help="Certification name.")],
+    out: Annotated[Path, typer.Option("--out", help="The bundle directory to create (must be absent or empty).")],
+    namespace: NamespaceOption = "default",
+    sign_key: Annotated[Path | None, typer.Option("--sign-key", help="Sign with this PEM private key (ECDSA P-256 or Ed25519).")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Write the run's evidence bundle: reports, HTML, rendered Workflows, cluster identity, an in-toto Statement."""
+    from .evidence import evidence_command
+
+    evidence_command("Certification", name, namespace, out, sign_key, kubeconfig, context)
 
 
 def _mount_review_commands() -> None:

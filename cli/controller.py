@@ -12,6 +12,17 @@ def controller(
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file; in-cluster config when unset."),
     namespace: str | None = typer.Option(None, "--namespace", help="Watch one namespace (default: all)."),
     metrics_bind_address: str = typer.Option("127.0.0.1:8080", "--metrics-bind-address", help="host:port for /metrics; 0 disables."),
+    metrics_secure: bool = typer.Option(
+        True,
+        "--metrics-secure/--no-metrics-secure",
+        help="Serve /metrics over HTTPS, each request's bearer token reviewed by the API server (TokenReview, "
+        "SubjectAccessReview for get /metrics).",
+    ),
+    metrics_cert_path: str = typer.Option(
+        "", "--metrics-cert-path", help="Directory holding the metrics serving certificate and key (default: one made at start)."
+    ),
+    metrics_cert_name: str = typer.Option("tls.crt", "--metrics-cert-name", help="Certificate file name inside --metrics-cert-path."),
+    metrics_cert_key: str = typer.Option("tls.key", "--metrics-cert-key", help="Key file name inside --metrics-cert-path."),
     health_probe_bind_address: str = typer.Option(
         "127.0.0.1:8081", "--health-probe-bind-address", help="host:port for /healthz and /readyz; 0 disables."
     ),
@@ -40,6 +51,10 @@ def controller(
         kubeconfig=kubeconfig,
         namespace=namespace,
         metrics_bind_address=metrics_bind_address,
+        metrics_secure=metrics_secure,
+        metrics_cert_path=metrics_cert_path,
+        metrics_cert_name=metrics_cert_name,
+        metrics_cert_key=metrics_cert_key,
         health_probe_bind_address=health_probe_bind_address,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,

@@ -1,6 +1,10 @@
 """``nvcrectl dev``: developer tools — a simulated GPU cluster (``up``, ``env``,
 ``fault``, ``status``, ``down``) and a bare local control plane (``controlplane ...``).
 
+``up --with-prometheus`` also runs Prometheus against the cluster's controller, the way a cluster
+runs it: HTTPS scrapes with a ServiceAccount token bound to ``nvcre-metrics-reader``, and the
+alert rules the install ships (see :mod:`nvcre.testing.simprometheus`); ``down`` stops it.
+
 Only typer is imported at start-up; the harness is imported when a command runs.
 Exit codes: 0 success, 2 invalid input (nothing started), 1 any other failure.
 """
@@ -58,8 +62,9 @@ def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]
     return parsed
 
 
-def _build_missing() -> None:
-    """Build the control plane and the simulated cluster's controllers; progress on stderr."""
+def _build_missing(with_prometheus: bool = False) -> None:
+    """Build the control plane, the simulated cluster's controllers and (``with_prometheus``)
+    Prometheus; progress on stderr."""
     import os
     import sys
 
@@ -70,7 +75,8 @@ def _build_missing() -> None:
     except FileNotFoundError as exc:
         raise _fail(str(exc)) from None
     wanted = list(binaries.CORE + binaries.CONTROLLERS)
-    if not module.missing_components(wanted) and not module.missing_sim_components():
+    prometheus = with_prometheus and module.tool_missing("prometheus")
+    if not module.missing_components(wanted) and not module.missing_sim_components() and not prometheus:
         return
     sys.stdout.flush()
     saved = os.dup(1)
@@ -78,6 +84,8 @@ def _build_missing() -> None:
     try:
         module.build(wanted)
         module.build_sim()
+        if prometheus:
+            module.build_tool("prometheus")
     except module.BuildError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -120,6 +128,12 @@ def sim_up(
         "--system-nodes",
         help="Also register N CPU-only nodes (system-0, ...) where pods that need no GPU run, e.g. the controller's Deployment.",
     ),
+    with_prometheus: bool = typer.Option(
+        False,
+        "--with-prometheus",
+        help="Also run Prometheus scraping the controller's HTTPS /metrics with a token bound to nvcre-metrics-reader, "
+        "evaluating the shipped alert rules (implies --with-controller); prints its address.",
+    ),
 ) -> None:
     """Build what is missing, start a simulated GPU cluster and print how to use it."""
     from nvcre.testing.controlplane import ControlPlaneError
@@ -128,9 +142,10 @@ def sim_up(
     faults = _check_up_options(profile, nodes, platform, list(fault or []))
     if system_nodes < 0:
         raise _invalid(f"--system-nodes: must not be negative, got {system_nodes}")
+    with_controller = with_controller or with_prometheus
     if with_controller and not controller_available():
         raise _invalid("--with-controller: the nvcre controller (nvcre.runtime) is not importable here")
-    _build_missing()
+    _build_missing(with_prometheus)
     try:
         if detach:
             typer.echo("# starting the simulated cluster in the background...", err=True)
@@ -138,11 +153,15 @@ def sim_up(
                 profile=profile, nodes=nodes, platform=platform, faults=faults, with_controller=with_controller,
                 system_nodes=system_nodes,
             )  # fmt: skip
+            if with_prometheus:
+                _prometheus_detached(state)
             typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
             _usage(state)
             return
 
         def announce(cluster: object) -> None:
+            if with_prometheus:
+                _prometheus_foreground(cluster)
             typer.echo(cluster.export_line())  # type: ignore[attr-defined]
             _usage({"gpu_nodes": cluster.gpu_nodes})  # type: ignore[attr-defined]
             typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
@@ -156,6 +175,60 @@ def sim_up(
     if code:
         raise typer.Exit(code=code)
     typer.echo("# simulated cluster stopped", err=True)
+
+
+def _say_prometheus(url: str) -> None:
+    typer.echo(f"# Prometheus: {url} (alerts: {url}/alerts), scraping the controller's HTTPS /metrics", err=True)
+
+
+def _prometheus_foreground(cluster: object) -> None:
+    """Prometheus as one more process of the cluster's control plane (it stops with it)."""
+    from nvcre.testing.controlplane import ControlPlaneError
+
+    try:
+        _start_prometheus_process(cluster)
+    except ControlPlaneError:
+        raise
+    except Exception as exc:  # an API or file error: reported as the command's error, not a traceback
+        raise ControlPlaneError(f"--with-prometheus: {exc}") from None
+
+
+def _start_prometheus_process(cluster: object) -> None:
+    from nvcre.testing.processes import free_port
+    from nvcre.testing.prometheus import prometheus_argv
+    from nvcre.testing.simprometheus import configure, controller_metrics_address, prometheus_binary
+
+    plane = cluster.plane  # type: ignore[attr-defined]
+    workdir = Path(cluster.workdir) / "prometheus"  # type: ignore[attr-defined]
+    address = controller_metrics_address(plane.processes["nvcre-controller"].popen.args)
+    config = configure(Path(cluster.kubeconfig), address, workdir)  # type: ignore[attr-defined]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        import urllib.request
+
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=3) as answer:
+            return bool(answer.status == 200)
+
+    plane.start_process("prometheus", prometheus_argv(prometheus_binary(), config, workdir / "data", port), ready=ready, what="prometheus")
+    _say_prometheus(url)
+
+
+def _prometheus_detached(state: Dict[str, object]) -> None:
+    """Prometheus on its own, recorded for `dev down`; the cluster is stopped again if it cannot start."""
+    from nvcre.testing.simprometheus import start_detached
+    from nvcre.testing.simsession import run_dir, stop
+
+    try:
+        pids = state.get("pids") or {}
+        url = start_detached(run_dir(), Path(str(state["kubeconfig"])), int(pids["nvcre-controller"]))  # type: ignore[index]
+    except BaseException as exc:
+        stop()
+        if isinstance(exc, Exception):
+            raise _fail(f"--with-prometheus: {exc} (the simulated cluster was stopped again)") from None
+        raise
+    _say_prometheus(url)
 
 
 @app.command("env")
@@ -230,9 +303,12 @@ def sim_status(
 
 @app.command("down")
 def sim_down() -> None:
-    """Stop every process of the simulated cluster and remove its state."""
-    from nvcre.testing.simsession import stop
+    """Stop every process of the simulated cluster (and its Prometheus) and remove its state."""
+    from nvcre.testing.simprometheus import stop_detached
+    from nvcre.testing.simsession import run_dir, stop
 
+    if stop_detached(run_dir()) is not None:
+        typer.echo("stopped Prometheus")
     state = stop()
     if state is None:
         typer.echo("no simulated cluster is running")

@@ -51,6 +51,7 @@ def _mount_optional() -> None:
         ("nvcre.cli.gitops", "gitops"),
         ("nvcre.cli.completion", "completion"),
         ("nvcre.cli.workflow", "workflow"),
+        ("nvcre.cli.evidence", "evidence"),
     ):
         try:
             sub = import_module(module)

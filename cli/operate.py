@@ -116,6 +116,24 @@ class ReportFiles:
 
     results: Path | None = None
     junit: Path | None = None
+    #: ``--evidence DIR`` (and the loaded ``--sign-key``): the bundle written once the run ends
+    evidence: Path | None = None
+    signer: Any = None
+
+    def write_evidence(self, kube: Any, kind: str, name: str, namespace: str, code: int) -> int:
+        """Write the evidence bundle when asked; a bundle that cannot be written fails the command."""
+        if self.evidence is None:
+            return code
+        from .evidence import write_evidence
+
+        try:
+            write_evidence(kube, kind, name, namespace, self.evidence, self.signer)
+        except typer.Exit:
+            return code or EXIT_FAILURE
+        except Exception as exc:  # noqa: BLE001 - one clear line; the run's own outcome stays
+            sys.stderr.write(f"error: evidence not written to {self.evidence}: {exc}\n")
+            return code or EXIT_FAILURE
+        return code
 
     def write(self, verdicts: list[Any]) -> None:
         from nvcre.runtime.report import junit as report_junit
@@ -124,6 +142,30 @@ class ReportFiles:
             _write_file(self.results, _json_report(verdicts), "Results", "results file")
         if self.junit is not None:
             _write_file(self.junit, report_junit.dumps(verdicts), "JUnit report", "JUnit report")
+
+
+EvidenceOption = Annotated[
+    Path | None, typer.Option("--evidence", help="With --wait: write the run's evidence bundle to this new directory.")
+]
+SignKeyOption = Annotated[
+    Path | None, typer.Option("--sign-key", help="With --evidence: sign the bundle with this PEM private key (ECDSA P-256 or Ed25519).")
+]
+
+
+def run_report_files(results: Path | None, junit: Path | None, evidence: Path | None, sign_key: Path | None, wait: bool) -> ReportFiles:
+    """The report files of a run command; ``--evidence``/``--sign-key`` are checked (exit 2) before anything runs."""
+    if evidence is None and sign_key is None:
+        return ReportFiles(results, junit)
+    if sign_key is not None and evidence is None:
+        raise fail_invalid("--sign-key requires --evidence: it signs the evidence bundle")
+    if not wait:
+        raise fail_invalid("--evidence requires --wait: the bundle is written once the run ends")
+    assert evidence is not None
+    if evidence.exists() and (not evidence.is_dir() or any(evidence.iterdir())):
+        raise fail_invalid(f"--evidence: {evidence} exists and is not an empty directory")
+    from .evidence import load_signer_or_exit
+
+    return ReportFiles(results, junit, evidence, load_signer_or_exit(sign_key))
 
 
 def _write_file(path: Path, text: str, label: str, what: str) -> None:
@@ -606,6 +648,7 @@ def _wait_and_report(
         code = EXIT_FAILURE
     sys.stdout.write(report)
     files.write([verdict])
+    code = files.write_evidence(kube, kind, name, namespace, code)
     return code, (f"error: {_failure_message(kind, outcome.run)}" if code else "")
 
 
@@ -674,6 +717,8 @@ def run_command(
     ] = None,
     results_file: RunResultsFileOption = None,
     junit: RunJunitOption = None,
+    evidence: EvidenceOption = None,
+    sign_key: SignKeyOption = None,
     nodes_per_job: Annotated[int, typer.Option("--nodes-per-job", help="0 = automatic.")] = 0,
     placement: Annotated[str, typer.Option("--placement", help="Pinned (default) or Unpinned.")] = "",
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0 = from the GPU architecture.")] = 0,
@@ -726,7 +771,7 @@ def run_command(
         namespace=namespace,
         wait=wait,
         timeout=timeout,
-        files=ReportFiles(results_file, junit),
+        files=run_report_files(results_file, junit, evidence, sign_key, wait),
         flags=flags,
         stall_changed=startup_stall_timeout_seconds is not None,
         registry=(workload_registry, workload_registry_username, workload_registry_password),
@@ -853,6 +898,8 @@ def workloadrun_run_command(
     timeout: Annotated[str, typer.Option("--timeout", help="With --wait: how long to wait (Go duration).")] = "30m",
     results_file: RunResultsFileOption = None,
     junit: RunJunitOption = None,
+    evidence: EvidenceOption = None,
+    sign_key: SignKeyOption = None,
     workload_registry: WorkloadRegistryOption = None,
     workload_registry_username: WorkloadRegistryUsernameOption = None,
     workload_registry_password: WorkloadRegistryPasswordOption = None,
@@ -888,7 +935,7 @@ def workloadrun_run_command(
         wait=wait,
         budget=budget,
         derived=False,
-        files=ReportFiles(results_file, junit),
+        files=run_report_files(results_file, junit, evidence, sign_key, wait),
         setup=setup,
         image=image,
         controller_pull_secret=controller_pull_secret,

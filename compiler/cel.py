@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping
 
 import celpy
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
+from celpy.celparser import CELParseError
 
 from . import cel_tables
 
@@ -94,7 +96,7 @@ def program(expression: str, functions: tuple[tuple[str, Callable[..., Any]], ..
 def _program(expression: str) -> Any:
     try:
         return program(expression)
-    except celpy.CELParseError as exc:
+    except CELParseError as exc:
         raise CELError(f"cannot parse CEL expression {expression!r}: {exc}") from None
 
 
@@ -128,6 +130,6 @@ def evaluate_bool(expression: str, activation: Mapping[str, Any]) -> bool:
         raise CELError(
             f"CEL expression {expression!r} failed: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
         ) from None
-    if isinstance(result, celpy.CELEvalError) or not isinstance(result, celtypes.BoolType):
+    if isinstance(result, CELEvalError) or not isinstance(result, celtypes.BoolType):
         raise CELError(f"CEL expression {expression!r} did not give a boolean: {result!r}")
     return bool(result)

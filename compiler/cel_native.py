@@ -297,18 +297,18 @@ def _relation(operator: str, left_node: Node, right_node: Node, activation: Mapp
     if kind != _kind(right):
         raise _Undecided("operands of different types")
     if operator == "==":
-        return left == right
+        return bool(left == right)
     if operator == "!=":
-        return left != right
+        return bool(left != right)
     if kind != "int":
         raise _Undecided("ordering of values that are not integers")
     if operator == "<":
-        return left < right
+        return bool(left < right)
     if operator == "<=":
-        return left <= right
+        return bool(left <= right)
     if operator == ">":
-        return left > right
-    return left >= right
+        return bool(left > right)
+    return bool(left >= right)
 
 
 @lru_cache(maxsize=1024)

@@ -13,6 +13,7 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
 
 __all__ = ["CelOutcome", "compile_expression", "parse_expression", "run_bool", "run_threshold"]
 
@@ -50,7 +51,7 @@ def run_bool(expression: str, activation: dict[str, Any]) -> CelOutcome:
         result = program.evaluate(activation)
     except Exception as exc:  # noqa: BLE001 - an evaluation error of any kind is reported, not raised
         return CelOutcome(None, f"evaluate: {_first_line(exc)}")
-    if isinstance(result, celpy.CELEvalError):
+    if isinstance(result, CELEvalError):
         return CelOutcome(None, f"evaluate: {_first_line(result)}")
     if not isinstance(result, celtypes.BoolType):
         return CelOutcome(None, f"expression must return bool, got {type(result).__name__.removesuffix('Type').lower()}")

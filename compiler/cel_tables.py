@@ -134,7 +134,7 @@ def load_parser(path: Path = TABLES_FILE) -> Any | None:
     from lark import Lark
 
     try:
-        return Lark._load_from_dict(document["data"], document["memo"], **_runtime_options())
+        return Lark._load_from_dict(document["data"], document["memo"], **_runtime_options())  # type: ignore[no-untyped-call]
     except Exception:  # tables Lark cannot read back: build the parser the usual way instead
         return None
 

@@ -79,7 +79,7 @@ class _CanonicalRepresenter(SafeRepresenter):
             text = repr(data)
         return self.represent_scalar("tag:yaml.org,2002:float", text)
 
-    def represent_dict(self, data: dict) -> Any:
+    def represent_dict(self, data: dict[str, Any]) -> Any:
         return self.represent_mapping("tag:yaml.org,2002:map", sorted(data.items(), key=_key_bytes))
 
 

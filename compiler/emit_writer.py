@@ -204,7 +204,7 @@ def _literal(out: list[str], header: str, lines: tuple[str, ...], indent: int) -
         out.append(pad + line + "\n" if line else "\n")
 
 
-def _mapping(out: list[str], data: dict, indent: int, inline_first: bool) -> None:
+def _mapping(out: list[str], data: dict[str, Any], indent: int, inline_first: bool) -> None:
     pad = " " * indent
     try:
         keys = sorted(data)
@@ -239,7 +239,7 @@ def _mapping(out: list[str], data: dict, indent: int, inline_first: bool) -> Non
             out.append(": " + _scalar(value) + "\n")
 
 
-def _sequence(out: list[str], items: list | tuple, indent: int, inline_first: bool) -> None:
+def _sequence(out: list[str], items: list[Any] | tuple[Any, ...], indent: int, inline_first: bool) -> None:
     pad = " " * indent
     for position, item in enumerate(items):
         out.append("- " if position == 0 and inline_first else pad + "- ")

@@ -114,7 +114,7 @@ def is_cordoned(node: Mapping[str, Any]) -> bool:
 def is_ready(node: Mapping[str, Any]) -> bool:
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
+            return bool(cond.get("status") == "True")
     return False
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 from pydantic import ValidationError
 
 from .api.logprofile import LogProfile

@@ -332,7 +332,7 @@ class PatchError(Exception):
     """An operation that cannot apply; the overlay engine turns it into a diagnostic."""
 
 
-def _merge_at(workflow: dict, path: tuple[str, ...], value: Any) -> dict:
+def _merge_at(workflow: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
     node = workflow
     for key in path[:-1]:
         node = node.setdefault(key, {})
@@ -342,11 +342,12 @@ def _merge_at(workflow: dict, path: tuple[str, ...], value: Any) -> dict:
     return workflow
 
 
-def _runtime(workflow: dict) -> dict:
+def _runtime(workflow: dict[str, Any]) -> dict[str, Any]:
     ref = (_get(workflow, TRAINJOB_PATH) or {}).get("runtimeRef") or {}
     for dep in workflow.get("spec", {}).get("dependencies", []) or []:
         if dep.get("kind") == "TrainingRuntime" and dep.get("metadata", {}).get("name") == ref.get("name"):
-            return dep
+            found: dict[str, Any] = dep
+            return found
     raise PatchError(f"the Workflow has no TrainingRuntime dependency named {ref.get('name')!r}")
 
 
@@ -358,7 +359,7 @@ def _get(doc: Any, path: tuple[str, ...]) -> Any:
     return doc
 
 
-def _replicated_jobs(runtime: dict, names: list[str]) -> list[dict]:
+def _replicated_jobs(runtime: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:
     jobs = _get(runtime, ("spec", "template", "spec", "replicatedJobs")) or []
     by_name = {job.get("name"): job for job in jobs}
     missing = [name for name in names if name not in by_name]
@@ -367,11 +368,12 @@ def _replicated_jobs(runtime: dict, names: list[str]) -> list[dict]:
     return [by_name[name] for name in names]
 
 
-def _pod_template(job: dict) -> dict:
-    return job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+def _pod_template(job: dict[str, Any]) -> dict[str, Any]:
+    template: dict[str, Any] = job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+    return template
 
 
-def _op_pod(workflow: dict, value: Mapping[str, Any]) -> dict:
+def _op_pod(workflow: dict[str, Any], value: Mapping[str, Any]) -> dict[str, Any]:
     runtime = _runtime(workflow)
     for job in _replicated_jobs(runtime, list(value.get("jobs") or ["node"])):
         pod = _pod_template(job)
@@ -383,7 +385,7 @@ def _op_pod(workflow: dict, value: Mapping[str, Any]) -> dict:
     return workflow
 
 
-def _op_container(workflow: dict, value: Mapping[str, Any]) -> dict:
+def _op_container(workflow: dict[str, Any], value: Mapping[str, Any]) -> dict[str, Any]:
     runtime = _runtime(workflow)
     name = value.get("name", "node")
     init = bool(value.get("init", False))
@@ -400,14 +402,14 @@ def _op_container(workflow: dict, value: Mapping[str, Any]) -> dict:
     return workflow
 
 
-def _op_dependencies(workflow: dict, value: list) -> dict:
+def _op_dependencies(workflow: dict[str, Any], value: list[Any]) -> dict[str, Any]:
     spec = workflow.setdefault("spec", {})
     current = spec.get("dependencies") or []
     spec["dependencies"] = merge(current, value) if current else plain_copy(value)
     return workflow
 
 
-def _op_mpi_env(workflow: dict, value: list, owners: dict[str, str], overlay: str) -> dict:
+def _op_mpi_env(workflow: dict[str, Any], value: list[Any], owners: dict[str, str], overlay: str) -> dict[str, Any]:
     trainer = _get(workflow, TRAINER_PATH)
     if trainer is None or "args" not in trainer:
         raise PatchError("mpiEnv needs trainer args to forward variables in")
@@ -425,7 +427,7 @@ def _op_mpi_env(workflow: dict, value: list, owners: dict[str, str], overlay: st
     return workflow
 
 
-def _op_replace_args(workflow: dict, value: Any) -> dict:
+def _op_replace_args(workflow: dict[str, Any], value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not value:
         raise PatchError("replaceArgs takes a non-empty mapping of old argument to new argument")
     bad = [repr(k) for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
@@ -447,7 +449,7 @@ _MAPPING_OPS = frozenset({"trainer", "trainJob", "jobSpec", "orchestration", "ru
 _LIST_OPS = frozenset({"dependencies", "mpiEnv", "jsonPatch"})
 
 
-def apply_operation(workflow: dict, operation: Mapping[str, Any], owners: dict[str, str], overlay: str) -> dict:
+def apply_operation(workflow: dict[str, Any], operation: Mapping[str, Any], owners: dict[str, str], overlay: str) -> dict[str, Any]:
     """Apply one rendered operation to ``workflow`` (already a private copy) and return it.
 
     Every failure, including a value of the wrong shape deep inside an operation, comes out as a
@@ -470,7 +472,7 @@ def apply_operation(workflow: dict, operation: Mapping[str, Any], owners: dict[s
         raise PatchError(f"{op}: the patch does not fit the Workflow ({type(exc).__name__}: {exc})") from None
 
 
-def _dispatch(workflow: dict, op: str, value: Any, owners: dict[str, str], overlay: str) -> dict:
+def _dispatch(workflow: dict[str, Any], op: str, value: Any, owners: dict[str, str], overlay: str) -> dict[str, Any]:
     if op == "trainer":
         return _merge_at(workflow, TRAINER_PATH, value)
     if op == "trainJob":
@@ -495,7 +497,8 @@ def _dispatch(workflow: dict, op: str, value: Any, owners: dict[str, str], overl
         return _op_replace_args(workflow, value)
     if op == "jsonPatch":
         try:
-            return jsonpatch.apply_patch(workflow, value)
+            patched: dict[str, Any] = jsonpatch.apply_patch(workflow, value)
+            return patched
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
             raise PatchError(f"jsonPatch: {exc}") from None
     raise PatchError(f"unknown patch operation {op!r}; expected one of: {', '.join(OPERATIONS)}")

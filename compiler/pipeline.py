@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .diagnostics import Diagnostic, attributed
 from .passes.apply_gpu_defaults import apply_gpu_defaults
@@ -83,7 +83,7 @@ class PassPurityError(AssertionError):
     """A pass changed its input, or a validator changed the document."""
 
 
-def _snapshot(unit: Unit) -> tuple:
+def _snapshot(unit: Unit) -> tuple[Any, ...]:
     return (
         copy.deepcopy(dict(unit.category)),
         copy.deepcopy(dict(unit.options)),

@@ -60,6 +60,11 @@ def keyed(path: Sequence[PathPart] | str, key: str) -> str:
     return f'{base}["{key}"]'
 
 
+def _mapping(value: Any) -> dict[str, Any] | None:
+    """``value`` when it is a mapping (the type a caller of a labels or spec path expects), else None."""
+    return value if isinstance(value, dict) else None
+
+
 def dig(obj: Any, parts: Sequence[PathPart], create: bool = False) -> Any:
     """The value at ``parts`` below ``obj``, or None when a step is missing or of the wrong type.
 
@@ -75,7 +80,7 @@ def dig(obj: Any, parts: Sequence[PathPart], create: bool = False) -> Any:
             continue
         if not isinstance(current, Mapping):
             return None
-        if create and current.get(part) is None:
+        if create and current.get(part) is None and isinstance(current, dict):
             current[part] = {}
         current = current.get(part)
     return current
@@ -152,7 +157,7 @@ class ReplicatedJob:
 
     index: int
     name: str
-    job: dict
+    job: dict[str, Any]
     path: Path
 
     @property
@@ -171,18 +176,18 @@ class ReplicatedJob:
     def pod_spec_path(self) -> Path:
         return self.pod_template_path + ("spec",)
 
-    def job_labels(self, create: bool = False) -> dict | None:
-        return dig(self.job, ("template", "metadata", "labels"), create=create)
+    def job_labels(self, create: bool = False) -> dict[str, Any] | None:
+        return _mapping(dig(self.job, ("template", "metadata", "labels"), create=create))
 
-    def pod_labels(self, create: bool = False) -> dict | None:
-        return dig(self.job, _POD_TEMPLATE + ("metadata", "labels"), create=create)
+    def pod_labels(self, create: bool = False) -> dict[str, Any] | None:
+        return _mapping(dig(self.job, _POD_TEMPLATE + ("metadata", "labels"), create=create))
 
-    def pod_spec(self, create: bool = False) -> dict | None:
+    def pod_spec(self, create: bool = False) -> dict[str, Any] | None:
         found = dig(self.job, _POD_TEMPLATE + ("spec",), create=create)
         return found if isinstance(found, dict) else None
 
 
-def _named_items(base: Any, base_path: Path) -> Iterator[tuple[int, dict, Path]]:
+def _named_items(base: Any, base_path: Path) -> Iterator[tuple[int, dict[str, Any], Path]]:
     items = base if isinstance(base, list) else []
     for index, item in enumerate(items):
         if isinstance(item, dict):

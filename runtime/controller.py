@@ -2,7 +2,8 @@
 
 Informers start at once (a standby has warm caches); reconcile workers start only while this
 replica holds the Lease. Every event is mapped to the keys it concerns (an object, its
-controller owner, the Jobs on a Node...) and queued; a reconcile's answer decides the next
+controller owner, the Jobs on a Node...) and queued; a Job leaving the cache also drops its
+per-Job metric series; a reconcile's answer decides the next
 visit (``requeue_after``), errors back off per key. Losing the Lease stops the workers and
 ends :meth:`Controller.run` with a non-zero code, so a supervisor restarts the process clean.
 """
@@ -43,7 +44,7 @@ from .kube.resources import (
 from .metrics import ControllerMetrics
 from .reconcile.certification import CertificationReconciler
 from .reconcile.context import Context, Result, Settings
-from .reconcile.job import JobReconciler
+from .reconcile.job import JobReconciler, workflow_label
 from .reconcile.measurement import MeasurementReconciler
 from .reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL
 from .reconcile.workflow import WorkflowReconciler
@@ -187,11 +188,12 @@ class Controller:
             self.leading.is_set,
             requests=requests if isinstance(requests, RequestCounter) else None,
             queue_stats=lambda: {tier: queue.stats() for tier, queue in self.queues.items()},
+            job_alive=self._job_cached,
         )
         self.queues: dict[str, WorkQueue[tuple[str, str]]] = {
             tier: WorkQueue(on_wait=self.metrics.queue_wait.labels(tier).observe) for tier in TIERS
         }
-        self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue)
+        self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue, job_events=self.metrics.jobs)
         jobs = JobReconciler(self.ctx)
         measurements = MeasurementReconciler(self.ctx)
         self.reconcilers: dict[str, Callable[[str, str], Result]] = {
@@ -211,6 +213,10 @@ class Controller:
         self.health_port: int | None = None
 
     # ------------------------------------------------------------------ events -> keys
+
+    def _job_cached(self, namespace: str, name: str) -> bool:
+        store = self.stores.get(JOBS.plural)
+        return store is not None and store.get(name, namespace) is not None
 
     def enqueue(self, tier: str, namespace: str, name: str) -> None:
         if tier in self.queues and name:
@@ -232,6 +238,8 @@ class Controller:
             if tier != "job" or _owner_may_care(event_type, obj, old):
                 self._owner(obj)
             if tier == "job":
+                if event_type == "DELETED":
+                    self.metrics.jobs.forget(namespace, name)
                 self._wake_measurements(namespace, name)
             if tier in ("bandwidth", "goodput"):
                 job = str(((obj.get("spec") or {}).get("jobRef") or {}).get("name") or "")
@@ -413,10 +421,10 @@ class Controller:
             except Conflict:
                 # the object moved on while we worked: run again on fresh state, soon
                 queue.add_rate_limited(key)
-                self.metrics.observe(tier, "requeue", started)
+                self._observe(tier, key, "requeue", "requeue", started)
             except Exception as exc:  # noqa: BLE001 - one bad object must not stop the worker
                 delay = queue.add_rate_limited(key)
-                self.metrics.observe(tier, "error", started)
+                self._observe(tier, key, "error", "error", started)
                 log.warning(
                     "reconcile failed; retrying",
                     extra={"controller": tier, "object": f"{key[0]}/{key[1]}", "error": str(exc)[:500], "retry_in": round(delay, 3)},
@@ -426,11 +434,22 @@ class Controller:
                 queue.forget(key)
                 if result.requeue_after is not None:
                     queue.add_after(key, result.requeue_after)
-                    self.metrics.observe(tier, "requeue", started)
+                    self._observe(tier, key, "requeue", "success", started)
                 else:
-                    self.metrics.observe(tier, "success", started)
+                    self._observe(tier, key, "success", "success", started)
             finally:
                 queue.done(key)
+
+    def _observe(self, tier: str, key: tuple[str, str], result: str, job_result: str, started: float) -> None:
+        """Count a reconcile: per tier (``result``), and for a Job still cached also under NVCRE's
+        per-Job labels (``job_result``: a reconcile that asked to come back later succeeded)."""
+        self.metrics.observe(tier, result, started)
+        if tier != "job":
+            return
+        job = self.stores[JOBS.plural].get(key[1], key[0]) if JOBS.plural in self.stores else None
+        if job is not None:
+            seconds = max(0.0, time.monotonic() - started)
+            self.metrics.jobs.reconciled(key[0], key[1], workflow_label(job), job_result, seconds)
 
     def stop(self) -> None:
         """Stop workers, release the Lease, stop informers and endpoints."""

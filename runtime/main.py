@@ -3,6 +3,13 @@
 ``serve(options)`` is what both ``python -m nvcre.runtime`` and ``nvcrectl controller`` run.
 Bad flags raise :class:`OptionError` (the callers print it and exit 2); SIGTERM and SIGINT stop
 the controller cleanly (workers finish their reconcile, the Lease is released).
+
+The metrics endpoint is secure by default (``--metrics-secure``): HTTPS with the certificate in
+``--metrics-cert-path`` (``--metrics-cert-name``/``--metrics-cert-key`` inside it), or one made at
+start, and every scrape's bearer token reviewed by the API server (TokenReview, then a
+SubjectAccessReview for ``get`` on ``/metrics``). ``--metrics-secure=false`` serves plain HTTP
+with no checks, for a controller on a developer's machine. The health probes stay plain HTTP
+without authentication on their own address, which the kubelet reaches.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .serve import parse_address
+from .serve import Endpoint, parse_address
 
 __all__ = ["OptionError", "Options", "main", "serve"]
 
@@ -32,6 +39,10 @@ class Options:
     namespace: str | None = None
     metrics_bind_address: str = "127.0.0.1:8080"
     health_probe_bind_address: str = "127.0.0.1:8081"
+    metrics_secure: bool = True
+    metrics_cert_path: str = ""
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
     leader_elect: bool = True
     lease_namespace: str = "default"
     workers: int = 2
@@ -51,6 +62,11 @@ class Options:
                 raise OptionError(f"{flag}: {exc}") from None
         if self.workers < 1:
             raise OptionError("--workers: must be at least 1")
+        if self.metrics_cert_path and not self.metrics_secure:
+            raise OptionError("--metrics-cert-path: only used with --metrics-secure (HTTPS); drop one of them")
+        for flag, name in (("--metrics-cert-name", self.metrics_cert_name), ("--metrics-cert-key", self.metrics_cert_key)):
+            if not name or "/" in name or name in (".", ".."):
+                raise OptionError(f"{flag}: a file name inside --metrics-cert-path, not {name!r}")
         from nvcre.compiler.compose import parse_duration
 
         for flag, raw in (
@@ -82,10 +98,20 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
+    metrics_at = parse_address(options.metrics_bind_address)
+    certificate = None
+    if metrics_at is not None and options.metrics_secure:
+        from .tls import CertificateError, ServingCertificate
+
+        try:
+            certificate = ServingCertificate(options.metrics_cert_path or None, options.metrics_cert_name, options.metrics_cert_key)
+        except CertificateError as exc:
+            raise OptionError(f"--metrics-cert-path: {exc}") from None
     kube = ApiServerClient.from_kubeconfig(options.kubeconfig)
     config = ControllerConfig(
         namespace=options.namespace or None,
-        metrics_address=options.metrics_bind_address,
+        # the secure endpoint is served here, around the controller, rather than by it
+        metrics_address="0" if certificate is not None else options.metrics_bind_address,
         health_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
@@ -97,9 +123,29 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
         ),
     )
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
+    secure: Endpoint | None = None
     try:
-        return Controller(kube, config).run(stop)
+        controller = Controller(kube, config)
+        if certificate is not None and metrics_at is not None:
+            from .kube.review import RequestReviewer
+
+            try:
+                secure = Endpoint(
+                    metrics_at, registry=controller.metrics.registry, tls=certificate.context, authorize=RequestReviewer(kube).review
+                )
+            except OSError as exc:
+                raise OptionError(
+                    f"--metrics-bind-address: cannot listen on {options.metrics_bind_address} ({exc.strerror or exc})"
+                ) from None
+            secure.start()
+            log.info(
+                "serving metrics over HTTPS with bearer-token authorization",
+                extra={"address": f"{metrics_at[0]}:{secure.port}", "certificate": "generated" if certificate.generated else "files"},
+            )
+        return controller.run(stop)
     finally:
+        if secure is not None:
+            secure.stop()
         kube.close()
         log.info("controller stopped")
 
@@ -108,7 +154,21 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m nvcre.runtime", description="Run the nvcre controller.")
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--namespace", default=None, help="watch one namespace (default: all)")
-    parser.add_argument("--metrics-bind-address", default="127.0.0.1:8080")
+    parser.add_argument(
+        "--metrics-bind-address", default="127.0.0.1:8080", help="host:port for /metrics (conventionally :8443 for HTTPS); 0 disables"
+    )
+    parser.add_argument(
+        "--metrics-secure",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve /metrics over HTTPS, each request's bearer token reviewed by the API server "
+        "(TokenReview, SubjectAccessReview for get /metrics); --no-metrics-secure or --metrics-secure=false for plain HTTP",
+    )
+    parser.add_argument(
+        "--metrics-cert-path", default="", help="directory holding the metrics serving certificate and key (default: one made at start)"
+    )
+    parser.add_argument("--metrics-cert-name", default="tls.crt", help="certificate file name inside --metrics-cert-path")
+    parser.add_argument("--metrics-cert-key", default="tls.key", help="key file name inside --metrics-cert-path")
     parser.add_argument("--health-probe-bind-address", default="127.0.0.1:8081")
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--lease-namespace", default="default")
@@ -131,13 +191,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _boolean_equals(argv: Sequence[str]) -> list[str]:
+    """``--metrics-secure=false``/``=true`` as the Go flag package spells them, mapped to the
+    ``--[no-]metrics-secure`` switches (argparse's boolean switch takes no value)."""
+    out = []
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if eq and flag in ("--metrics-secure", "--leader-elect") and value.lower() in ("true", "false", "1", "0"):
+            out.append(flag if value.lower() in ("true", "1") else "--no-" + flag[2:])
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_boolean_equals(sys.argv[1:] if argv is None else argv))
     options = Options(
         kubeconfig=args.kubeconfig,
         namespace=args.namespace,
         metrics_bind_address=args.metrics_bind_address,
         health_probe_bind_address=args.health_probe_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_cert_path=args.metrics_cert_path,
+        metrics_cert_name=args.metrics_cert_name,
+        metrics_cert_key=args.metrics_cert_key,
         leader_elect=args.leader_elect,
         lease_namespace=args.lease_namespace,
         workers=args.workers,

@@ -27,7 +27,8 @@ def _load() -> Callable[[int], int] | None:
     if not name:
         return None
     try:
-        return ctypes.CDLL(name).malloc_trim  # type: ignore[no-any-return]
+        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim
+        return trim
     except (OSError, AttributeError):
         return None
 

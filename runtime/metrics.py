@@ -1,15 +1,24 @@
-"""Prometheus metrics: reconcile counters, and scrape-time gauges projected from the verdict model.
+"""Prometheus metrics: NVCRE's families, and the controller's own costs.
 
-At scrape time, on the elected leader only, every Certification and WorkloadRun in the caches is
-turned into ``judge.verdict``'s verdict (with its Workflows, Jobs and measurements), and
-``report.metrics`` projects those verdicts into samples: ``nvcre_certification_status``,
-``nvcre_workflow_status``, ``nvcre_job_status`` (a timed-out Job counts as failed) and the NCCL
-gauges ``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs`` with the ``workflow`` label, present
-while a measurement holds provisional results. The report, the CLI and these gauges therefore
-read one model and cannot disagree.
+State is projected at scrape time, on the elected leader only: every Certification and
+WorkloadRun in the caches is turned into ``judge.verdict``'s verdict (with its Workflows, Jobs and
+measurements), and ``gauges`` projects those verdicts, and every other Workflow, Job and
+GoodputMeasurement in the caches, into gauge samples: the status gauges
+``nvcre_certification_status``, ``nvcre_workflow_status`` and ``nvcre_job_status`` (a timed-out
+Job counts as failed), ``nvcre_job_failed_nodes``, the ``nvcre_goodput_*`` gauges, the topology
+gauges ``nvcre_topology_validated_nodes`` / ``nvcre_topology_failed_nodes`` and the NCCL gauges
+``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs``. The report, the CLI and these gauges
+therefore read the same objects the same way and cannot disagree.
 
-The controller's own costs are served too: ``nvcre_api_requests_total{verb,resource}`` (every
-request the client sent, counted client side), the work queues' wait histogram
+Events are counted where they happen, per Job, by :class:`~nvcre.runtime.job_metrics.JobEventSeries`
+(``nvcre_reconcile_total``, ``nvcre_reconcile_duration_seconds``, ``nvcre_workload_created_total``,
+``nvcre_node_health_check_duration_seconds``, ``nvcre_nodes_evaluated_total``,
+``nvcre_hardware_failed_jobs_total``, ``nvcre_hardware_failures_detected_total``), and dropped
+with the Job.
+
+The controller's own costs are served too: ``nvcre_controller_reconcile_total{controller,result}``
+and ``nvcre_controller_reconcile_duration_seconds{controller}`` (every tier), ``nvcre_api_requests_total{verb,resource}``
+(every request the client sent, counted client side), the work queues' wait histogram
 ``nvcre_workqueue_queue_duration_seconds{name}`` with ``nvcre_workqueue_adds_total``,
 ``nvcre_workqueue_coalesced_adds_total``, ``nvcre_workqueue_longest_wait_seconds`` and
 ``nvcre_workqueue_depth``, and ``nvcre_node_events_total{result}`` (Node events that could
@@ -30,14 +39,15 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.registry import Collector
 
+from .job_metrics import JobEventSeries
 from .judge.model import CertificationVerdict
 from .judge.verdict import certification_verdict, workloadrun_verdict
 from .kube.accounting import RequestCounter
 from .kube.informers import Store
 from .kube.queue import QueueStats
-from .report.metrics import FAMILIES, family_samples
+from .gauges import FAMILIES, CacheObjects, family_samples
 
-__all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "verdicts"]
+__all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "cache_objects", "verdicts"]
 
 #: queue wait buckets: 1 ms to about 65 s
 QUEUE_WAIT_BUCKETS = tuple(0.001 * 2**i for i in range(17))
@@ -48,6 +58,19 @@ _HELP = {
     "nvcre_certification_status": "Lifecycle of each Certification (1 = current)",
     "nvcre_workflow_status": "Lifecycle of each Workflow (1 = current)",
     "nvcre_job_status": "Lifecycle of each Job (1 = current; timed out counts as failed)",
+    "nvcre_job_failed_nodes": "Nodes the health monitor flagged in each Job with a hardware failure",
+    "nvcre_goodput_ratio": "Goodput of each training measurement, 0 to 1 (kept once it completes)",
+    "nvcre_goodput_avg_tflops_per_gpu": "Mean TFLOPS per GPU of the current attempt while measuring",
+    "nvcre_goodput_avg_step_time_seconds": "Mean seconds per training step of the current attempt while measuring",
+    "nvcre_goodput_training_time_seconds": "Wall-clock seconds of training so far while measuring",
+    "nvcre_goodput_reschedule_time_seconds": "Seconds lost between a failure and the next attempt starting, while measuring",
+    "nvcre_goodput_resume_time_seconds": "Seconds from each attempt's start to its first step, while measuring",
+    "nvcre_goodput_checkpoint_save_time_seconds": "Seconds spent saving checkpoints while measuring",
+    "nvcre_goodput_warmup_time_seconds": "Seconds of warm-up steps while measuring",
+    "nvcre_goodput_non_warmup_time_seconds": "Seconds of steps after warm-up while measuring",
+    "nvcre_goodput_lost_work_time_seconds": "Seconds of work redone after restarts (since the last checkpoint), while measuring",
+    "nvcre_topology_validated_nodes": "1 for each node of a topology Workflow that passed, by topology domain",
+    "nvcre_topology_failed_nodes": "1 for each node of a topology Workflow that failed, by topology domain",
     "nvcre_nccl_busbw_gbs": "NCCL bus bandwidth per message size while measuring (GB/s)",
     "nvcre_nccl_algbw_gbs": "NCCL algorithm bandwidth per message size while measuring (GB/s)",
 }
@@ -115,16 +138,28 @@ def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
     return out
 
 
+def cache_objects(stores: Mapping[str, Store]) -> CacheObjects:
+    """Every Workflow, Job and GoodputMeasurement the caches hold, and Node labels by name."""
+    nodes = stores.get("nodes")
+
+    def node_labels(name: str) -> Mapping[str, Any]:
+        node = nodes.get(name, None) if nodes is not None else None
+        return (_meta(node).get("labels") or {}) if node else {}
+
+    return CacheObjects(_items(stores, "workflows"), _items(stores, "jobs"), _items(stores, "goodputmeasurements"), node_labels)
+
+
 class _StreamedGauge(Metric):
     """A gauge family whose samples are made while the exposition writes them, not before."""
 
-    def __init__(self, name: str, verdicts: Sequence[CertificationVerdict]) -> None:
+    def __init__(self, name: str, verdicts: Sequence[CertificationVerdict], objects: CacheObjects) -> None:
         super().__init__(name, _HELP.get(name, name), "gauge")
         self._verdicts = verdicts
+        self._objects = objects
 
     @property  # type: ignore[override]
     def samples(self) -> Iterator[PromSample]:
-        for sample in family_samples(self._verdicts, self.name):
+        for sample in family_samples(self._verdicts, self.name, self._objects):
             yield PromSample(sample.name, dict(sample.labels), sample.value)
 
     @samples.setter
@@ -144,9 +179,10 @@ class StatusCollector(Collector):
         if not self.is_leader():
             return
         model = verdicts(self.stores)
+        objects = cache_objects(self.stores)
         for name in FAMILIES:
-            if next(family_samples(model, name), None) is not None:  # an empty family is left out
-                yield _StreamedGauge(name, model)
+            if next(family_samples(model, name, objects), None) is not None:  # an empty family is left out
+                yield _StreamedGauge(name, model, objects)
 
 
 class CostCollector(Collector):
@@ -188,7 +224,11 @@ class CostCollector(Collector):
 
 
 class ControllerMetrics:
-    """The registry served on ``/metrics``."""
+    """The registry served on ``/metrics``.
+
+    ``job_alive(namespace, name)`` tells whether a Job is still cached; the per-Job event series
+    are recorded only while it is (see :class:`~nvcre.runtime.job_metrics.JobEventSeries`).
+    """
 
     def __init__(
         self,
@@ -197,6 +237,7 @@ class ControllerMetrics:
         *,
         requests: RequestCounter | None = None,
         queue_stats: Callable[[], Mapping[str, QueueStats]] = dict,
+        job_alive: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         self.queue_wait = Histogram(
@@ -214,15 +255,20 @@ class ControllerMetrics:
         )
         self.registry.register(CostCollector(requests, queue_stats))
         self.reconciles = Counter(
-            "nvcre_reconcile_total", "Reconciles by controller and result", ["controller", "result"], registry=self.registry
+            "nvcre_controller_reconcile_total",
+            "Reconciles by controller tier and result (all tiers)",
+            ["controller", "result"],
+            registry=self.registry,
         )
         self.durations = Histogram(
-            "nvcre_reconcile_duration_seconds",
-            "Reconcile duration by controller",
+            "nvcre_controller_reconcile_duration_seconds",
+            "Reconcile duration by controller tier (all tiers)",
             ["controller"],
             buckets=tuple(0.01 * 2**i for i in range(12)),
             registry=self.registry,
         )
+        self.jobs = JobEventSeries(job_alive)
+        self.registry.register(self.jobs)
         self.registry.register(StatusCollector(stores, is_leader))
 
     def observe(self, controller: str, result: str, started: float) -> None:

@@ -1,7 +1,11 @@
 """The controller's two HTTP endpoints: ``/metrics`` (Prometheus text) and ``/healthz``/``/readyz``.
 
 Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
-informer has listed at least once. Scrapes of ``/metrics`` run one at a time, are written as
+informer has listed at least once. The metrics endpoint can be served over TLS (``tls`` gives the
+context for each new connection; the handshake runs in the connection's own thread, under its
+timeout, so a client that stalls in it holds nobody else up) and can require every ``/metrics``
+request to pass ``authorize`` (see :mod:`nvcre.runtime.kube.review`): no token 401, a token
+that may not read 403. Scrapes of ``/metrics`` run one at a time, are written as
 they are made (:mod:`nvcre.runtime.exposition`), and each gives the memory it used back to the
 OS (:func:`nvcre.runtime.memory.trim`). Every connection has a socket timeout
 (``CLIENT_TIMEOUT``), so a reader that stops reading cannot hold the scrape lock for longer, and a
@@ -12,17 +16,20 @@ with a debug line, instead of a traceback in the log stream.
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from .exposition import write_exposition
 from .memory import trim
 
-__all__ = ["CLIENT_TIMEOUT", "Endpoint", "parse_address"]
+__all__ = ["CLIENT_TIMEOUT", "Authorize", "Endpoint", "parse_address"]
 
 log = logging.getLogger(__name__)
 
@@ -31,13 +38,37 @@ CLIENT_TIMEOUT = 30.0
 _GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
 
 
+class _Verdict(Protocol):
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+#: Given the request's ``Authorization`` header (or None): its status (200 lets it through) and reason.
+Authorize = Callable[[str | None], _Verdict]
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    tls: Callable[[], ssl.SSLContext] | None = None
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        connection, address = self.socket.accept()
+        if self.tls is None:
+            return connection, address
+        # the handshake happens on the first read, in the handler's thread and under its timeout
+        return self.tls().wrap_socket(connection, server_side=True, do_handshake_on_connect=False), address
 
     def handle_error(self, request: object, client_address: object) -> None:
         error = sys.exc_info()[1]
         if isinstance(error, _GONE):
             log.debug("http client went away", extra={"client": str(client_address), "error": type(error).__name__})
+            return
+        if isinstance(error, ssl.SSLError):
+            # a plain-HTTP client, a scanner, or a client that refused our certificate
+            log.debug("tls handshake failed", extra={"client": str(client_address), "error": str(error)})
             return
         log.error("http request failed", exc_info=True)
 
@@ -68,9 +99,12 @@ class Endpoint:
         *,
         registry: CollectorRegistry | None = None,
         ready: Callable[[], bool] = lambda: True,
+        tls: Callable[[], ssl.SSLContext] | None = None,
+        authorize: Authorize | None = None,
     ) -> None:
         registry_ref = registry
         ready_ref = ready
+        authorize_ref = authorize
         scraping = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,6 +113,12 @@ class Endpoint:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics" and registry_ref is not None:
+                    if authorize_ref is not None:
+                        verdict = authorize_ref(self.headers.get("Authorization"))
+                        if verdict.status != 200:
+                            extra = {"WWW-Authenticate": 'Bearer realm="nvcre-metrics"'} if verdict.status == 401 else {}
+                            self._send(verdict.status, f"{verdict.reason}\n".encode(), "text/plain", extra)
+                            return
                     with scraping:
                         # Streamed without a length: the answer ends when the connection closes.
                         self.send_response(200)
@@ -94,8 +134,10 @@ class Endpoint:
                 else:
                     self._send(404, b"not found\n", "text/plain")
 
-            def _send(self, code: int, body: bytes, content_type: str) -> None:
+            def _send(self, code: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -105,6 +147,7 @@ class Endpoint:
                 return
 
         self.server = _Server(address, Handler)
+        self.server.tls = tls
         self._thread = threading.Thread(target=self.server.serve_forever, name=f"http-{address[1]}", daemon=True)
 
     @property

@@ -35,10 +35,17 @@ def test_default_install_in_apply_order() -> None:
     objects = render_install().objects
     kinds = [o["kind"] for o in objects]
     assert kinds.index("Namespace") > max(i for i, k in enumerate(kinds) if k == "CustomResourceDefinition")
-    assert kinds[-2:] == ["ServiceAccount", "Deployment"]
+    assert kinds[-5:] == ["ServiceAccount", "Deployment", "Service", "ServiceMonitor", "PrometheusRule"]
     committed = sorted(load_documents(p.read_text())[0]["metadata"]["name"] for p in CRD_DIR.glob("*.yaml"))
     assert sorted(o["metadata"]["name"] for o in by_kind(objects, "CustomResourceDefinition")) == committed
-    assert {o["metadata"]["name"] for o in by_kind(objects, "ClusterRole")} == {"nvcre-manager-role", "nvcre-run-role"}
+    assert {o["metadata"]["name"] for o in by_kind(objects, "ClusterRole")} == {
+        "nvcre-manager-role",
+        "nvcre-run-role",
+        "nvcre-metrics-reader",
+        "nvcre-metrics-auth-role",
+    }
+    first_binding = min(i for i, k in enumerate(kinds) if k in ("ClusterRoleBinding", "RoleBinding"))
+    assert max(i for i, k in enumerate(kinds) if k in ("ClusterRole", "Role")) < first_binding
     (run_binding,) = [o for o in by_kind(objects, "ClusterRoleBinding") if o["metadata"]["name"] == "nvcre-manager-run"]
     assert run_binding["roleRef"]["name"] == "nvcre-run-role"
     assert run_binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvcre-manager", "namespace": "nvcre"}]
@@ -60,6 +67,9 @@ def test_namespaced_scope_binds_the_run_role_in_each_run_namespace_only() -> Non
 def test_rbac_is_least_privilege() -> None:
     objects = render_install().objects
     rules = [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
+    urls = [rule for rule in rules if "nonResourceURLs" in rule]
+    assert urls == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}], "only the metrics reader names a URL"
+    rules = [rule for rule in rules if "nonResourceURLs" not in rule]
     everything = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert not [e for e in everything if "*" in e]
     assert not [e for e in everything if e[1] in ("secrets", "roles", "clusterroles", "rolebindings", "clusterrolebindings")]
@@ -223,3 +233,56 @@ def test_null_restores_a_model_default_but_removes_a_pass_through_entry() -> Non
     assert deploy["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":" + DEFAULT_VALUES["manager"]["image"]["tag"])
     whole = deployment(render_install([{"manager": {"resources": None}}]).objects)
     assert whole["spec"]["template"]["spec"]["containers"][0]["resources"] == DEFAULT_VALUES["manager"]["resources"]
+
+
+def test_metrics_are_https_with_reviewed_tokens_and_prometheus_finds_them() -> None:
+    from nvcre.compiler.install.monitoring import alert_rule_groups
+    from nvcre.runtime.main import _parser
+
+    objects = render_install().objects
+    (container,) = deployment(objects)["spec"]["template"]["spec"]["containers"]
+    args = _parser().parse_args(container["args"])
+    assert (args.metrics_bind_address, args.metrics_secure, args.metrics_cert_path) == ("0.0.0.0:8443", True, "")
+    assert {"name": "metrics", "containerPort": 8443, "protocol": "TCP"} in container["ports"]
+    (service,) = by_kind(objects, "Service")
+    assert service["metadata"]["name"] == "nvcre-metrics-service"
+    assert service["spec"]["ports"] == [{"name": "https", "port": 8443, "protocol": "TCP", "targetPort": "metrics"}]
+    assert service["spec"]["selector"].items() <= deployment(objects)["spec"]["template"]["metadata"]["labels"].items()
+    (monitor,) = by_kind(objects, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1" and monitor["metadata"]["namespace"] == "nvcre"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["selector"]["matchLabels"]["control-plane"] == "manager"
+    assert monitor["spec"]["endpoints"] == [
+        {
+            "path": "/metrics",
+            "port": "https",
+            "scheme": "https",
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "honorLabels": True,
+            "tlsConfig": {"insecureSkipVerify": True},
+        }
+    ]
+    (rule,) = by_kind(objects, "PrometheusRule")
+    assert rule["spec"]["groups"] == alert_rule_groups()
+
+
+def test_the_metrics_roles_are_least_privilege_and_the_reader_is_left_unbound() -> None:
+    objects = render_install([{"serviceAccount": {"name": "ctl"}, "namespace": {"name": "gpu-cert"}}]).objects
+    roles = {o["metadata"]["name"]: o["rules"] for o in by_kind(objects, "ClusterRole")}
+    assert roles["nvcre-metrics-reader"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert roles["nvcre-metrics-auth-role"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ]
+    bindings = by_kind(objects, "ClusterRoleBinding") + by_kind(objects, "RoleBinding")
+    (auth,) = [b for b in bindings if b["roleRef"]["name"] == "nvcre-metrics-auth-role"]
+    assert auth["subjects"] == [{"kind": "ServiceAccount", "name": "ctl", "namespace": "gpu-cert"}]
+    assert not [b for b in bindings if b["roleRef"]["name"] == "nvcre-metrics-reader"], "a Prometheus binds the reader, not the install"
+
+
+def test_the_service_monitor_and_rules_can_be_turned_off() -> None:
+    objects = render_install([{"metrics": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}}]).objects
+    kinds = {o["kind"] for o in objects}
+    assert "Service" in kinds and not {"ServiceMonitor", "PrometheusRule"} & kinds
+    with pytest.raises(CompileError, match="metrics.serviceMonitor.enabled"):
+        render_install([{"metrics": {"serviceMonitor": {"enabled": "no"}}}])

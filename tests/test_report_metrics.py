@@ -8,7 +8,7 @@ import yaml
 
 from goldenharness import GOLDEN
 from nvcre.runtime.judge.verdict import certification_verdict
-from nvcre.runtime.report.metrics import samples
+from nvcre.runtime.gauges import samples
 
 
 def _verdict(case: str):

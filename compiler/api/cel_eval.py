@@ -13,8 +13,9 @@ import re
 from fractions import Fraction
 from typing import Any
 
-import celpy
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
+from celpy.celparser import CELParseError
 
 from ..cel import program, to_cel
 from ..facts import parse_quantity
@@ -70,7 +71,7 @@ def compile_rule(rule: str) -> Any:
     environment); RuleError when the text does not parse."""
     try:
         return program(rule, _FUNCTION_ITEMS)
-    except celpy.CELParseError as exc:
+    except CELParseError as exc:
         raise RuleError(f"cannot parse rule {rule!r}: {exc}") from None
 
 
@@ -88,7 +89,7 @@ def evaluate_rule(rule: str, self_value: Any, old_value: Any = None, *, transiti
         raise
     except Exception as exc:  # cel-python raises its own error types, and KeyError/TypeError from functions
         raise RuleError(f"rule {rule!r} failed: {_first_line(exc)}") from None
-    if isinstance(result, celpy.CELEvalError) or not isinstance(result, celtypes.BoolType):
+    if isinstance(result, CELEvalError) or not isinstance(result, celtypes.BoolType):
         raise RuleError(f"rule {rule!r} did not give a boolean: {_first_line(result)}")
     return bool(result)
 

@@ -328,7 +328,7 @@ class ApiObject(ApiModel):
 
     @classmethod
     def kind_name(cls) -> str:
-        return cls.model_fields["kind"].annotation.__args__[0]  # type: ignore[union-attr]
+        return str(cls.model_fields["kind"].annotation.__args__[0])  # type: ignore[union-attr]
 
     @classmethod
     def has_status(cls) -> bool:

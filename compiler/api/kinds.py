@@ -38,7 +38,7 @@ KINDS: tuple[type[ApiObject], ...]
 
 def _load(kind: str) -> type[ApiObject]:
     module, name, plural = _REGISTRY[kind]
-    cls = getattr(import_module(f"{__package__}.{module}"), name)
+    cls: type[ApiObject] = getattr(import_module(f"{__package__}.{module}"), name)
     if cls.kind_name() != kind or cls.plural != plural:
         raise RuntimeError(f"the registry names {kind} ({plural}) but {module}.{name} is a {cls.kind_name()} ({cls.plural})")
     return cls

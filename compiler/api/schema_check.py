@@ -71,7 +71,8 @@ def _field_schema(schema: dict[str, Any] | None, key: str) -> dict[str, Any] | N
     if schema is None:
         return None
     if key in schema.get("properties", {}):
-        return schema["properties"][key]
+        found: dict[str, Any] = schema["properties"][key]
+        return found
     extra = schema.get("additionalProperties")
     return extra if isinstance(extra, dict) else None
 
@@ -266,7 +267,7 @@ def _has_type(value: Any, kind: str) -> bool:
 def _expected(schema: dict[str, Any]) -> str:
     if schema.get("x-kubernetes-int-or-string"):
         return "integer or string"
-    return schema.get("type", "any")
+    return str(schema.get("type", "any"))
 
 
 def _type_name(value: Any) -> str:

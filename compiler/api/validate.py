@@ -78,7 +78,8 @@ def parse_document(data: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
 
 def installed_schema(cls: type[ApiObject]) -> dict[str, Any]:
     """The ``openAPIV3Schema`` of a kind, read from its committed CRD file."""
-    return _installed_crd(crd_file_name(cls))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: dict[str, Any] = _installed_crd(crd_file_name(cls))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
 
 
 def schema_of_kind(kind: str) -> dict[str, Any] | None:
@@ -91,7 +92,7 @@ def schema_of_kind(kind: str) -> dict[str, Any] | None:
 def _installed_crd(file_name: str) -> dict[str, Any]:
     path = CRD_DIR / file_name
     (crd,) = load_documents(path.read_text(encoding="utf-8"), str(path))
-    return crd
+    return dict(crd)
 
 
 #: Kinds whose models check nothing the CRD schema and rules do not (every field constraint
@@ -319,7 +320,7 @@ def _child(old: Any, key: str) -> Any:
     return _MISSING
 
 
-def _correlate(schema: dict[str, Any], old: Any):
+def _correlate(schema: dict[str, Any], old: Any) -> Any:
     """Old list items pair with new ones only in ``x-kubernetes-list-type: map`` lists, by key."""
     keys = schema.get("x-kubernetes-list-map-keys")
     if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(old, list):

@@ -76,13 +76,13 @@ def filter_by_capacity(
         c = counts[name_of(node)]
         if c.count is None:
             unknown.append(c.node)
-            kept.append(node)
+            kept.append(dict(node))
         elif c.count < gpus_per_node:
             where = "allocatable nvidia.com/gpu" if c.source == ALLOCATABLE else "GPUs in gpu.nvidia.com ResourceSlices"
             excluded.append(ExcludedNode(c.node, f"has {c.count} {where}, the workload requests {gpus_per_node} per node"))
             short.append(f"{c.node} has {c.count}")
         else:
-            kept.append(node)
+            kept.append(dict(node))
 
     diags: list[Diagnostic] = []
     if unknown:

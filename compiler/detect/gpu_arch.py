@@ -226,7 +226,7 @@ def detect_gpu_arch(
     for node in ordered:
         p = products[name_of(node)]
         if p.arch == arch or (not p.arch and keep_unknown):
-            kept.append(node)
+            kept.append(dict(node))
         elif not p.arch:
             excluded.append(
                 ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product")

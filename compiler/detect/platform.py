@@ -44,7 +44,8 @@ def _rule_matches(rule: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
 def _matching_rule(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for rule in table("platforms")["rules"]:
         if _rule_matches(rule, node):
-            return rule
+            matched: Mapping[str, Any] = rule
+            return matched
     return None
 
 

@@ -29,7 +29,8 @@ def table(name: str) -> Mapping[str, Any]:
     data = YAML(typ="safe").load(text)
     if not isinstance(data, dict):
         raise ValueError(f"detection table {name}.yaml must hold a mapping")
-    return _freeze(data)
+    frozen: Mapping[str, Any] = _freeze(data)
+    return frozen
 
 
 def gate_matches(gate: Mapping[str, Any], platform: str, gpu_arch: str) -> bool:

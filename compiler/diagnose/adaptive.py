@@ -292,7 +292,8 @@ def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
 
 
 def _confirm_links(state: _State) -> tuple[_State, Round | Diagnosis]:
-    groups, busy = [], set()
+    groups: list[RoundGroup] = []
+    busy: set[str] = set()
     for a, b in state.candidates:
         if a in busy or b in busy:
             continue

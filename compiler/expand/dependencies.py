@@ -226,7 +226,7 @@ def rename_job_spec(job_spec: Mapping[str, Any], replacements: Mapping[str, str]
             for key in ("labels", "annotations"):
                 if key in meta_before:
                     meta_after[key] = meta_before[key]
-    return renamed
+    return dict(renamed)
 
 
 #: The kinds a Workflow may ask the controller to create, by (API group, kind): what the catalog

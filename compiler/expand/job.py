@@ -84,7 +84,8 @@ def _job(unit: Unit) -> dict[str, Any]:
 
 
 def _train_job(spec: dict[str, Any]) -> dict[str, Any]:
-    return spec["workload"]["trainJob"]
+    train_job: dict[str, Any] = spec["workload"]["trainJob"]
+    return train_job
 
 
 def instantiate_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:

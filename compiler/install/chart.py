@@ -20,6 +20,7 @@ from ..emit import dump_yaml
 from .chart_templates import ChartError, Document, Holes, emit_document, template_documents, tokenize
 from .chart_values import values_schema, values_yaml
 from .manager import image_reference, manager_objects
+from .monitoring import monitoring_objects
 from .rbac import rbac_objects
 from .render import LABELS, crd_objects, logprofile_objects
 
@@ -62,7 +63,7 @@ def _check_image_helper() -> None:
 
 
 def _controller_objects(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [*manager_objects(values, dict(LABELS)), *rbac_objects(values, dict(LABELS))]
+    return [*manager_objects(values, dict(LABELS)), *rbac_objects(values, dict(LABELS)), *monitoring_objects(values, dict(LABELS))]
 
 
 def _file_name(document: Document) -> str:
@@ -79,7 +80,8 @@ def _chart_yaml() -> str:
         {
             "apiVersion": "v2",
             "name": CHART_NAME,
-            "description": "The nvcre controller: CRDs, built-in LogProfiles, RBAC and the Deployment, "
+            "description": "The nvcre controller: CRDs, built-in LogProfiles, RBAC, the Deployment and its Prometheus "
+            "Service, ServiceMonitor and alert rules, "
             "identical to `nvcrectl setup render` for the same values.",
             "type": "application",
             "version": __version__,

@@ -59,6 +59,12 @@ COMMENTS: dict[str, str] = {
     "manager.resources": "Container resources (passed through as given).",
     "manager.nodeSelector": "Node selector for the controller pod (passed through as given).",
     "manager.tolerations": "Tolerations for the controller pod (passed through as given).",
+    "metrics": "Prometheus: the controller serves /metrics over HTTPS on port 8443 (Service nvcre-metrics-service, port https); "
+    "a scraper needs a binding to the ClusterRole nvcre-metrics-reader.",
+    "metrics.serviceMonitor": "A ServiceMonitor (monitoring.coreos.com/v1) that scrapes the controller with its own ServiceAccount token.",
+    "metrics.serviceMonitor.enabled": "Install the ServiceMonitor; set false on clusters without the Prometheus Operator CRDs.",
+    "metrics.prometheusRule": "The alert rules nvcre ships, as a PrometheusRule (monitoring.coreos.com/v1).",
+    "metrics.prometheusRule.enabled": "Install the PrometheusRule; set false on clusters without the Prometheus Operator CRDs.",
 }
 
 #: Patterns and enums by values path (the same ones ``resolve_values`` applies).

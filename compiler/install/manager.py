@@ -3,7 +3,9 @@
 The Deployment runs ``python -m nvcre.runtime`` as a non-root user with a read-only root
 filesystem, no privilege escalation and every capability dropped; ``/tmp`` is the only writable
 path (an emptyDir). Its probes use the controller's ``/healthz`` and ``/readyz``, which therefore
-listen on the pod's address rather than loopback.
+listen on the pod's address rather than loopback, in plain HTTP. ``/metrics`` listens on the pod's
+address too, on :data:`METRICS_PORT`, over HTTPS with every scrape's bearer token reviewed by the
+API server (``--metrics-secure``; the certificate is made at start).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 __all__ = ["MANAGER_NAME", "HEALTH_PORT", "METRICS_PORT", "image_reference", "manager_objects"]
 
 MANAGER_NAME = "nvcre-manager"
-METRICS_PORT = 8080
+METRICS_PORT = 8443
 HEALTH_PORT = 8081
 #: A fixed non-root identity (the conventional "nonroot" uid/gid of distroless images).
 RUN_AS = 65532
@@ -30,6 +32,7 @@ def _args(values: dict[str, Any]) -> list[str]:
     manager = values["manager"]
     return [
         f"--metrics-bind-address=0.0.0.0:{METRICS_PORT}",
+        "--metrics-secure",
         f"--health-probe-bind-address=0.0.0.0:{HEALTH_PORT}",
         "--leader-elect" if manager["leaderElection"] else "--no-leader-elect",
         f"--lease-namespace={values['namespace']['name']}",

@@ -10,6 +10,9 @@
   cluster-wide under ``rbac.scope: cluster``, or by one RoleBinding ``nvcre-manager-run`` per
   entry of ``rbac.runNamespaces`` under ``namespaced``.
 * Leader election: a Role on Leases in the controller's own namespace.
+* The secured metrics endpoint: ``nvcre-metrics-auth-role`` (create TokenReviews and
+  SubjectAccessReviews, bound to the controller) and ``nvcre-metrics-reader`` (``get`` on
+  ``/metrics``, left for a Prometheus to bind); see :mod:`.monitoring`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from ..api.kinds import KINDS
 from ..compose import RUN_BINDING, RUN_ROLE, run_access_binding
+from .monitoring import metrics_rbac_objects
 
 __all__ = ["LEADER_ROLE", "MANAGER_ROLE", "RUN_BINDING", "RUN_ROLE", "manager_rules", "rbac_objects", "run_rules"]
 
@@ -76,6 +80,9 @@ def rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[st
     """Roles first, then bindings, so an apply in order never binds a missing role."""
     rbac_api = "rbac.authorization.k8s.io/v1"
     namespace = values["namespace"]["name"]
+    metrics = metrics_rbac_objects(values, labels)
+    metrics_roles = [o for o in metrics if o["kind"] == "ClusterRole"]
+    metrics_bindings = [o for o in metrics if o["kind"] != "ClusterRole"]
     objects: list[dict[str, Any]] = [
         {"apiVersion": rbac_api, "kind": "ClusterRole", "metadata": {"name": MANAGER_ROLE, "labels": labels}, "rules": manager_rules()},
         {"apiVersion": rbac_api, "kind": "ClusterRole", "metadata": {"name": RUN_ROLE, "labels": labels}, "rules": run_rules()},
@@ -85,6 +92,7 @@ def rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[st
             "metadata": {"name": LEADER_ROLE, "namespace": namespace, "labels": labels},
             "rules": [_rule(["coordination.k8s.io"], ["leases"], _FULL), _rule(["", "events.k8s.io"], ["events"], ["create", "patch"])],
         },
+        *metrics_roles,
         {
             "apiVersion": rbac_api,
             "kind": "ClusterRoleBinding",
@@ -99,6 +107,7 @@ def rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[st
             "roleRef": _role_ref("Role", LEADER_ROLE),
             "subjects": _subject(values),
         },
+        *metrics_bindings,
     ]
     if values["rbac"]["scope"] == "cluster":
         objects.append(

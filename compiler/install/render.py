@@ -8,6 +8,7 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, info
 from .manager import manager_objects
+from .monitoring import monitoring_objects
 from .rbac import rbac_objects
 from .values import resolve_values
 
@@ -70,4 +71,5 @@ def render_install(layers: Sequence[Mapping[str, Any]] = ()) -> Installed:
         diagnostics.extend(found)
     objects.extend(rbac_objects(values, dict(LABELS)))
     objects.extend(o for o in manager if o["kind"] != "Namespace")
+    objects.extend(monitoring_objects(values, dict(LABELS)))
     return Installed(objects=objects, values=values, diagnostics=diagnostics)

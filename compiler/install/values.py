@@ -42,6 +42,10 @@ DEFAULT_VALUES: dict[str, Any] = {
         "nodeSelector": {},
         "tolerations": [],
     },
+    "metrics": {
+        "serviceMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True},
+    },
 }
 
 #: Keys whose value is free-form (a Kubernetes structure passed through, checked by its type only).

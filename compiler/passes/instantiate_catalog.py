@@ -24,14 +24,14 @@ DEFAULT_HEALTH_MONITOR = "node.spec.unschedulable == true"
 DEFAULT_TOPOLOGY_KEY = "nvidia.com/gpu.clique"
 
 
-def tolerations_for(target: dict, blanket: bool) -> list[dict]:
+def tolerations_for(target: dict[str, Any], blanket: bool) -> list[dict[str, Any]]:
     """Tolerations matching ``target.taintSelectors``; without selectors, the entry's blanket one."""
     selectors = target.get("taintSelectors") or []
     if not selectors:
         return [{"operator": "Exists"}] if blanket else []
     out = []
     for selector in selectors:
-        toleration: dict = {"key": selector["key"]}
+        toleration: dict[str, Any] = {"key": selector["key"]}
         if selector.get("value"):
             toleration.update(operator="Equal", value=selector["value"])
         else:
@@ -42,7 +42,7 @@ def tolerations_for(target: dict, blanket: bool) -> list[dict]:
     return out
 
 
-def health_monitor_for(target: dict) -> str | None:
+def health_monitor_for(target: dict[str, Any]) -> str | None:
     """Opting cordoned nodes in clears the monitor: a cordon must not read as a hardware failure."""
     if any(s.get("key") == UNSCHEDULABLE_TAINT for s in target.get("taintSelectors") or []):
         return None

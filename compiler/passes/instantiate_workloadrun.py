@@ -32,7 +32,8 @@ from ..templating import template_set
 from ..unit import Context, Unit
 from ..workflow_paths import keyed
 from ..vocabulary import LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
-from .instantiate_catalog import GROUP, MANAGED_BY, template_values
+from ..vocabulary import GROUP
+from .instantiate_catalog import MANAGED_BY, template_values
 
 __all__ = [
     "instantiate_workloadrun",

@@ -98,7 +98,7 @@ def _checked_pairs(env: Any, where: str) -> tuple[list[tuple[str, str]], list[Di
     return pairs, problems
 
 
-def _checked_counts(env: list, ctx: Context, unit: Unit) -> list[Diagnostic]:
+def _checked_counts(env: list[Any], ctx: Context, unit: Unit) -> list[Diagnostic]:
     """Counts the training script computes with must be decimal digits (never shell text); each
     error names the entry the user wrote (the category's own env, else the spec-wide env)."""
     return [
@@ -118,7 +118,7 @@ def _written_at(name: str, ctx: Context, unit: Unit) -> str:
     return f"{option_path(ctx, 'env')}.{name}"
 
 
-def _forward_with_mpi(spec: dict, pairs: list[tuple[str, str]], ctx: Context, where: str) -> list[Diagnostic]:
+def _forward_with_mpi(spec: dict[str, Any], pairs: list[tuple[str, str]], ctx: Context, where: str) -> list[Diagnostic]:
     current = spec.get("args")
     args: list[str] = list(current) if isinstance(current, list) else []
     try:
@@ -146,7 +146,7 @@ def _forward_with_mpi(spec: dict, pairs: list[tuple[str, str]], ctx: Context, wh
     return []
 
 
-def _merge_trainer_env(spec: dict, pairs: list[tuple[str, str]]) -> list[Diagnostic]:
+def _merge_trainer_env(spec: dict[str, Any], pairs: list[tuple[str, str]]) -> list[Diagnostic]:
     merged = list(spec.get("env") or [])
     for name, value in pairs:
         entry = {"name": name, "value": value}

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..datacopy import plain_copy
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic, error, format_path
 from ..unit import Context, Unit
 from ..vocabulary import RESERVED_PREFIX
 from ..workflow_paths import ROOT, WORKLOAD_LABELS, dig, keyed, option_path
@@ -58,7 +58,8 @@ def merge_workload_labels(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnost
             merged[key] = value
             origin[key] = keyed(path, key)
     problems = _insert_queue_label(merged, origin, ctx)
-    problems += _check(merged, origin, user_path if user else catalog_path)
+    cap_path = user_path if user else catalog_path
+    problems += _check(merged, origin, cap_path if isinstance(cap_path, str) else format_path(cap_path))
     if problems:
         return unit, problems
     if catalog and merged == catalog:

@@ -11,6 +11,7 @@ set leaves the unit untouched.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic
@@ -34,7 +35,7 @@ def override_image(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     return replace(unit, workflow=workflow), []
 
 
-def _override_pod(pod_spec: dict | None, image: str) -> None:
+def _override_pod(pod_spec: dict[str, Any] | None, image: str) -> None:
     if not pod_spec or not pod_spec.get("containers"):
         return
     primary = pod_spec["containers"][0]

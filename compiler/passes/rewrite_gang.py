@@ -125,7 +125,7 @@ def _schedule(job: ReplicatedJob, gang: GangSpec) -> list[Diagnostic]:
     return problems
 
 
-def _move_barrier_into_launcher(workflow: dict, runtime: Located, jobs: list[ReplicatedJob], ctx: Context) -> list[Diagnostic]:
+def _move_barrier_into_launcher(workflow: dict[str, Any], runtime: Located, jobs: list[ReplicatedJob], ctx: Context) -> list[Diagnostic]:
     jobset_spec = dig(runtime.value, ("spec", "template", "spec"))
     if isinstance(jobset_spec, dict):
         jobset_spec.pop("startupPolicy", None)
@@ -157,6 +157,8 @@ def _move_barrier_into_launcher(workflow: dict, runtime: Located, jobs: list[Rep
             )
         ]
     pod_spec = launcher.pod_spec(create=True)
+    if pod_spec is None:  # a step of the path is not a mapping
+        return [error("GangRuntimeInvalid", launcher.pod_spec_path, f"{ctx.entry.key}: the launcher's pod template is not a mapping")]
     primary = (pod_spec.get("containers") or [None])[0]
     if not isinstance(primary, dict) or not primary.get("image"):
         return [
@@ -186,7 +188,7 @@ def _move_barrier_into_launcher(workflow: dict, runtime: Located, jobs: list[Rep
     return []
 
 
-def _worker_count(workflow: dict, runtime: Located) -> int | None:
+def _worker_count(workflow: dict[str, Any], runtime: Located) -> int | None:
     """Kubeflow runs ``trainer.numNodes`` nodes, else the runtime's ``mlPolicy.numNodes``."""
     spec = trainer(workflow)
     for value in (spec.value.get("numNodes") if spec else None, dig(runtime.value, ("spec", "mlPolicy", "numNodes"))):
@@ -196,7 +198,7 @@ def _worker_count(workflow: dict, runtime: Located) -> int | None:
     return None
 
 
-def _ssh_mounts(primary: dict, runtime: Located) -> list[dict[str, Any]]:
+def _ssh_mounts(primary: dict[str, Any], runtime: Located) -> list[dict[str, Any]]:
     """The launcher container's mounts of the SSH key directories (raw keys and ``~/.ssh``)."""
     ssh_dirs = {DEFAULT_SSH_DIR, dig(runtime.value, ("spec", "mlPolicy", "mpi", "sshAuthMountPath")) or DEFAULT_SSH_DIR}
     return [
@@ -206,7 +208,7 @@ def _ssh_mounts(primary: dict, runtime: Located) -> list[dict[str, Any]]:
     ]
 
 
-def _barrier(primary: dict, mounts: list[dict[str, Any]], worker_job: str, count: int, subdomain: Any) -> dict[str, Any]:
+def _barrier(primary: dict[str, Any], mounts: list[dict[str, Any]], worker_job: str, count: int, subdomain: Any) -> dict[str, Any]:
     env: list[dict[str, Any]] = [
         {"name": "JOBSET_NAME", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOBSET_NAME_LABEL}']"}}},
         {"name": "WORKER_JOB", "value": worker_job},

@@ -31,7 +31,7 @@ def _compact(value: object) -> str:
 
 
 def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
-    workflow = plain_copy(dict(unit.workflow))
+    workflow = plain_copy(dict(unit.workflow or {}))
     annotations = workflow.setdefault("metadata", {}).setdefault("annotations", {})
     overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
     annotations[OVERLAYS_ANNOTATION] = _compact(overlays)

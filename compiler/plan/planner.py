@@ -109,7 +109,10 @@ def _diagnose_round(workflow: Mapping[str, Any], spec: WorkflowSpecView, state: 
         options = session.options_for(workflow, len(names), mnnvl=spec.mnnvl_enabled)
         topology = {n: labels.get(n, {}).get(key) or "unknown" for n in names} if key else None
         _, first = planner_named(chosen).start(names, topology, options)
-        domain = (lambda n: [labels.get(n, {}).get(key) or "unknown"]) if key else (lambda n: [])
+
+        def domain(node: str) -> list[str]:
+            return [labels.get(node, {}).get(key) or "unknown"] if key else []
+
         groups = tuple(
             PlannedGroup(
                 g.name, g.nodes, domains=tuple(domain(g.nodes[0])) if len(g.nodes) == 1 else (), loopback=g.loopback, no_nvl=g.no_nvl

@@ -230,12 +230,12 @@ class ApiServerClient:
 
         configuration = client.Configuration()
         if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
             try:
-                config.load_incluster_config(client_configuration=configuration)
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             except config.ConfigException:
-                config.load_kube_config(context=context, client_configuration=configuration)
+                config.load_kube_config(context=context, client_configuration=configuration)  # type: ignore[no-untyped-call]
         configuration.connection_pool_maxsize = 64
         return cls(client.ApiClient(configuration), instance=instance)
 

@@ -192,8 +192,8 @@ class Store:
             by_namespace.setdefault(namespace, {})[name] = obj
         with self._lock:
             old = self._items
-            for key, before in old.items():
-                self._check(key, before, "relist")
+            for key, stale in old.items():
+                self._check(key, stale, "relist")
             for key, obj in fresh.items():
                 self._record(key, obj)
             self._items = fresh

@@ -52,7 +52,7 @@ class Backoff(Generic[K]):
         with self._lock:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-        return min(self.cap, self.base * (2 ** min(failures, 62)))
+        return float(min(self.cap, self.base * (2 ** min(failures, 62))))
 
     def failures(self, key: K) -> int:
         with self._lock:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 from .profile import matched_part, split_kubelet_timestamp
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 from .profile import matched_part, profile_pattern, required_literals, split_kubelet_timestamp
 

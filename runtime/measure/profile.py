@@ -11,15 +11,15 @@ the first ``MAX_MATCHED_LINE`` characters of a line. Compiled patterns are cache
 from __future__ import annotations
 
 import re
-import re._constants as _sre_constants
-import re._parser as _sre_parser
+import re._constants as _sre_constants  # type: ignore[import-not-found]
+import re._parser as _sre_parser  # type: ignore[import-not-found]
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 __all__ = [
     "PatternError",
@@ -75,8 +75,9 @@ def matched_part(body: str) -> str:
 
 def profile_spec_of(profile: Mapping[str, Any]) -> Mapping[str, Any]:
     """The spec of a LogProfile, whether given the whole object or its spec."""
-    if profile.get("kind") == "LogProfile" and isinstance(profile.get("spec"), Mapping):
-        return profile["spec"]
+    spec = profile.get("spec")
+    if profile.get("kind") == "LogProfile" and isinstance(spec, Mapping):
+        return spec
     return profile
 
 

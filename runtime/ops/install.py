@@ -3,7 +3,9 @@
 The objects come from :func:`nvcre.compiler.install.render_install`; this module only applies
 them (server-side apply, in the order given, CRDs first and waited for), reads what is there, and
 deletes what is ours. It never touches Kubeflow Trainer or the JobSet CRD, which other workloads
-share: when they are missing it says so and prints the manual install path.
+share: when they are missing it says so and prints the manual install path. The Prometheus
+Operator's kinds (the ServiceMonitor and the PrometheusRule) are applied only where the cluster
+serves them; elsewhere they are skipped with a note, as the values that leave them out would.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..kube.client import Kube
-from ..kube.errors import ApiError, NotFound
+from ..kube.errors import ApiError, ApiNotServed, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
 from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
@@ -30,6 +32,7 @@ __all__ = [
     "apply_install",
     "DependenciesMissing",
     "ForeignObjects",
+    "OPTIONAL_GROUPS",
     "check_phases",
     "controller_values",
     "dependencies",
@@ -44,6 +47,7 @@ __all__ = [
     "reset_install",
     "setup_init",
     "setup_reset",
+    "split_unserved",
     "with_kept_values",
 ]
 
@@ -59,6 +63,8 @@ _MUTATING = Resource(
 _VALIDATING = Resource(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
 )
+#: API groups of install objects applied only when the cluster serves them (the Prometheus Operator's).
+OPTIONAL_GROUPS = ("monitoring.coreos.com",)
 TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org")
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 TRAINER_INSTALL = (
@@ -193,12 +199,38 @@ def _wait_terminated(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say,
             time.sleep(0.5)
 
 
+def _unserved_note(obj: Mapping[str, Any]) -> str:
+    value = {"ServiceMonitor": "metrics.serviceMonitor.enabled", "PrometheusRule": "metrics.prometheusRule.enabled"}.get(
+        str(obj.get("kind")), "its value"
+    )
+    return f"the cluster does not serve {obj.get('apiVersion')} (no Prometheus Operator CRDs); set {value}=false to leave it out"
+
+
+def split_unserved(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(The objects to apply, the optional ones whose API the cluster does not serve.)"""
+    served: list[Mapping[str, Any]] = []
+    unserved: list[Mapping[str, Any]] = []
+    for obj in objects:
+        if str(obj.get("apiVersion") or "").split("/", 1)[0] in OPTIONAL_GROUPS:
+            try:
+                kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
+            except ApiNotServed:
+                unserved.append(obj)
+                continue
+        served.append(obj)
+    return served, unserved
+
+
 def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = lambda line: None) -> int:
     """Server-side apply every object in order; CRDs are waited for before anything that uses them,
     and a namespace of the install that is still terminating before anything at all.
 
     An existing Namespace nvcrectl did not create is used as it is (not labelled, so a reset keeps
-    it); any other existing object it did not create raises :class:`ForeignObjects` first."""
+    it); any other existing object it did not create raises :class:`ForeignObjects` first. An
+    object of an optional API the cluster does not serve is skipped with a note."""
+    objects, unserved = split_unserved(kube, objects)
+    for obj in unserved:
+        say(f"Skipped {describe(obj)}: {_unserved_note(obj)}.")
     _wait_terminated(kube, objects, say)
     found_namespaces, conflicts = foreign_objects(kube, objects)
     if conflicts:
@@ -219,7 +251,9 @@ def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = l
         say(f"Applied {len(crds)} CRDs.")
     for obj in rest:
         kube.apply(obj)
-    say(f"Applied {len(rest)} objects (namespace, LogProfiles, RBAC, ServiceAccount, Deployment, kept values).")
+    say(
+        f"Applied {len(rest)} objects (namespace, LogProfiles, RBAC, ServiceAccount, Deployment, metrics Service and monitoring, kept values)."
+    )
     return len(objects)
 
 
@@ -240,6 +274,9 @@ def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Com
     """Every install object, the dependencies, DCGM and GPU nodes: present or exactly what is missing."""
     found: list[Component] = []
     by_kind: dict[str, list[str]] = {}
+    objects, unserved = split_unserved(kube, objects)
+    for obj in unserved:
+        found.append(Component(f"{describe(obj)} (optional)", True, f"not installed: {_unserved_note(obj)}"))
     for obj in objects:
         meta = obj.get("metadata") or {}
         if obj.get("kind") == "Deployment":
@@ -376,6 +413,7 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
             except NotFound:
                 continue
     if "helm" not in skip:
+        objects, _ = split_unserved(kube, objects)  # nothing of an API the cluster does not serve can be there
         ours = [
             o for o in objects if o.get("kind") == "CustomResourceDefinition" and str((o.get("metadata") or {}).get("name")) != JOBSET_CRD
         ]

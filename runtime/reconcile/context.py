@@ -2,7 +2,8 @@
 
 Also the one helper that writes a status and records the phase-transition Event (NVCRE's
 rule: an Event only when the exclusive True condition flips, after the write succeeded; Warning
-when the new phase is Failed).
+when the new phase is Failed), and ``job_events``, where the Job tier counts what happened to
+each Job for the metrics (the controller hands in the series it serves).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import Clock
+from ..job_metrics import JobEventSeries
 from ..kube.client import Kube
 from ..kube.errors import Conflict, NotFound
 from ..kube.informers import Store
@@ -93,6 +95,7 @@ class Context:
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
     access: NamespaceAccess = field(default_factory=NamespaceAccess)
     recent: RecentWrites = field(default_factory=RecentWrites)
+    job_events: JobEventSeries = field(default_factory=JobEventSeries)
 
     def store(self, resource: Resource) -> Store:
         return self.stores.setdefault(resource.plural, Store())

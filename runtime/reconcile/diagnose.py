@@ -58,7 +58,7 @@ def _threshold_text(wf: Mapping[str, Any]) -> str:
 
 
 def _phase_passed(phase: Any) -> bool:
-    return phase == "Succeeded"
+    return bool(phase == "Succeeded")
 
 
 class DiagnoseRounds:

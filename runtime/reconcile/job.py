@@ -10,6 +10,9 @@ visited when its TrainJob, pods, nodes or measurements change; its own timer run
 it has a clock to watch (a scheduling stall, stall detection), else it is a slow safety net. Failures attribute
 nodes and capture a failure log through ``judge.attribution``.
 
+The metric events of a Job (a workload created, a health-monitor pass with its duration and
+node count, nodes newly found unhealthy) are counted in ``ctx.job_events`` where they happen.
+
 A Job with ``spec.checkpoint`` restarts instead of failing while ``restarts.should_restart``
 allows (a failed, stalled or vanished workload): the restart is counted in status first, then
 the old TrainJob is removed, its pods drain, the goodput measurement carries the attempt's
@@ -19,11 +22,13 @@ numbers forward, and the same ``expand_workload`` output is created again under 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from nvcre.compiler.compose import parse_duration
+from nvcre.compiler.vocabulary import LABEL_WORKFLOW
 
 from .. import compile as compiler
 from ..clock import format_time, parse_time
@@ -32,6 +37,7 @@ from ..judge import repeats, scheduling
 from ..judge.thresholds import CONFIGURATION_ERRORS
 from ..measure import attempts
 from ..judge.health import (
+    HARDWARE_FAILURE_REASON,
     hardware_failed_message,
 )
 from ..kube.errors import ApiError
@@ -60,7 +66,7 @@ from .context import SAFETY_NET_POLLS, Context, Result, owned_by
 from .stall import stall_message
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, blocked_pods, bound_nodes, job_pods, live_pods, scheduler_message
 
-__all__ = ["FINALIZER", "JobReconciler", "trainjob_phase", "workload_name"]
+__all__ = ["FINALIZER", "JobReconciler", "trainjob_phase", "workflow_label", "workload_name"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.job")
 
@@ -79,6 +85,11 @@ RUNNING_RESYNC_POLLS = SAFETY_NET_POLLS
 def workload_name(job: Mapping[str, Any]) -> str:
     ref = (job.get("status") or {}).get("workloadRef") or {}
     return str(ref.get("name") or f"{name_of(job)}-workload")
+
+
+def workflow_label(job: Mapping[str, Any]) -> str:
+    """The ``workflow`` label of the Job's metric series: its ``nvcre.nvidia.com/workflow`` label."""
+    return str((meta(job).get("labels") or {}).get(LABEL_WORKFLOW) or "")
 
 
 def trainjob_phase(trainjob: Mapping[str, Any]) -> tuple[str, str]:
@@ -170,6 +181,8 @@ class JobReconciler:
             if outcome.error:
                 ctx.event(job, "Warning", "WorkloadCreationError", f"Failed to create TrainJob {tj_name}: {outcome.error}")
             return Result(ctx.settings.poll_interval if outcome.error else 1.0)
+        if not outcome.adopted:
+            ctx.job_events.workload_created(namespace_of(job), name_of(job), workflow_label(job))
         self._create_measurements(job, objects)
         reason, message = (
             ("WorkloadAdopted", f"Workload TrainJob/{tj_name} adopted and is starting")
@@ -443,24 +456,34 @@ class JobReconciler:
         expression = str(monitor.get("expression") or "")
         if not expression:
             return
+        ctx = self.ctx
+        began = time.perf_counter()
         nodes = bound_nodes(pods, labelled_for=name_of(job))
-        node_objs = {n: self.ctx.cached(NODES, n, None) for n in nodes}
-        unhealthy = verdicts.unhealthy_nodes(expression, {n: o for n, o in node_objs.items() if o is not None})
+        if not nodes:
+            return  # no pod on a node yet: nothing to evaluate
+        node_objs = {n: o for n in nodes if (o := ctx.cached(NODES, n, None)) is not None}
+        unhealthy = verdicts.unhealthy_nodes(expression, node_objs)
+        namespace, name, workflow = namespace_of(job), name_of(job), workflow_label(job)
+        ctx.job_events.health_checked(namespace, name, workflow, time.perf_counter() - began, len(node_objs))
         if not unhealthy:
             return
-        ctx = self.ctx
-        first: dict[str, bool] = {}
+        seen: dict[str, Any] = {}
 
         def mutate(status: dict[str, Any]) -> dict[str, Any]:
-            first["flip"] = not cond.is_true(status, cond.HARDWARE_FAILED)
+            before = {e.get("name") for e in status.get("failedNodes") or [] if e.get("reason") == HARDWARE_FAILURE_REASON}
+            seen["flip"] = not cond.is_true(status, cond.HARDWARE_FAILED)
+            seen["new"] = sorted({e["name"] for e in unhealthy} - before)
             status["failedNodes"] = verdicts.merge_failed_nodes(status.get("failedNodes") or [], unhealthy)
-            flagged = [e["name"] for e in status["failedNodes"] if e.get("reason") == "HardwareFailureDetected"]
+            flagged = [e["name"] for e in status["failedNodes"] if e.get("reason") == HARDWARE_FAILURE_REASON]
             message = hardware_failed_message(flagged)
-            return cond.set_condition(status, cond.HARDWARE_FAILED, "True", "HardwareFailureDetected", message, ctx.clock.stamp())
+            return cond.set_condition(status, cond.HARDWARE_FAILED, "True", HARDWARE_FAILURE_REASON, message, ctx.clock.stamp())
 
         written = ctx.write_status(JOBS, job, mutate, stop_when_terminal=True)
-        if written is not None and first.get("flip"):
-            ctx.event(written, "Warning", "HardwareFailureDetected", hardware_failed_message([e["name"] for e in unhealthy]))
+        if written is None:
+            return
+        ctx.job_events.hardware_failures(namespace, name, workflow, seen.get("new") or [], first=bool(seen.get("flip")))
+        if seen.get("flip"):
+            ctx.event(written, "Warning", HARDWARE_FAILURE_REASON, hardware_failed_message([e["name"] for e in unhealthy]))
 
     # ------------------------------------------------------------------ verdicts
 

@@ -66,7 +66,8 @@ def bound_nodes(pods: Iterable[Mapping[str, Any]], *, labelled_for: str | None =
 def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for item in (pod.get("status") or {}).get("conditions") or []:
         if item.get("type") == "PodScheduled":
-            return item
+            found: Mapping[str, Any] = item
+            return found
     return None
 
 

@@ -56,8 +56,8 @@ from .common import (
 )
 from .context import Context, Result, referenced_by
 from .diagnose import DiagnoseRounds, is_diagnose
-from .job import JobReconciler
 from .pods import bound_nodes, job_pods, live_pods
+from .ports import JobVerdicts
 
 __all__ = ["FINALIZER", "WorkflowReconciler"]
 
@@ -101,7 +101,7 @@ def _has_thresholds(wf: Mapping[str, Any]) -> bool:
 class WorkflowReconciler:
     """Reconciles Workflows."""
 
-    def __init__(self, ctx: Context, jobs: JobReconciler) -> None:
+    def __init__(self, ctx: Context, jobs: JobVerdicts) -> None:
         self.ctx = ctx
         self.jobs = jobs
         self.diagnose = DiagnoseRounds(self)

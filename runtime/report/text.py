@@ -235,9 +235,8 @@ def _diagnosis(card: _Card, category: CategoryVerdict, diagnosis: DiagnosisVerdi
     if diagnosis.confirmed or diagnosis.infrastructure_faults or diagnosis.unresolved:
         card.blank()
         card.add(f"Findings ({sanitize(diagnosis.planner or 'adaptive')} planner, {diagnosis.jobs} jobs):")
-    if diagnosis.confirmed:
-        for node in diagnosis.confirmed:
-            card.add(f"    {MARK_FAIL}  {sanitize(node.name)}: {sanitize(node.reason or 'unknown')}")
+    for blamed in diagnosis.confirmed:
+        card.add(f"    {MARK_FAIL}  {sanitize(blamed.name)}: {sanitize(blamed.reason or 'unknown')}")
     if diagnosis.infrastructure_faults:
         for fault in diagnosis.infrastructure_faults:
             card.wrapped(f"    {MARK_FAIL}  link", f"{_sides(fault.side_a)} <-> {_sides(fault.side_b)}", indent=14)

@@ -124,6 +124,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     },
     "no-leader-election-zero-replicas": {"manager": {"replicas": 0, "leaderElection": False, "image": {"tag": "v1.2.3-rc.1"}}},
     "renamed-existing-namespace": {"namespace": {"name": "gpu-cert", "create": False}, "serviceAccount": {"name": "cert.runner"}},
+    "no-prometheus-operator": {"metrics": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}},
+    "rules-without-monitor": {"metrics": {"serviceMonitor": {"enabled": False}}},
     "bare-install": {
         "crds": {"install": False},
         "logProfiles": {"install": False},
@@ -206,6 +208,8 @@ BAD_VALUES: dict[str, dict[str, Any]] = {
     "bad-duration": {"manager": {"namespaceAccessTimeout": "ten minutes"}},
     "bad-log-level": {"manager": {"logLevel": "verbose"}},
     "resources-not-a-map": {"manager": {"resources": ["cpu"]}},
+    "service-monitor-flag-as-string": {"metrics": {"serviceMonitor": {"enabled": "yes"}}},
+    "unknown-metrics-key": {"metrics": {"secure": False}},
 }
 
 

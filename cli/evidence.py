@@ -1,0 +1,148 @@
+"""``nvcrectl evidence``: check a bundle (``verify``) and compare bundles (``compare``).
+
+Bundles are written by ``certification evidence NAME`` / ``workloadrun evidence NAME`` and by
+``run --evidence DIR``; those commands call :func:`write_evidence` here. Exit codes: 0 verified
+(or no regression), 1 the bundle does not match (or a node regressed), 2 invalid input, always
+as one line on stderr and never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .output import EXIT_FAILURE, EXIT_INVALID, guarded
+
+app = typer.Typer(help="Check and compare evidence bundles (signed, self-contained run records).", no_args_is_help=True)
+
+SignKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sign-key",
+        help="Sign the Statement with this PEM private key (ECDSA P-256 or Ed25519; an encrypted key reads its "
+        "password from NVCRE_SIGN_KEY_PASSWORD).",
+    ),
+]
+
+
+class CompareFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _invalid(message: str) -> typer.Exit:
+    sys.stderr.write(f"error: {message}\n")
+    return typer.Exit(EXIT_INVALID)
+
+
+def load_signer_or_exit(sign_key: Path | None) -> Any:
+    """The signer of ``--sign-key`` (None without it); exit 2 with one line when it cannot be used."""
+    if sign_key is None:
+        return None
+    from nvcre.runtime.evidence import EvidenceError
+    from nvcre.runtime.evidence.dsse import load_signer
+
+    try:
+        return load_signer(sign_key)
+    except EvidenceError as exc:
+        raise _invalid(f"--sign-key: {exc}") from None
+
+
+def write_evidence(kube: Any, kind: str, name: str, namespace: str, out: Path, signer: Any = None) -> None:
+    """Gather the run's objects, judge them and write the bundle to ``out`` (all or nothing)."""
+    from nvcre.runtime.evidence import EvidenceError
+    from nvcre.runtime.evidence.assemble import assemble
+    from nvcre.runtime.evidence.bundle import write_bundle
+    from nvcre.runtime.evidence.gather import gather
+
+    objects, verdict = gather(kube, kind, name, namespace)
+    try:
+        write_bundle(assemble(objects, verdict, signer=signer), out)
+    except EvidenceError as exc:
+        raise _invalid(str(exc)) from None
+    signed = f", signed (key id {signer.key_id[:16]})" if signer is not None else ""
+    sys.stderr.write(f"Evidence written to {out} ({verdict.result}{signed})\n")
+
+
+def evidence_command(kind: str, name: str, namespace: str, out: Path, sign_key: Path | None, kubeconfig: Any, context: Any) -> None:
+    """Body of ``certification evidence`` and ``workloadrun evidence``."""
+    from nvcre.runtime.ops.collect import RunNotFound
+
+    from .common import kube_client
+
+    signer = load_signer_or_exit(sign_key)
+    kube = kube_client(kubeconfig, context)
+    try:
+        write_evidence(kube, kind, name, namespace, out, signer)
+    except RunNotFound as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise typer.Exit(EXIT_FAILURE) from None
+
+
+@app.command("verify")
+@guarded
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="The bundle directory.")],
+    key: Annotated[
+        Path | None, typer.Option("--key", help="PEM public key the Statement must be signed with (without it: digests only).")
+    ] = None,
+) -> None:
+    """Check every file of a bundle against its Statement and, with --key, the Statement's signature."""
+    from nvcre.runtime.evidence import EvidenceError, Mismatch
+    from nvcre.runtime.evidence.bundle import check_bundle
+    from nvcre.runtime.evidence.dsse import load_public_key
+
+    try:
+        public_key = load_public_key(key) if key is not None else None
+        checked = check_bundle(bundle, public_key)
+    except EvidenceError as exc:
+        raise _invalid(str(exc)) from None
+    except Mismatch as exc:
+        sys.stderr.write(f"does not match: {exc}\n")
+        raise typer.Exit(EXIT_FAILURE) from None
+    run = checked.statement["predicate"].get("run") or {}
+    if checked.signature_checked:
+        how = f"signature verified with key {checked.key_id[:16]}"
+    elif checked.signed:
+        how = "signature NOT checked (give --key)"
+    else:
+        how = "unsigned"
+    sys.stdout.write(
+        f"verified: {bundle}: {checked.files} files match the Statement; {how}; "
+        f"{run.get('kind', '')} {run.get('namespace', '')}/{run.get('name', '')} {run.get('result', '')}\n"
+    )
+
+
+@app.command("compare")
+@guarded
+def compare(
+    old: Annotated[Path, typer.Argument(help="The earlier bundle, or a directory of bundles.")],
+    new: Annotated[Path, typer.Argument(help="The later bundle, or a directory of bundles.")],
+    output: Annotated[CompareFormat, typer.Option("--output", "-o")] = CompareFormat.text,
+    tolerance: Annotated[
+        float,
+        typer.Option("--tolerance", help="Base regression tolerance in percent, widened by the measured noise.", min=0.0, max=100.0),
+    ] = 5.0,
+) -> None:
+    """Per node and per group: the change in bus bandwidth and goodput; exit 1 when a node regressed."""
+    from nvcre.runtime.evidence import EvidenceError
+    from nvcre.runtime.evidence import compare as comparing
+
+    try:
+        result = comparing.compare(comparing.load_side(old), comparing.load_side(new), tolerance=tolerance / 100)
+    except EvidenceError as exc:
+        raise _invalid(str(exc)) from None
+    render = {
+        CompareFormat.text: comparing.render_text,
+        CompareFormat.json: comparing.render_json,
+        CompareFormat.markdown: comparing.render_markdown,
+    }
+    sys.stdout.write(render[output](result))
+    if result.regressed_nodes:
+        sys.stderr.write(f"error: {len(result.regressed_nodes)} node(s) regressed: {', '.join(result.regressed_nodes)}\n")
+        raise typer.Exit(EXIT_FAILURE)
