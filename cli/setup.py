@@ -199,7 +199,7 @@ def init(
     from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
     from nvcre.runtime.ops import install as ops
 
-    from .operate import dependencies_missing
+    from .running import dependencies_missing
 
     skip = _skip(skip_phases, "init")
     if "-" in (values or []) and not auto_approve:

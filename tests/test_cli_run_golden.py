@@ -232,7 +232,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list
     ``now`` pins the moment a live report dates running categories to (the report golden's)."""
     from typer.testing import CliRunner
 
-    from nvcre.cli import main, operate
+    from nvcre.cli import common, main
     from nvcre.runtime.measure.profile import parse_rfc3339
     from nvcre.runtime.ops import queries, submit, wait
 
@@ -242,7 +242,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch, cluster: ScriptedCluster, args: list
     fake_time = FakeTime()
     monkeypatch.setattr(wait, "time", fake_time)
     monkeypatch.setattr(submit, "_wait_gone", lambda kube, resource, name, ns, timeout, poll: _gone(kube, resource, name, ns))
-    monkeypatch.setattr(operate, "kube_client", lambda kubeconfig, context: cluster)
+    monkeypatch.setattr(common, "kube_client", lambda kubeconfig, context: cluster)
     main.mount_commands()
     result = CliRunner().invoke(main.app, args, catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
@@ -328,7 +328,7 @@ def _progress(elapsed: float, status: str = "InProgress") -> Any:
 
 
 def test_plain_view_prints_changes_and_a_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nvcre.cli.operate import _PlainProgress
+    from nvcre.cli.progress import _PlainProgress
 
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
@@ -348,7 +348,7 @@ def test_plain_view_prints_changes_and_a_heartbeat(monkeypatch: pytest.MonkeyPat
 def test_terminal_view_is_a_rich_live_table() -> None:
     from rich.console import Console
 
-    from nvcre.cli.operate import _LiveProgress
+    from nvcre.cli.progress import _LiveProgress
 
     out = io.StringIO()
     view = _LiveProgress(Console(file=out, force_terminal=True, width=100, color_system="standard"))
@@ -363,17 +363,17 @@ def test_terminal_view_is_a_rich_live_table() -> None:
 
 
 def test_the_view_follows_whether_stderr_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nvcre.cli import operate
+    from nvcre.cli import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert isinstance(operate.progress_view(), operate._PlainProgress)
+    assert isinstance(progress.progress_view(), progress._PlainProgress)
     monkeypatch.setattr(sys, "stderr", Terminal())
-    view = operate.progress_view()
+    view = progress.progress_view()
     try:
-        assert isinstance(view, operate._LiveProgress)
+        assert isinstance(view, progress._LiveProgress)
     finally:
         view.close()
