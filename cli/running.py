@@ -63,7 +63,7 @@ def registry_credentials(registry: str | None, username: str | None, password: s
 
 def wait_budget(timeout: str) -> float:
     """``--timeout`` in seconds; exit 2 unless it is a Go duration of at least 1s."""
-    from nvcre.compiler.compose import parse_duration
+    from nvcre.compiler.durations import parse_duration
 
     try:
         budget = parse_duration(timeout)
@@ -349,7 +349,7 @@ def _wait_and_report(
 ) -> tuple[int, str]:
     """Watch, then print the report; returns the exit code and the error line to print last (after
     any cleanup), as ``error: ...`` or ``interrupted``."""
-    from nvcre.compiler.compose import format_duration
+    from nvcre.compiler.durations import format_duration
     from nvcre.runtime.ops.wait import wait_for_run
 
     sys.stderr.write("\n")

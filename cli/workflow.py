@@ -2,8 +2,11 @@
 
 The Workflow is validated, planned over nodes — mock nodes for ``--platform``/``--gpu-arch``, a
 facts file, or the live cluster with ``--dry-run`` — and printed with its overrides applied
-(``spec.overrides`` resolved against the detected platform and architecture, and removed). The
-plan (groups, nodes, exclusions, events) goes to stderr. Nothing is created.
+(``spec.overrides`` resolved against the detected platform and architecture, and removed). As
+NVCRE's ``workflow render`` does, the printed Workflow says what it was rendered for:
+``nvcrectl.nvidia.com/detected-platform`` and ``nvcrectl.nvidia.com/detected-gpu-architecture``
+always, ``nvcrectl.nvidia.com/applied-overrides`` (the matched overrides as JSON) when any
+matched. The plan (groups, nodes, exclusions, events) goes to stderr. Nothing is created.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from .common import Format, load_single
 from .output import guarded
 
 app = typer.Typer(help="Render hand-written Workflows.", no_args_is_help=True)
+
+#: the annotations the command stamps on the printed Workflow (the CLI's own group, as NVCRE's)
+DETECTED_PLATFORM = "nvcrectl.nvidia.com/detected-platform"
+DETECTED_GPU_ARCHITECTURE = "nvcrectl.nvidia.com/detected-gpu-architecture"
+APPLIED_OVERRIDES = "nvcrectl.nvidia.com/applied-overrides"
 
 
 @app.callback()
@@ -83,13 +91,19 @@ def render(
     resolved = copy.deepcopy(workflow)
     resolved["spec"] = copy.deepcopy(dict(plan.workflow_spec or workflow.get("spec") or {}))
     resolved["spec"].pop("overrides", None)
+    import json
+
+    annotations = resolved.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[DETECTED_PLATFORM] = plan.platform
+    annotations[DETECTED_GPU_ARCHITECTURE] = plan.gpu_architecture
+    if plan.applied_overrides:
+        annotations[APPLIED_OVERRIDES] = json.dumps([dict(o) for o in plan.applied_overrides], sort_keys=True, separators=(",", ":"))
     sys.stderr.write(f"{plan.message}\n")
     for group in plan.groups:
         members = ", ".join(group.nodes) if group.nodes else "(any nodes: Unpinned)"
         sys.stderr.write(f"  {group.name}: {members}\n")
     for event in plan.events:
         sys.stderr.write(f"  {event.type} {event.reason}: {event.message}\n")
-    import json
 
     for override in plan.applied_overrides:
         when = json.dumps(override.get("when") or {}, sort_keys=True, separators=(",", ":"))

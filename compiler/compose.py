@@ -10,7 +10,6 @@ iterations, the largest of those times 1.5, and never less than 30 minutes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,55 +17,20 @@ from typing import Any
 from .catalog import Catalog
 from .diagnostics import CompileError, Diagnostic, error
 
+from .durations import parse_duration
+
 __all__ = [
     "MIN_WAIT_SECONDS",
     "RunFlags",
     "compose_certification",
     "derived_wait_seconds",
-    "format_duration",
     "parse_categories",
-    "parse_duration",
 ]
 
 #: ``--wait`` never waits less than this when the budget is derived from the categories.
 MIN_WAIT_SECONDS = 30 * 60
 _DIAGNOSE_TIMEOUT = "15m"
 _DIAGNOSE_ITERATIONS = 5
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration such as ``1h30m``, ``90s`` or ``250ms``; ``ValueError`` if malformed."""
-    value = text.strip()
-    if not value:
-        raise ValueError("empty duration")
-    sign = -1.0 if value.startswith("-") else 1.0
-    body = value.lstrip("+-")
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    while pos < len(body):
-        match = _DURATION_PART.match(body, pos)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}: expected a number and a unit (h, m, s, ms)")
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if pos == 0:
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * total
-
-
-def format_duration(seconds: float) -> str:
-    """A Go-style rendering of a duration: ``36h0m0s``, ``1h30m0s``, ``45s``."""
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    return f"{minutes}m{secs}s"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import stat
 from functools import lru_cache
@@ -39,8 +40,10 @@ from typing import Any, Mapping
 from jinja2 import BytecodeCache, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from .api.patterns import DURATION as _API_DURATION_PATTERN
 from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, error
+from .durations import canonical_duration
 from .template_snapshot import generated
 from .yamlio import load_documents
 
@@ -162,6 +165,24 @@ class _Environment(ImmutableSandboxedEnvironment):
         return super().compile(source, name, filename, raw=raw, defer_init=defer_init)  # type: ignore[call-overload]
 
 
+_API_DURATION = re.compile(_API_DURATION_PATTERN)
+
+
+def _duration(value: Any) -> str:
+    """A duration as the API server prints a ``metav1.Duration`` back (``1h`` -> ``1h0m0s``).
+
+    Text that is not a Go duration is left as written, for validation to name the field; so is a
+    duration whose printed form the API's own duration pattern would refuse (a fraction of a
+    second, ``1500ms`` -> ``1.5s``), which the server accepts in either spelling.
+    """
+    text = str(value)
+    try:
+        canonical = canonical_duration(text)
+    except ValueError:
+        return text
+    return canonical if _API_DURATION.fullmatch(canonical) else text
+
+
 class TemplateSet:
     """The two environments over one or more root folders (searched in order)."""
 
@@ -177,6 +198,7 @@ class TemplateSet:
             env.filters["env_list"] = _env_list
             env.filters["mpi_pairs"] = _mpi_pairs
             env.filters["text"] = _scalar_text
+            env.filters["duration"] = _duration
         self.yaml_env.globals["script"] = self._script_global
         #: (template, values) -> rendered text, for values made of plain data only (see _values_key)
         self._texts: dict[tuple[str, str], str] = {}

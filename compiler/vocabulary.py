@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "ANNOTATION_APPLIED_OVERLAYS",
+    "ANNOTATION_CLEANUP_RETRY",
     "ANNOTATION_DIAGNOSE_PLANNER",
     "ANNOTATION_GOODPUT_PRIOR_ATTEMPTS",
     "ANNOTATION_GROUP_NODES",
@@ -77,6 +78,8 @@ ANNOTATION_APPLIED_OVERLAYS = f"{GROUP}/applied-overlays"
 ANNOTATION_RENDER_FACTS = f"{GROUP}/render-facts"
 #: on a GoodputMeasurement: what the attempts before a checkpoint restart contributed
 ANNOTATION_GOODPUT_PRIOR_ATTEMPTS = f"{GROUP}/goodput-prior-attempts"
+#: on a CRD ``setup reset`` is waiting to remove: a touch that makes the API server look again
+ANNOTATION_CLEANUP_RETRY = f"{GROUP}/cleanup-retry"
 
 # ------------------------------------------------------------------ finalizers and managers
 

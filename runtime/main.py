@@ -67,7 +67,7 @@ class Options:
         for flag, name in (("--metrics-cert-name", self.metrics_cert_name), ("--metrics-cert-key", self.metrics_cert_key)):
             if not name or "/" in name or name in (".", ".."):
                 raise OptionError(f"{flag}: a file name inside --metrics-cert-path, not {name!r}")
-        from nvcre.compiler.compose import parse_duration
+        from nvcre.compiler.durations import parse_duration
 
         for flag, raw in (
             ("--namespace-access-timeout", self.namespace_access_timeout),
@@ -90,7 +90,7 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
     from .logs import configure
     from .reconcile.context import Settings
 
-    from nvcre.compiler.compose import parse_duration
+    from nvcre.compiler.durations import parse_duration
 
     options.check()
     configure(options.log_level)

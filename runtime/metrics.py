@@ -39,6 +39,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.registry import Collector
 
+from nvcre.compiler.vocabulary import LABEL_CERTIFICATION, LABEL_WORKFLOW
+
 from .job_metrics import JobEventSeries
 from .judge.model import CertificationVerdict
 from .judge.verdict import certification_verdict, workloadrun_verdict
@@ -106,11 +108,11 @@ def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
     for wf in _items(stores, "workflows"):
         space = spaces[str(_meta(wf).get("namespace") or "")]
         space.workflows[str(_meta(wf).get("name"))] = wf
-        cert = (_meta(wf).get("labels") or {}).get("nvcre.nvidia.com/certification")
+        cert = (_meta(wf).get("labels") or {}).get(LABEL_CERTIFICATION)
         if cert:
             space.by_certification[str(cert)].append(wf)
     for job in _items(stores, "jobs"):
-        workflow = (_meta(job).get("labels") or {}).get("nvcre.nvidia.com/workflow")
+        workflow = (_meta(job).get("labels") or {}).get(LABEL_WORKFLOW)
         if workflow:
             spaces[str(_meta(job).get("namespace") or "")].jobs_by_workflow[str(workflow)].append(job)
     for plural in ("bandwidthmeasurements", "goodputmeasurements"):

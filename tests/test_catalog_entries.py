@@ -234,16 +234,20 @@ def test_no_entry_pins_nvls_or_attention_kernels(key, arch):
 
 @pytest.mark.parametrize(
     "key,timeout",
-    [(key, "1h") for key in MPI_ENTRIES + LOOPBACKS] + [("diagnostics/dcgm-level4", "2h")] + [(key, "24h") for key in TRAINING],
+    [(key, "1h0m0s") for key in MPI_ENTRIES + LOOPBACKS] + [("diagnostics/dcgm-level4", "2h0m0s")] + [(key, "24h0m0s") for key in TRAINING],
 )
 def test_timeout_per_job_defaults(key, timeout):
+    # printed as Kubernetes prints a metav1.Duration back; the catalog itself writes 1h, 2h and 24h
     assert spec_of(key)["orchestration"]["execution"]["timeoutPerJob"] == timeout
 
 
 @pytest.mark.parametrize("key", ENTRIES)
 def test_timeout_per_job_option_and_diagnose_scale(key):
-    assert spec_of(key, options={"timeoutPerJob": "3h"})["orchestration"]["execution"]["timeoutPerJob"] == "3h"
-    assert spec_of(key, options={"testScale": "diagnose"})["orchestration"]["execution"]["timeoutPerJob"] == "15m"
+    assert spec_of(key, options={"timeoutPerJob": "3h"})["orchestration"]["execution"]["timeoutPerJob"] == "3h0m0s"
+    assert spec_of(key, options={"timeoutPerJob": "90m"})["orchestration"]["execution"]["timeoutPerJob"] == "1h30m0s"
+    # Go would print 1500ms as 1.5s, which the API's duration pattern refuses: the text stays as written
+    assert spec_of(key, options={"timeoutPerJob": "1500ms"})["orchestration"]["execution"]["timeoutPerJob"] == "1500ms"
+    assert spec_of(key, options={"testScale": "diagnose"})["orchestration"]["execution"]["timeoutPerJob"] == "15m0s"
 
 
 @pytest.mark.parametrize("key", LOOPBACKS + ("diagnostics/dcgm-level4",) + TRAINING)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,12 +55,19 @@ def test_overrides_resolve_per_platform() -> None:
     assert "overrides" not in spec
     assert spec["jobTemplate"]["spec"]["schedulingStallGraceSeconds"] == 60
     assert "override[0] applied" in aws.stderr and "Discovered 2 nodes" in aws.stderr
+    annotations = yaml.safe_load(aws.stdout)["metadata"]["annotations"]
+    assert annotations["nvcrectl.nvidia.com/detected-platform"] == "aws"
+    assert annotations["nvcrectl.nvidia.com/detected-gpu-architecture"] == "h100"
+    (applied,) = json.loads(annotations["nvcrectl.nvidia.com/applied-overrides"])
+    assert applied["index"] == 0 and applied["when"] and applied["patches"]
 
     onprem = run(str(WORKFLOW), "--platform", "onprem", "--gpu-arch", "h100", "--nodes", "3")
     spec = yaml.safe_load(onprem.stdout)["spec"]
     assert spec["jobTemplate"]["spec"]["schedulingStallGraceSeconds"] == 900
     assert spec["orchestration"]["execution"]["timeoutPerJob"] == "2h"
     assert "Discovered 3 nodes" in onprem.stderr
+    onprem_annotations = yaml.safe_load(onprem.stdout)["metadata"]["annotations"]
+    assert onprem_annotations["nvcrectl.nvidia.com/detected-platform"] == "onprem"
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,9 @@ from nvcre.compiler.compose import (
     RunFlags,
     compose_certification,
     derived_wait_seconds,
-    format_duration,
-    parse_duration,
 )
 from nvcre.compiler.diagnostics import CompileError
+from nvcre.compiler.durations import format_duration, parse_duration
 
 CATALOG = load_catalog()
 

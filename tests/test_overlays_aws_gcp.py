@@ -74,6 +74,11 @@ TCPXO_V1015 = {
     "daemonImage": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
 }
 RDMA_NETWORKS = [f"rdma-{i}" for i in range(4)]
+EFA_SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/amazon/efa/bin"
+GB200_LIBRARY_PATH = (
+    "/opt/amazon/openmpi/lib:/opt/nccl/build/lib:/opt/amazon/efa/lib:/opt/aws-ofi-nccl/install/lib:"
+    "/usr/local/nvidia/lib:/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu"
+)
 
 
 # --- rendering and reading ------------------------------------------------------------------
@@ -182,14 +187,19 @@ def test_aws_efa_collectives_run_nccl_tests_with_the_efa_provider(arch, entry):
     binary = f"/opt/nccl-tests/build/{PERF[entry]}"
     assert binary in spec["args"] and not any(str(a).endswith("_perf_mpi") for a in spec["args"])
     env = forwarded(wf)
-    assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "NCCL_SOCKET_IFNAME")} == {
+    assert {k: env[k] for k in ("FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE")} == {
         "FI_PROVIDER": "efa",
         "FI_EFA_USE_DEVICE_RDMA": "1",
         "FI_EFA_FORK_SAFE": "1",
-        "NCCL_SOCKET_IFNAME": "eth0",
     }
-    # the launcher's own search paths, never a literal "$PATH:..."
-    assert env["PATH"] is None and env["LD_LIBRARY_PATH"] is None
+    # PATH written out with the EFA tools, never a literal "$PATH:..."
+    assert env["PATH"] == EFA_SEARCH_PATH
+    if arch == "gb200":
+        # NVCRE's GB200 EFA env: the library path with its value, no socket interface
+        assert env["LD_LIBRARY_PATH"] == GB200_LIBRARY_PATH and "NCCL_SOCKET_IFNAME" not in env
+    else:
+        # H100 forwards the launcher's own library path by name, as NVCRE's H100 arm
+        assert env["LD_LIBRARY_PATH"] is None and env["NCCL_SOCKET_IFNAME"] == "eth0"
     assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_MNNVL_ENABLE"] == ("1" if arch == "gb200" else "0")
     assert "NCCL_NVLS_ENABLE" not in env
     # the forwards sit between mpirun's options and the binary
@@ -243,10 +253,9 @@ def test_aws_gb200_mpirun_options_follow_the_leading_ones(entry):
     assert args[:6] == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no"]
     assert args[6 : 6 + len(GB200_MPIRUN)] == GB200_MPIRUN
     assert args[6 + len(GB200_MPIRUN)] == "-x"
-    assert env_of(container(wf, "launcher"))["LD_LIBRARY_PATH"] == (
-        "/opt/amazon/openmpi/lib:/opt/nccl/build/lib:/opt/amazon/efa/lib:/opt/aws-ofi-nccl/install/lib:"
-        "/usr/local/nvidia/lib:/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu"
-    )
+    # the ranks get the library path as a value; the launcher's own environment is the image's
+    assert forwarded(wf)["LD_LIBRARY_PATH"] == GB200_LIBRARY_PATH
+    assert "LD_LIBRARY_PATH" not in env_of(container(wf, "launcher"))
     # H100 keeps the catalog's mpirun options untouched
     h100 = trainer(render(entry, "aws", "h100"))["args"]
     assert "-bind-to" not in h100 and h100[6] == "-x"
@@ -268,12 +277,13 @@ def test_aws_efa_loopbacks_run_the_nccl_tests_binary_with_the_provider_env(arch,
     }
     if arch == "gb200":
         # NVCRE's GB200 EFA env: the aarch64 OFI plugin directory and the EFA tools, no socket pin
-        assert env["LD_LIBRARY_PATH"].endswith(":/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu")
-        assert env["PATH"].endswith(":/opt/amazon/efa/bin") and "$" not in env["PATH"]
+        assert env["LD_LIBRARY_PATH"] == GB200_LIBRARY_PATH
         assert "NCCL_SOCKET_IFNAME" not in env
     else:
+        # NVCRE's H100 EFA comm env: PATH with the EFA tools; the image's library path applies
         assert env["NCCL_SOCKET_IFNAME"] == "eth0"
-        assert "PATH" not in env and "LD_LIBRARY_PATH" not in env
+        assert "LD_LIBRARY_PATH" not in env
+    assert env["PATH"] == EFA_SEARCH_PATH
     # the plain loopback still routes through the NIC
     if entry == "communication/nccl-loopback":
         assert env["NCCL_SHM_DISABLE"] == "1" and env["NCCL_P2P_DISABLE"] == "1"
@@ -434,7 +444,10 @@ def test_aws_gb300_transport(entry):
         "NCCL_CUMEM_ENABLE": "1",
         "NCCL_NET_GDR_C2C": "1",
     }
-    assert "FI_PROVIDER" not in env and env["PATH"] is None and env["LD_LIBRARY_PATH"] is None
+    assert "FI_PROVIDER" not in env
+    # NVCRE's GB300 RoCE env, written out: the system directories, and Open MPI, NCCL and the driver
+    assert env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert env["LD_LIBRARY_PATH"] == "/opt/amazon/openmpi/lib:/opt/nccl/build/lib:/usr/local/nvidia/lib"
     assert spec["image"] == EFA_IMAGE
     assert container(wf, "launcher")["image"] == EFA_IMAGE
 
@@ -598,6 +611,9 @@ def test_gcp_h100_loopbacks_take_the_tcpxo_plumbing_image_and_fastrak_env(entry)
     env = {e["name"]: e["value"] for e in trainer(wf)["env"]}
     assert env["NCCL_FASTRAK_IFNAME"] == ",".join(f"eth{i}" for i in range(1, 9))
     assert env["NCCL_FASTRAK_CTRL_DEV"] == "eth0" and env["NCCL_DEBUG"] == "INFO"
+    # the whole FasTrak profile, loader path and device connections included, as NVCRE's loopback arms
+    assert env["LD_LIBRARY_PATH"] == "/usr/lib/x86_64-linux-gnu:/usr/local/nvidia/lib64"
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     assert (env.get("NCCL_SHM_DISABLE"), env.get("NCCL_P2P_DISABLE")) == (
         ("1", "1") if entry == "communication/nccl-loopback" else (None, None)
     )
@@ -662,6 +678,10 @@ def test_gcp_gb_rdma_networks(arch, entry):
     assert interfaces[0] == {"interfaceName": "eth0", "network": "default"}
     assert [i["network"] for i in interfaces[1:]] == RDMA_NETWORKS
     assert [i["interfaceName"] for i in interfaces[1:]] == ["rdma0", "rdma1", "rdma2", "rdma3"]
+    # the node Job's template carries the same annotations, where NVCRE's runtime patch puts them
+    jobs = runtime(wf)["spec"]["template"]["spec"]["replicatedJobs"]
+    node_job = next(j for j in jobs if j["name"] == "node")
+    assert node_job["template"]["metadata"]["annotations"] == annotations
     resources = container(wf)["resources"]
     for side in ("limits", "requests"):
         assert {k: v for k, v in resources[side].items() if k.startswith("networking.gke.io.networks/")} == {

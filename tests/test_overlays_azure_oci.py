@@ -305,7 +305,9 @@ def test_azure_training(arch: str, overlay: str, key: str) -> None:
     assert "NCCL_NVLS_ENABLE" not in env
     assert env["NCCL_DEBUG"] == "INFO"
     assert_nics(workflow, 8)
-    topo = assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-topo")
+    # training names the VM family in the ConfigMap, as NVCRE's training fragments do
+    family = "a100" if arch == "a100" else "h100"
+    topo = assert_topology_mount(workflow, f"{key.split('/')[1]}-azure-{family}-topo")
     expected_file = "topo-nd-a100-v4.xml" if arch == "a100" else "topo-nd-h100-v5.xml"
     assert topo == (PLATFORMS_ROOT / "azure" / expected_file).read_text()
     # The mount joins the catalog's own mounts and volumes.
@@ -338,9 +340,10 @@ def test_oci_gb200_collectives_default(key: str) -> None:
     assert_nics(workflow, 0)
     assert SRIOV_ANNOTATION not in annotations(workflow)
     assert "oci-sriov-nics" not in names
-    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **OCI_ROCE, **OCI_QP, **GB200_BASE}
-    # UCX_IB_GID_INDEX lives in the launcher's own container only.
-    assert env_map(container(workflow, "launcher").get("env")) == {"UCX_IB_GID_INDEX": "3"}
+    ucx = {"UCX_IB_GID_INDEX": "3"}
+    assert forwarded_map(workflow) == {"NCCL_DEBUG": "INFO", "NCCL_MNNVL_ENABLE": "1", **OCI_ROCE, **OCI_QP, **GB200_BASE, **ucx}
+    # mpirun's own environment: the shared OCI profile plus the UCX GID index, as NVCRE's trainer.env.
+    assert env_map(container(workflow, "launcher").get("env")) == {"NCCL_DEBUG": "INFO", **OCI_ROCE, **OCI_QP, **ucx}
     assert "UCX_IB_GID_INDEX" not in env_map(container(workflow).get("env"))
     # The transport options sit right after the leading arguments, before the first -x pair.
     args = trainer(workflow)["args"]
@@ -553,8 +556,17 @@ def test_l40_training_multi_node_keeps_the_sequence() -> None:
     env = env_map(container(workflow)["env"])
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["NCCL_MNNVL_ENABLE"] == "0"
     assert "SEQ_LENGTH" not in env and "RECOMPUTE_ARGS" not in env
-    big = env_map(container(render("onprem", "l40s", "training/nemotron5-56b"))["env"])
+    big = env_map(container(render("oci", "l40s", "training/nemotron5-56b"))["env"])
     assert big["NCCL_NVLS_ENABLE"] == "0" and "SEQ_LENGTH" not in big
+
+
+@pytest.mark.parametrize("platform", ["onprem", "forge", "aws", "togetherai"])
+def test_l40_training_reaches_56b_only_on_oci(platform: str) -> None:
+    # NVCRE's 56B entry has no generic L40/L40S arm; only its OCI arm switches NVLS and MNNVL off
+    workflow = render(platform, "l40s", "training/nemotron5-56b")
+    assert "l40-training" not in applied(workflow)
+    assert "NCCL_NVLS_ENABLE" not in env_map(container(workflow).get("env"))
+    assert "l40-training" in applied(render("oci", "l40s", "training/nemotron5-56b"))
 
 
 def test_l40_training_user_env_still_wins() -> None:

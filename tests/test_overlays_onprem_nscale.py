@@ -39,7 +39,7 @@ MY_OVERLAYS = {
     "nscale-dra-claims",
     "nscale-dcgm-dra-host",
     "nscale-ib-env",
-    "nscale-gb300-tolerations",
+    "nscale-tolerations",
     "nscale-gb300-accelerator-domain",
     "mistral-gb300-ib",
 }
@@ -313,9 +313,12 @@ def test_onprem_gb_loopbacks_and_dcgm():
     # blanket toleration kept on the single-node entries
     assert pod(loopback)["tolerations"] == [{"operator": "Exists"}]
     assert pod(nvswitch)["tolerations"] == [{"operator": "Exists"}]
-    # NVLink loopback: no NIC, no IB profile
-    assert applied(nvswitch) == ["gb200-gb300-compute-domain"]
-    assert "rdma/ib" not in container(nvswitch)["resources"]["limits"]
+    # NVLink loopback: the same IB profile and NIC request as NVCRE's on-prem arm, SHM/P2P left on
+    assert applied(nvswitch) == ["gb200-gb300-compute-domain", "onprem-gb200-gb300", "onprem-nic-request"]
+    env = env_of(trainer(nvswitch)["env"])
+    assert {k: env[k] for k in ONPREM_IB} == ONPREM_IB
+    assert "NCCL_SHM_DISABLE" not in env and "NCCL_P2P_DISABLE" not in env
+    assert container(nvswitch)["resources"]["limits"]["rdma/ib"] == "8"
     assert applied(dcgm) == ["gb200-gb300-clique-topology"]
 
 
@@ -469,17 +472,15 @@ def test_nscale_ib_profile(arch):
         assert {k: env[k] for k in NSCALE_IB} == NSCALE_IB and "NCCL_NET" not in env
 
 
-def test_nscale_gb300_tolerations_and_b200_none():
-    gb300 = render("nscale", "gb300", MPI[:1] + LOOPBACKS + TRAINING[:1])
-    assert pod(gb300[MPI[0]])["tolerations"] == [ARM64, GPU_PRESENT]
-    assert pod(gb300[MPI[0]], "launcher")["tolerations"] == [ARM64, GPU_PRESENT]
-    assert pod(gb300[TRAINING[0]])["tolerations"] == [ARM64, GPU_PRESENT]
-    for entry in LOOPBACKS:
-        assert pod(gb300[entry])["tolerations"] == [{"operator": "Exists"}]
-    b200 = render("nscale", "b200", MPI[:1] + TRAINING[:1])
-    for workflow in b200.values():
-        assert "nscale-gb300-tolerations" not in applied(workflow)
-        assert "tolerations" not in pod(workflow)
+def test_nscale_tolerations_on_workers_of_both_architectures():
+    for arch in ("gb300", "b200"):
+        workflows = render("nscale", arch, MPI[:1] + LOOPBACKS + TRAINING[:1])
+        assert pod(workflows[MPI[0]])["tolerations"] == [ARM64, GPU_PRESENT], arch
+        assert "tolerations" not in pod(workflows[MPI[0]], "launcher"), arch
+        assert pod(workflows[TRAINING[0]])["tolerations"] == [ARM64, GPU_PRESENT], arch
+        for entry in LOOPBACKS:
+            assert pod(workflows[entry])["tolerations"] == [{"operator": "Exists"}], (arch, entry)
+            assert "nscale-tolerations" not in applied(workflows[entry])
 
 
 ACCEL = "topology.nks.nscale.com/accelerator-domain"
@@ -608,3 +609,55 @@ def test_a_second_owner_of_a_forwarded_name_is_an_error(tmp_path):
     overlays = load_overlays(str(root))
     with pytest.raises(CompileError, match="NCCL_CUMEM_ENABLE is already forwarded by overlay onprem-gb200-gb300"):
         render("onprem", "gb200", MPI[:1], overlays=overlays)
+
+
+def test_hgx_nvlink_loopback_requests_no_nic():
+    # NVCRE's HGX arms give the NVLink loopback no NIC; only the GB200/GB300 on-prem arm does
+    workflows = render("onprem", "b200", LOOPBACKS, nicResourceName="rdma/ib")
+    loopback, nvswitch = (workflows[e] for e in LOOPBACKS)
+    assert "onprem-nic-request" in applied(loopback)
+    assert "onprem-nic-request" not in applied(nvswitch)
+    assert "rdma/ib" not in (container(nvswitch).get("resources") or {}).get("limits", {})
+
+
+GB200_BASE_ENV = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
+
+
+@pytest.mark.parametrize(
+    "platform, arch, entries",
+    [
+        ("forge", "gb200", MPI + LOOPBACKS),
+        ("forge", "gb300", MPI + LOOPBACKS),
+        ("mistral", "gb200", MPI + LOOPBACKS),
+        ("nscale", "gb200", MPI + LOOPBACKS),
+        ("gcp", "gb200", ["communication/nccl-loopback-nvswitch"]),
+        ("gcp", "gb300", ["communication/nccl-loopback-nvswitch"]),
+        ("aws", "gb300", ["communication/nccl-loopback-nvswitch"]),
+    ],
+)
+def test_gb200_base_env_where_nvcre_keeps_its_gb200_arm(platform, arch, entries):
+    workflows = render(platform, arch, entries)
+    for entry in entries:
+        workflow = workflows[entry]
+        assert "gb200-gb300-base-env" in applied(workflow), entry
+        if entry in MPI:
+            env = forwarded(workflow)
+        else:
+            env = env_of(trainer(workflow)["env"])
+        assert {k: env.get(k) for k in GB200_BASE_ENV} == GB200_BASE_ENV, (platform, arch, entry)
+
+
+@pytest.mark.parametrize(
+    "platform, arch, entry",
+    [
+        ("gcp", "gb200", "communication/nccl-all-reduce"),  # NVCRE's GCP arm replaces the GB200 args
+        ("gcp", "gb300", "communication/nccl-loopback"),  # and the GB200 loopback env
+        ("aws", "gb200", "communication/nccl-loopback-nvswitch"),  # AWS GB200 replaces it with its EFA env
+        ("aws", "gb300", "communication/nccl-loopback"),
+        ("mistral", "gb300", "communication/nccl-all-reduce"),  # Mistral's IB profile replaces it
+        ("mistral", "gb300", "communication/nccl-loopback-nvswitch"),
+        ("nscale", "gb300", "communication/nccl-all-reduce"),  # Nscale's own profile owns the names
+    ],
+)
+def test_gb200_base_env_stays_off_where_a_platform_arm_replaces_it(platform, arch, entry):
+    assert "gb200-gb300-base-env" not in applied(one(platform, arch, entry))

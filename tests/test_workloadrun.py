@@ -470,7 +470,7 @@ def test_orchestration_defaults():
     orchestration = workflow_of(run_doc())["spec"]["orchestration"]
     assert orchestration == {
         "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-        "execution": {"timeoutPerJob": "24h"},
+        "execution": {"timeoutPerJob": "24h0m0s"},
         "iterations": 1,
     }
 
@@ -496,7 +496,7 @@ def test_orchestration_fields_map_onto_the_workflow():
     assert wf["spec"]["orchestration"] == {
         "target": target,
         "topology": {"topologyKey": "nvidia.com/gpu.clique", "strictDomain": True},
-        "execution": {"maxConcurrent": 2, "timeoutPerJob": "90m"},
+        "execution": {"maxConcurrent": 2, "timeoutPerJob": "1h30m0s"},
         "iterations": 3,
     }
     toleration = [{"key": "gpu-test", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}]
@@ -510,7 +510,7 @@ def test_thresholds_become_validation_with_the_measurement_plugin():
         "performance": {
             "enabled": True,
             "plugin": "nccl-tests",
-            "measurementTimeout": "5m",
+            "measurementTimeout": "5m0s",
             "thresholds": {"thresholds": {"busBandwidthGBps": "value >= 300"}},
         }
     }

@@ -240,6 +240,9 @@ class GroupRecord(ApiModel):
         max_length=32,
         description="Diagnose rounds: the group's final bus bandwidth (GB/s), kept when its Job and measurement go.",
     )
+    nodes: Optional[list[str]] = Field(
+        None, max_length=5000, description="Diagnose rounds: the group's nodes, kept when its Job goes (the report lists them per test)."
+    )
 
 
 class IterationRecord(ApiModel):

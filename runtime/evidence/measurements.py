@@ -12,13 +12,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_GROUP_NODES, LABEL_GROUP, LABEL_JOB, LABEL_WORKFLOW
+
 __all__ = ["job_measurements", "number"]
 
 _ITERATION = re.compile(r"-iter-(\d+)$")
-_WORKFLOW_LABEL = "nvcre.nvidia.com/workflow"
-_GROUP_LABEL = "nvcre.nvidia.com/group"
-_JOB_LABEL = "nvcre.nvidia.com/job"
-_GROUP_NODES = "nvcre.nvidia.com/group-nodes"
+_WORKFLOW_LABEL = LABEL_WORKFLOW
+_GROUP_LABEL = LABEL_GROUP
+_JOB_LABEL = LABEL_JOB
+_GROUP_NODES = ANNOTATION_GROUP_NODES
 
 
 def number(value: Any) -> float | None:

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_APPLIED_OVERLAYS
+
 from .measurements import job_measurements, terminal_time
 
 __all__ = ["PREDICATE_PREFIX", "PREDICATE_TYPE", "PREDICATE_VERSION", "build_predicate", "catalog_summary"]
@@ -23,7 +25,7 @@ PREDICATE_PREFIX = "https://nvcre.dev/evidence/v"
 PREDICATE_VERSION = 1
 PREDICATE_TYPE = f"{PREDICATE_PREFIX}{PREDICATE_VERSION}"
 _MAX_CATALOG_FILE = 4 * 1024 * 1024
-_OVERLAYS = "nvcre.nvidia.com/applied-overlays"
+_OVERLAYS = ANNOTATION_APPLIED_OVERLAYS
 
 
 def _thresholds(workflow: Mapping[str, Any]) -> dict[str, str]:

@@ -23,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_REQUESTED_TEST_SCALE
+
 __all__ = ["WORKFLOW_DIR", "Rendered", "matches_cluster", "render_run", "rendered_workflow"]
 
 WORKFLOW_DIR = "workflows"
-_REQUESTED_SCALE = "nvcre.nvidia.com/requested-test-scale"
+_REQUESTED_SCALE = ANNOTATION_REQUESTED_TEST_SCALE
 #: the metadata the render writes, in the order it writes it
 _RENDERED_METADATA = ("name", "labels", "annotations")
 _RENDERED_TOP = ("apiVersion", "kind", "metadata", "spec")

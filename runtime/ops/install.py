@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_CLEANUP_RETRY
+
 from ..kube.client import Kube
 from ..kube.errors import ApiError, ApiNotServed, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
@@ -391,7 +393,7 @@ def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) ->
             if _cleanup_stalled(live) and now - nudged.get(name, 0.0) >= 5.0:
                 nudged[name] = now
                 with contextlib.suppress(ApiError):  # best effort: the server's own retry still runs
-                    kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {"nvcre.nvidia.com/cleanup-retry": str(int(now))}}})
+                    kube.merge_patch(CRDS, name, None, {"metadata": {"annotations": {ANNOTATION_CLEANUP_RETRY: str(int(now))}}})
         pending = still
         if not pending:
             return

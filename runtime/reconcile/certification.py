@@ -17,6 +17,7 @@ from typing import Any
 
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect.target import select_target_nodes
+from nvcre.compiler.vocabulary import CERTIFICATION_FINALIZER
 
 from .. import compile as compiler
 from ..clock import parse_time
@@ -37,7 +38,7 @@ __all__ = ["FINALIZER", "CertificationReconciler", "waiting_for_nodes_message"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.certification")
 
-FINALIZER = "nvcre.nvidia.com/certification-finalizer"
+FINALIZER = CERTIFICATION_FINALIZER
 TERMINAL = ("Succeeded", "Failed")
 
 

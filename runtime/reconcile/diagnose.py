@@ -169,6 +169,8 @@ class DiagnoseRounds:
             records = []
             for group in groups:
                 record = self.owner.record(group)
+                # the report lists each test's nodes after the round's Jobs are gone
+                record["nodes"] = sorted(str(n) for n in group.get("nodes") or [])
                 bandwidth = finished[-1].get(str(group["name"]), (False, None, False))[1]
                 if bandwidth is not None:
                     record[BANDWIDTH_FIELD] = f"{bandwidth:g}"

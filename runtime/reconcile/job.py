@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from nvcre.compiler.compose import parse_duration
+from nvcre.compiler.durations import parse_duration
+from nvcre.compiler.vocabulary import LABEL_JOB
 from nvcre.compiler.vocabulary import LABEL_WORKFLOW
 
 from .. import compile as compiler
@@ -580,7 +581,7 @@ class JobReconciler:
         try:
             selector = f"jobset.sigs.k8s.io/jobset-name={tj_name}"
             running = live_pods(ctx.kube.list(PODS, namespace, label_selector=selector).items)
-            running += live_pods(ctx.kube.list(PODS, namespace, label_selector=f"nvcre.nvidia.com/job={name_of(job)}").items)
+            running += live_pods(ctx.kube.list(PODS, namespace, label_selector=f"{LABEL_JOB}={name_of(job)}").items)
         except ApiError:
             running = []
         still_there = (trainjob is not None and owned_by(trainjob, job)) or bool(running)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nvcre.compiler.compose import parse_duration
+from nvcre.compiler.durations import parse_duration
+from nvcre.compiler.vocabulary import ANNOTATION_JOB_UID
 
 from ..clock import format_time, parse_time
 from ..kube.errors import ApiError
@@ -52,7 +53,7 @@ __all__ = ["MeasurementReconciler"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.measurement")
 
-JOB_UID_ANNOTATION = "nvcre.nvidia.com/job-uid"
+JOB_UID_ANNOTATION = ANNOTATION_JOB_UID
 MEASURING = "Measuring"
 COMPLETE = "Complete"
 #: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as

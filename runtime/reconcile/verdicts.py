@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from nvcre.compiler.compose import format_duration
+from nvcre.compiler.durations import format_duration
 
 from ..clock import parse_time
 from ..judge import attribution, health, thresholds

@@ -27,7 +27,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE, format_duration, parse_duration
+from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE
+from nvcre.compiler.durations import format_duration, parse_duration
+from nvcre.compiler.vocabulary import LABEL_WORKFLOW, WORKFLOW_FINALIZER
 
 from .. import compile as compiler
 from ..clock import parse_time
@@ -63,8 +65,8 @@ __all__ = ["FINALIZER", "WorkflowReconciler"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.workflow")
 
-FINALIZER = "nvcre.nvidia.com/workflow-finalizer"
-WORKFLOW_LABEL = "nvcre.nvidia.com/workflow"
+FINALIZER = WORKFLOW_FINALIZER
+WORKFLOW_LABEL = LABEL_WORKFLOW
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 SUCCEEDED_PREFIX = "succeeded-nodes-"
 FAILED_PREFIX = "failed-nodes-"

@@ -17,6 +17,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import WORKLOADRUN_FINALIZER
+
 from .. import compile as compiler
 from ..clock import parse_time
 from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
@@ -34,7 +36,7 @@ from .context import Context, Result, owned_by
 
 __all__ = ["FINALIZER", "WorkloadRunReconciler"]
 
-FINALIZER = "nvcre.nvidia.com/workloadrun-finalizer"
+FINALIZER = WORKLOADRUN_FINALIZER
 #: what NVCRE writes on a WorkloadRun's lifecycle types that are not the current one
 SUPERSEDED = "Superseded"
 

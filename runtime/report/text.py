@@ -19,57 +19,20 @@ from collections.abc import Sequence
 from ..judge.model import (
     CategoryVerdict,
     CertificationVerdict,
-    DiagnosisVerdict,
     FailureLog,
     GroupVerdict,
     RestartVerdict,
 )
 from . import format as fmt
-from .cells import fit, sanitize, width, wrap, wrap_words
+from .card import BOX_WIDTH, CONTENT, INNER, MARK_FAIL, MARK_PASS, MARK_PROVISIONAL, MARK_RESTART, Card, clean
+from .cells import fit, sanitize, width, wrap
+from .text_diagnosis import diagnosis_section
 
 __all__ = ["BOX_WIDTH", "render", "render_many"]
 
-BOX_WIDTH = 66
-INNER = BOX_WIDTH - 2
-CONTENT = INNER - 2
 TAIL_BYTES = 4096
 TAIL_LINES = 20
 LINE_BACKSTOP = 256
-MARK_PASS, MARK_FAIL, MARK_PROVISIONAL, MARK_RESTART = "✓", "✗", "?", "↻"
-
-
-def _clean(text: str) -> str:
-    """One printable line: controls and bidi escaped, line breaks too."""
-    return sanitize(text).replace("\n", "\\x0a")
-
-
-class _Card:
-    """Lines of one box."""
-
-    def __init__(self, title: str):
-        self.lines = ["┌" + "─" * INNER + "┐", self._row(fit(_clean(title), CONTENT)), "├" + "─" * INNER + "┤"]
-
-    @staticmethod
-    def _row(content: str) -> str:
-        return "│  " + content + " " * (CONTENT - width(content)) + "│"
-
-    def add(self, content: str) -> None:
-        self.lines.append(self._row(fit(_clean(content), CONTENT)))
-
-    def blank(self) -> None:
-        self.lines.append("│" + " " * INNER + "│")
-
-    def wrapped(self, label: str, text: str, indent: int = 11, words: bool = False) -> None:
-        """``label`` then ``text`` wrapped (hard, or at word breaks), continuation lines indented."""
-        room = CONTENT - indent
-        clean = sanitize(" ".join(text.split()))
-        pieces = (wrap_words(clean, room) if words else wrap(clean, room)) or [""]
-        self.add(label.ljust(indent) + pieces[0])
-        for piece in pieces[1:]:
-            self.add(" " * indent + piece)
-
-    def close(self) -> list[str]:
-        return [*self.lines, "└" + "─" * INNER + "┘"]
 
 
 def _status_word(status: str) -> str:
@@ -101,7 +64,7 @@ def _tail_lines(tail: str) -> tuple[list[str], bool]:
     return rendered, cut
 
 
-def _failure_log(card: _Card, log: FailureLog) -> None:
+def _failure_log(card: Card, log: FailureLog) -> None:
     card.add("       Failure Log (one captured pod):" if log.pod_name else "       Failure Log:")
     if log.pod_name:
         card.add(f"         Pod: {sanitize(log.pod_name)}")
@@ -122,7 +85,7 @@ def _failure_log(card: _Card, log: FailureLog) -> None:
         card.add("         Job.status.failureLog")
 
 
-def _failed_groups(card: _Card, category: CategoryVerdict) -> None:
+def _failed_groups(card: Card, category: CategoryVerdict) -> None:
     failed = category.failed_groups
     if not failed:
         return
@@ -139,113 +102,7 @@ def _failed_groups(card: _Card, category: CategoryVerdict) -> None:
             _failure_log(card, group.failure_log)
 
 
-def _sides(nodes: Sequence[str]) -> str:
-    return ", ".join(sanitize(n) for n in nodes) or "-"
-
-
-#: NVCRE's display names of the diagnose stages (the status's, then the tests')
-_STAGE_NAMES = {
-    "intra-screening": "intra-rack screening",
-    "intra-screening-no-nvl": "intra-rack screening (no NVL)",
-    "inter-screening": "inter-rack screening",
-    "bisection": "bisection",
-    "confirmation": "confirmation",
-    "cross-boundary": "cross-boundary probing",
-    "complete": "complete",
-}
-_TEST_STAGES = (
-    ("screening", "intra-rack screening"),
-    ("screening-no-nvl", "intra-rack screening (no NVL)"),
-    ("inter-screening", "inter-rack screening"),
-    ("bisection", "bisection"),
-    ("confirmation", "confirmation"),
-)
-
-
-def _faulty_by_domain(diagnosis: DiagnosisVerdict) -> list[tuple[str, list[str]]]:
-    """The confirmed nodes under their screening domain (``unknown`` when none holds them)."""
-    where = {node: domain for domain, nodes in diagnosis.screening for node in nodes}
-    grouped: dict[str, list[str]] = {}
-    for name in sorted({n.name for n in diagnosis.confirmed}):
-        grouped.setdefault(where.get(name, "unknown"), []).append(name)
-    return sorted(grouped.items())
-
-
-def _extreme(card: _Card, label: str, value: str, domain: str, nodes: Sequence[str]) -> None:
-    card.add(f"{label:<12} {value}")
-    if domain:
-        card.add(f"      {sanitize(domain)} ({len(nodes)} nodes)")
-    else:
-        for node in nodes:
-            card.add(f"      - {sanitize(node)}")
-
-
-def _diagnosis(card: _Card, category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> None:
-    """NVCRE's Diagnosis section, then ours: the reasons, link faults and unresolved nodes."""
-    card.blank()
-    terminal = category.status in ("Succeeded", "Failed")
-    stage = "complete" if terminal else diagnosis.stage
-    card.add("Diagnosis:")
-    card.add(f"{'  Stage:':<12} {_STAGE_NAMES.get(stage, sanitize(stage))}")
-    card.add(f"{'  Rounds:':<12} {diagnosis.rounds}")
-    card.add(f"{'  Healthy:':<12} {diagnosis.healthy_nodes} nodes")
-    if diagnosis.suspect_count:
-        card.add(f"{'  Suspect:':<12} {diagnosis.suspect_count} nodes")
-    if diagnosis.confirmed:
-        card.add(f"{'  Faulty:':<12} {len({n.name for n in diagnosis.confirmed})} nodes")
-        for domain, nodes in _faulty_by_domain(diagnosis):
-            card.add(f"    {sanitize(domain)}:")
-            for node in nodes:
-                card.add(f"      - {sanitize(node)}")
-    if diagnosis.infrastructure_faults:
-        card.add(f"{'  Infra:':<12} {len(diagnosis.infrastructure_faults)} faults")
-        for fault in diagnosis.infrastructure_faults:
-            card.add(f"    {sanitize(fault.domain or 'inter-domain')}: {len(fault.side_a)} + {len(fault.side_b)} nodes")
-    measured = [t for t in diagnosis.tests if t.bus_bw is not None and t.bus_bw > 0]
-    if measured:
-        best = max(measured, key=lambda t: t.bus_bw or 0.0)
-        worst = min(measured, key=lambda t: t.bus_bw or 0.0)
-        _extreme(card, "  Max BW:", fmt.group_bandwidth(best.bus_bw or 0.0), best.domain, best.nodes)
-        _extreme(card, "  Min BW:", fmt.group_bandwidth(worst.bus_bw or 0.0), worst.domain, worst.nodes)
-    if diagnosis.tests:
-        card.blank()
-        card.add("Test Results:")
-        for stage_key, title in _TEST_STAGES:
-            tests = [t for t in diagnosis.tests if t.stage == stage_key]
-            if not tests:
-                continue
-            card.blank()
-            card.add(f"  {title}:")
-            for test in tests:
-                mark = MARK_PASS if test.passed else MARK_FAIL
-                if test.domain:
-                    card.add(f"    {mark}  {sanitize(test.domain)}")
-                    card.add(f"       ({len(test.nodes)} nodes)")
-                elif not test.nodes:
-                    card.add(f"    {mark}  {sanitize(test.group or test.name)}")  # a retired round that kept no node list
-                elif test.passed:
-                    card.add(f"    {mark}  {len(test.nodes)} nodes")
-                else:
-                    card.add(f"    {mark}  {len(test.nodes)} nodes:")
-                    for node in test.nodes:
-                        card.add(f"         - {sanitize(node)}")
-                if test.bus_bw is not None:
-                    card.add("       " + fmt.bandwidth(test.bus_bw))
-    # Ours, after NVCRE's: why each node was blamed, the links, and what stayed undecided.
-    if diagnosis.confirmed or diagnosis.infrastructure_faults or diagnosis.unresolved:
-        card.blank()
-        card.add(f"Findings ({sanitize(diagnosis.planner or 'adaptive')} planner, {diagnosis.jobs} jobs):")
-    for blamed in diagnosis.confirmed:
-        card.add(f"    {MARK_FAIL}  {sanitize(blamed.name)}: {sanitize(blamed.reason or 'unknown')}")
-    if diagnosis.infrastructure_faults:
-        for fault in diagnosis.infrastructure_faults:
-            card.wrapped(f"    {MARK_FAIL}  link", f"{_sides(fault.side_a)} <-> {_sides(fault.side_b)}", indent=14)
-            card.add("          no node blamed")
-    if diagnosis.unresolved:
-        card.wrapped("    Unresolved:", ", ".join(diagnosis.unresolved), indent=18, words=True)
-
-
-def _cliques(card: _Card, category: CategoryVerdict) -> None:
+def _cliques(card: Card, category: CategoryVerdict) -> None:
     """NVCRE's Cliques section: each domain's validated nodes, with its group's bandwidth."""
     if not category.cliques:
         return
@@ -263,7 +120,7 @@ def _cliques(card: _Card, category: CategoryVerdict) -> None:
             card.add("       " + bandwidth[clique.name])
 
 
-def _iterations(card: _Card, category: CategoryVerdict) -> None:
+def _iterations(card: Card, category: CategoryVerdict) -> None:
     if len(category.iterations) <= 1:
         return
     card.blank()
@@ -280,7 +137,7 @@ def _iterations(card: _Card, category: CategoryVerdict) -> None:
         card.add(f"    {mark}  #{item.number}  {label}  {duration}")
 
 
-def _group_bandwidth(card: _Card, category: CategoryVerdict) -> None:
+def _group_bandwidth(card: Card, category: CategoryVerdict) -> None:
     if len(category.groups) <= 1 or not category.measures_bandwidth:
         return
     card.blank()
@@ -310,7 +167,7 @@ def _group_bandwidth(card: _Card, category: CategoryVerdict) -> None:
                 card.add(f"       - {sanitize(node)}")
 
 
-def _bandwidth(card: _Card, category: CategoryVerdict) -> None:
+def _bandwidth(card: Card, category: CategoryVerdict) -> None:
     if not category.transport and not category.bandwidth:
         return
     card.blank()
@@ -336,7 +193,7 @@ def _restart_detail(restarts: RestartVerdict) -> str:
     return f"({', '.join(parts)})" if parts else ""
 
 
-def _restarts(card: _Card, category: CategoryVerdict) -> None:
+def _restarts(card: Card, category: CategoryVerdict) -> None:
     """One line per group whose Job restarted from a checkpoint (the detail wraps when long)."""
     restarted = [(group, group.restarts) for group in category.groups if group.restarts is not None]
     if not restarted:
@@ -375,7 +232,7 @@ def _metric_lines(goodput: float | None, tflops: float | None, step: float | Non
 _DOMAIN_INNER = BOX_WIDTH - 7
 
 
-def _domain_box(card: _Card, name: str, count: int, lines: Sequence[str]) -> None:
+def _domain_box(card: Card, name: str, count: int, lines: Sequence[str]) -> None:
     """A training domain as NVCRE draws it: a box inside the card, its metrics inside."""
     label = f"{name} ({count} nodes)" if count else name
     if width(label) <= BOX_WIDTH - 10:
@@ -392,7 +249,7 @@ def _domain_box(card: _Card, name: str, count: int, lines: Sequence[str]) -> Non
     card.lines.append("│  └" + "─" * _DOMAIN_INNER + "┘ │")
 
 
-def _training(card: _Card, category: CategoryVerdict) -> None:
+def _training(card: Card, category: CategoryVerdict) -> None:
     """Training metrics: per domain in sub-boxes when the groups ran in named domains (and no
     Cliques section already shows them), else the category's averages as flat lines."""
     named = [d for d in category.domain_training if d.name]
@@ -411,7 +268,7 @@ def _training(card: _Card, category: CategoryVerdict) -> None:
 
 
 def _category_card(category: CategoryVerdict) -> list[str]:
-    card = _Card(f"{category.domain}/{category.variant}")
+    card = Card(f"{category.domain}/{category.variant}")
     card.add(f"Status:    {_status_word(category.status)}")
     if category.status == "Failed" and category.failure_reason:
         card.add("Reason:    " + fit(sanitize(" ".join(category.failure_reason.split())), CONTENT - 11))
@@ -440,7 +297,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
     _failed_groups(card, category)
     _cliques(card, category)
     if category.diagnosis is not None:
-        _diagnosis(card, category, category.diagnosis)
+        diagnosis_section(card, category, category.diagnosis)
     if category.next_step:
         card.blank()
         card.wrapped("Next step:", category.next_step, words=True)
@@ -453,7 +310,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
 
 
 def _summary(verdicts: Sequence[CertificationVerdict]) -> list[str]:
-    card = _Card("Summary")
+    card = Card("Summary")
     total = sum(len(v.categories) for v in verdicts)
     passed = sum(v.passed_categories for v in verdicts)
     card.add(f"Categories:   {passed}/{total} passed")
@@ -485,7 +342,7 @@ def _banner(title: str) -> list[str]:
 
 
 def _header(verdict: CertificationVerdict, several: bool) -> list[str]:
-    lines = [_clean(line) for line in _header_lines(verdict, several)]
+    lines = [clean(line) for line in _header_lines(verdict, several)]
     return lines
 
 
