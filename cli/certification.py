@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from .common import (
-    ContextOption,
     DryRunContextOption,
     DryRunKubeconfigOption,
     DryRunOption,
@@ -24,11 +23,10 @@ from .common import (
     FactsOption,
     Format,
     GPUArchOption,
-    KubeconfigOption,
     ListFormat,
-    NamespaceOption,
     OutputDirOption,
     PlatformOption,
+    evidence_command,
     kube_client,
     load_facts,
     load_single,
@@ -313,20 +311,7 @@ def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")
         sys.stdout.write(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n")
 
 
-@app.command("evidence")
-@guarded
-def evidence(
-    name: Annotated[str, typer.Argument(help="Certification name.")],
-    out: Annotated[Path, typer.Option("--out", help="The bundle directory to create (must be absent or empty).")],
-    namespace: NamespaceOption = "default",
-    sign_key: Annotated[Path | None, typer.Option("--sign-key", help="Sign with this PEM private key (ECDSA P-256 or Ed25519).")] = None,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Write the run's evidence bundle: reports, HTML, rendered Workflows, cluster identity, an in-toto Statement."""
-    from .evidence import evidence_command
-
-    evidence_command("Certification", name, namespace, out, sign_key, kubeconfig, context)
+app.command("evidence")(guarded(evidence_command("Certification")))
 
 
 def _mount_review_commands() -> None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from .certification import render_to_stdout
-from .common import ContextOption, ExplainOption, FactsOption, Format, GPUArchOption, KubeconfigOption, NamespaceOption, PlatformOption
+from .common import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption, evidence_command
 from .output import guarded
 
 app = typer.Typer(help="Render WorkloadRuns: ad-hoc MPI, torch or exec workloads.", no_args_is_help=True)
@@ -30,17 +29,4 @@ def render(
     render_to_stdout(render_workloadrun, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)
 
 
-@app.command("evidence")
-@guarded
-def evidence(
-    name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
-    out: Annotated[Path, typer.Option("--out", help="The bundle directory to create (must be absent or empty).")],
-    namespace: NamespaceOption = "default",
-    sign_key: Annotated[Path | None, typer.Option("--sign-key", help="Sign with this PEM private key (ECDSA P-256 or Ed25519).")] = None,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Write the WorkloadRun's evidence bundle (see `nvcrectl certification evidence`)."""
-    from .evidence import evidence_command
-
-    evidence_command("WorkloadRun", name, namespace, out, sign_key, kubeconfig, context)
+app.command("evidence")(guarded(evidence_command("WorkloadRun")))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +21,10 @@ from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import check_bundle, load_bundle, write_bundle
 from nvcre.runtime.evidence.canonical import sha256_hex
 from nvcre.runtime.evidence.statement import STATEMENT_TYPE
+from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "docs" / "evidence.schema.json").read_text(encoding="utf-8"))
-
-
-def _cases() -> Any:
-    spec = importlib.util.spec_from_file_location("evidence_cases", REPO / "tests" / "fixtures" / "evidence" / "cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases = _cases()
 
 
 def keypair(tmp_path: Path, kind: str) -> tuple[Path, Path]:

@@ -7,9 +7,7 @@ the commands run in-process as a user would run them, without a cluster.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +15,9 @@ import pytest
 
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import Resource
+from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _cases() -> Any:
-    spec = importlib.util.spec_from_file_location("evidence_cases", REPO / "tests" / "fixtures" / "evidence" / "cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases = _cases()
 
 
 class Listed:

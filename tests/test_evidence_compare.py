@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +13,9 @@ from nvcre.runtime.evidence import EvidenceError
 from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import write_bundle
 from nvcre.runtime.evidence.compare import compare, load_side, render_json, render_markdown, render_text
+from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _cases() -> Any:
-    spec = importlib.util.spec_from_file_location("evidence_cases", REPO / "tests" / "fixtures" / "evidence" / "cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases = _cases()
 
 
 def bandwidth_jobs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -8,12 +8,10 @@ and read its console log and the DOM it built; they skip when Chromium is absent
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -21,22 +19,11 @@ from typing import Any
 import pytest
 
 from nvcre.runtime.evidence.assemble import assemble
+from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGES = REPO / "docs" / "images"
 CONSOLE = re.compile(r":CONSOLE(?::\d+|\(\d+\))\]\s*(.*)")
-
-
-def _cases() -> Any:
-    spec = importlib.util.spec_from_file_location("evidence_cases", REPO / "tests" / "fixtures" / "evidence" / "cases.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases = _cases()
 
 
 class Page(HTMLParser):

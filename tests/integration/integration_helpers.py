@@ -75,3 +75,19 @@ def scoped_controller(kube: Any, namespace: str, settings: Any, **config: Any):
         yield ctl
     finally:
         ctl.stop()
+
+
+def fast_settings(**changes: Any) -> Any:
+    """The controller's settings for the simulated cluster: short polls, drains and graces, so a
+    scenario ends in seconds (``changes`` override any of them)."""
+    from nvcre.runtime.reconcile.context import Settings
+
+    base: dict[str, Any] = {
+        "poll_interval": 1.0,
+        "pod_drain_grace": 30.0,
+        "node_discovery_timeout": 10.0,
+        "measurement_timeout": 30.0,
+        "final_read_grace": 10.0,
+        "scheduling_stall_grace": 5.0,
+    }
+    return Settings(**{**base, **changes})

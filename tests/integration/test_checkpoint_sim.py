@@ -14,26 +14,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, scoped_controller
+from integration_helpers import eventually, fast_settings, scoped_controller
 
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS, WORKFLOWS, Resource
 from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile.context import Settings
 
 pytestmark = pytest.mark.integration
 
 PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume")
-FAST = Settings(
-    poll_interval=1.0,
-    pod_drain_grace=30.0,
-    node_discovery_timeout=10.0,
-    measurement_timeout=30.0,
-    final_read_grace=10.0,
-    scheduling_stall_grace=5.0,
-    max_sample_interval=1.0,
-)
+FAST = fast_settings(max_sample_interval=1.0)
 
 
 @pytest.fixture

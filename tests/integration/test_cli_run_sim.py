@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from integration_helpers import fast_settings
 
 pytestmark = pytest.mark.integration
 
@@ -25,17 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 def controller(simcluster, sim_namespace) -> Iterator[object]:
     from nvcre.runtime.controller import Controller, ControllerConfig
     from nvcre.runtime.kube.client import ApiServerClient
-    from nvcre.runtime.reconcile.context import Settings
 
     kube = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    settings = Settings(
-        poll_interval=1.0,
-        pod_drain_grace=30.0,
-        node_discovery_timeout=10.0,
-        measurement_timeout=30.0,
-        final_read_grace=10.0,
-        scheduling_stall_grace=5.0,
-    )
+    settings = fast_settings()
     config = ControllerConfig(
         namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
     )

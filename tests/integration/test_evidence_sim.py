@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_helpers import eventually
+from integration_helpers import eventually, fast_settings
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +38,9 @@ PREDICATE_TYPE = "https://nvcre.dev/evidence/v1"
 def controller(simcluster, sim_namespace) -> Iterator[object]:
     from nvcre.runtime.controller import Controller, ControllerConfig
     from nvcre.runtime.kube.client import ApiServerClient
-    from nvcre.runtime.reconcile.context import Settings
 
     kube = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
-    settings = Settings(
-        poll_interval=1.0,
-        pod_drain_grace=30.0,
-        node_discovery_timeout=10.0,
-        measurement_timeout=30.0,
-        final_read_grace=10.0,
-        scheduling_stall_grace=5.0,
-        max_sample_interval=1.0,
-    )
+    settings = fast_settings(max_sample_interval=1.0)
     config = ControllerConfig(
         namespace=sim_namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
     )

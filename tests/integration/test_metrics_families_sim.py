@@ -14,25 +14,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, fast_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS, WORKFLOWS
 from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile.context import Settings
 
 pytestmark = pytest.mark.integration
 
-FAST = Settings(
-    poll_interval=1.0,
-    pod_drain_grace=30.0,
-    node_discovery_timeout=10.0,
-    measurement_timeout=30.0,
-    final_read_grace=10.0,
-    scheduling_stall_grace=5.0,
-    max_sample_interval=1.0,
-)
+FAST = fast_settings(max_sample_interval=1.0)
 JOB = {"namespace", "job", "workflow"}
 GOODPUT = {"namespace", "measurement", "job", "workflow"}
 TOPOLOGY = {"namespace", "workflow", "topology_key", "domain", "node"}

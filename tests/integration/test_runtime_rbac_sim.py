@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, remove_cluster_objects
+from integration_helpers import eventually, fast_settings, remove_cluster_objects
 
 pytestmark = pytest.mark.integration
 
@@ -67,18 +67,10 @@ def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_name
     from nvcre.runtime.controller import Controller, ControllerConfig
     from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, WORKFLOWS
     from nvcre.runtime.reconcile import conditions as cond
-    from nvcre.runtime.reconcile.context import Settings
 
     admin, own, controller_ns = restricted
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-rb")
-    settings = Settings(
-        poll_interval=1.0,
-        pod_drain_grace=30.0,
-        node_discovery_timeout=10.0,
-        measurement_timeout=30.0,
-        final_read_grace=10.0,
-        scheduling_stall_grace=5.0,
-    )
+    settings = fast_settings()
     config = ControllerConfig(
         namespace=sim_namespace,
         metrics_address="127.0.0.1:0",
@@ -177,7 +169,6 @@ def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_ano
     from nvcre.runtime.kube.client import ApiServerClient
     from nvcre.runtime.kube.resources import CONFIGMAPS, JOBS, NODES, TRAINJOBS, WORKFLOWS, Resource
     from nvcre.runtime.reconcile import conditions as cond
-    from nvcre.runtime.reconcile.context import Settings
 
     admin = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
     suffix = uuid.uuid4().hex[:6]
@@ -216,14 +207,7 @@ def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_ano
     own, alice = ApiServerClient(simcluster.api_client(token=manager_token)), ApiServerClient(simcluster.api_client(token=alice_token))
     role_bindings = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-alice")
-    settings = Settings(
-        poll_interval=1.0,
-        pod_drain_grace=30.0,
-        node_discovery_timeout=10.0,
-        measurement_timeout=30.0,
-        final_read_grace=10.0,
-        scheduling_stall_grace=5.0,
-    )
+    settings = fast_settings()
     ctl = Controller(
         own,
         ControllerConfig(

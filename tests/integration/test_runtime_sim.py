@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
+from integration_helpers import eventually, fast_settings
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.kube.errors import NotFound
@@ -37,19 +37,10 @@ from nvcre.runtime.kube.resources import (
     WORKLOADRUNS,
 )
 from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile.context import Settings
 
 pytestmark = pytest.mark.integration
 
-FAST = Settings(
-    poll_interval=1.0,
-    pod_drain_grace=30.0,
-    node_discovery_timeout=10.0,
-    measurement_timeout=30.0,
-    final_read_grace=10.0,
-    scheduling_stall_grace=5.0,
-    max_sample_interval=1.0,
-)
+FAST = fast_settings(max_sample_interval=1.0)
 
 
 @pytest.fixture

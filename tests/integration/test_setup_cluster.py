@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from integration_helpers import fast_settings
 
 pytestmark = pytest.mark.integration
 
@@ -261,7 +262,6 @@ def test_init_status_reset_on_a_fresh_simulated_cluster(fresh_simcluster: object
 def test_run_with_setup_and_cleanup_leaves_nothing_behind(fresh_simcluster: object) -> None:
     from nvcre.runtime.controller import Controller, ControllerConfig
     from nvcre.runtime.kube.client import ApiServerClient
-    from nvcre.runtime.reconcile.context import Settings
 
     cluster = fresh_simcluster
     # The in-process controller needs the CRDs before it starts; --setup then applies them again.
@@ -269,14 +269,7 @@ def test_run_with_setup_and_cleanup_leaves_nothing_behind(fresh_simcluster: obje
     assert first.returncode == 0, first.stderr
     namespace = "setup-run"
     kube = ApiServerClient.from_kubeconfig(str(cluster.kubeconfig))  # type: ignore[attr-defined]
-    settings = Settings(
-        poll_interval=1.0,
-        pod_drain_grace=30.0,
-        node_discovery_timeout=10.0,
-        measurement_timeout=30.0,
-        final_read_grace=10.0,
-        scheduling_stall_grace=5.0,
-    )
+    settings = fast_settings()
     config = ControllerConfig(
         namespace=namespace, metrics_address="127.0.0.1:0", health_address="127.0.0.1:0", leader_elect=False, settings=settings
     )
