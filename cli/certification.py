@@ -286,13 +286,15 @@ def validate(
 
 @app.command("list-categories")
 @guarded
-def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.text) -> None:
+def list_categories(
+    output: Annotated[ListFormat, typer.Option("--output", "-o", help="table (default), yaml or json.")] = ListFormat.table,
+) -> None:
     """List the catalog's categories."""
     from nvcre.compiler.catalog import load_catalog
-    from nvcre.compiler.emit import dump_json
+    from nvcre.compiler.emit import dump_json, dump_yaml
 
     catalog = load_catalog()
-    if output is ListFormat.json:
+    if output in (ListFormat.json, ListFormat.yaml):
         rows = [
             {
                 "domain": e.domain,
@@ -303,7 +305,7 @@ def list_categories(output: Annotated[ListFormat, typer.Option("--output", "-o")
             }
             for e in catalog.entries
         ]
-        sys.stdout.write(dump_json(rows))
+        sys.stdout.write(dump_json(rows) if output is ListFormat.json else dump_yaml(rows))
         return
     width = max(len(e.key) for e in catalog.entries)
     sys.stdout.write(f"{'CATEGORY':<{width}}  {'TIMEOUT':<7}  DESCRIPTION\n")

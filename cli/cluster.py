@@ -32,8 +32,12 @@ app = typer.Typer(
 
 
 class OutputFormat(str, Enum):
+    """NVCRE's ``table``, ``json`` and ``yaml`` (``text`` is our older name of ``table``)."""
+
+    table = "table"
     text = "text"
     json = "json"
+    yaml = "yaml"
 
 
 @app.callback()
@@ -53,7 +57,7 @@ def info_command(
     ),
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Without --facts: the kubeconfig to use."),
     context: str | None = typer.Option(None, "--context", help="Without --facts: the kubeconfig context."),
-    output: OutputFormat = typer.Option(OutputFormat.text, "-o", "--output", help="Output format."),
+    output: OutputFormat = typer.Option(OutputFormat.table, "-o", "--output", help="table (default), json or yaml."),
     topology_key: str = typer.Option("", "--topology-key", help="Show domains of this node label instead of the detected topology labels."),
 ) -> None:
     """Show the platform, GPUs, nodes and topology nvcre detects from the facts."""
@@ -72,11 +76,11 @@ def info_command(
     if summary is None or any(d.is_error for d in diags):
         raise CompileError(diags)
     print_diagnostics(diags)
-    if output is OutputFormat.json:
-        from nvcre.compiler.emit import dump_json
+    if output in (OutputFormat.json, OutputFormat.yaml):
+        from nvcre.compiler.emit import dump_json, dump_yaml
 
         summary = {**summary, "diagnostics": [d.as_dict() for d in diags]}
-        sys.stdout.write(dump_json(summary))
+        sys.stdout.write(dump_json(summary) if output is OutputFormat.json else dump_yaml(summary))
     else:
         sys.stdout.write(render_text(summary))
 

@@ -47,9 +47,11 @@ class Format(str, Enum):
 
 
 class ListFormat(str, Enum):
-    """How a listing is printed."""
+    """How a listing is printed: NVCRE's ``table``, ``yaml`` and ``json`` (``text`` is our older name of ``table``)."""
 
+    table = "table"
     text = "text"
+    yaml = "yaml"
     json = "json"
 
 
