@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.facts import ClusterFacts, facts_from_documents
@@ -18,6 +19,10 @@ from nvcre.compiler.nodelists import read_failed, read_succeeded
 from nvcre.compiler.plan import PlanError
 from nvcre.compiler.plan.model import PLAN_ERROR_REASONS
 from nvcre.compiler.vocabulary import JOB_FINALIZER
+
+if TYPE_CHECKING:  # the planner's types, for the signatures; the modules load on first use
+    from nvcre.compiler.diagnose.session import Replay
+    from nvcre.compiler.plan.model import Plan, PlannedGroup
 
 __all__ = [
     "CompileError",
@@ -51,13 +56,9 @@ def cluster_facts(nodes: Iterable[Mapping[str, Any]], resource_slices: Iterable[
     return facts_from_documents([*nodes, *resource_slices], source="cluster")
 
 
-def _plan_module() -> Any:
-    from nvcre.compiler import plan
-
-    return plan
-
-
-def _expand_module() -> Any:
+def _expand_module() -> ModuleType:
+    # loaded on first use: the planner and expanders are heavy, and a CLI command that never
+    # reaches them should not pay for them
     from nvcre.compiler import expand
 
     return expand
@@ -72,17 +73,21 @@ def failure_of(exc: CompileError, default: str = "WorkflowValidationFailed") -> 
     return reason, str(exc)
 
 
-def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Any:
-    return _plan_module().plan_workflow(workflow, facts)
+def plan_workflow(workflow: Mapping[str, Any], facts: ClusterFacts) -> Plan:
+    from nvcre.compiler.plan import plan_workflow as plan
+
+    return plan(workflow, facts)
 
 
-def planned_group(group: Mapping[str, Any], *, loopback: bool = False, no_nvl: bool = False) -> Any:
+def planned_group(group: Mapping[str, Any], *, loopback: bool = False, no_nvl: bool = False) -> PlannedGroup:
     """The planner's group record for one ``status.orchestration.groups[]`` entry.
 
     ``loopback``/``no_nvl`` come from the diagnose round the group belongs to (the status schema
     has no place for them; the round is rebuilt by :func:`diagnose_replay`).
     """
-    return _plan_module().PlannedGroup(
+    from nvcre.compiler.plan.model import PlannedGroup as Group
+
+    return Group(
         name=str(group["name"]),
         nodes=tuple(group.get("nodes") or ()),
         domains=tuple(group.get("domains") or ()),
@@ -97,7 +102,7 @@ def diagnose_replay(
     workflow: Mapping[str, Any],
     first_round: Mapping[str, Sequence[str]],
     finished: Sequence[Mapping[str, tuple[bool, float | None, bool]]],
-) -> Any:
+) -> Replay:
     """The diagnose rounds played so far and what comes next (a Round or the Diagnosis).
 
     ``finished`` holds one mapping per finished round: group name -> (passed, bus bandwidth,
@@ -116,14 +121,15 @@ def diagnose_stage(stage: str) -> str:
     return session.status_stage(stage)
 
 
-def stored_plan(workflow: Mapping[str, Any], facts: ClusterFacts, *, cordoned_opt_in: bool, iterations: int) -> Any:
+def stored_plan(workflow: Mapping[str, Any], facts: ClusterFacts, *, cordoned_opt_in: bool, iterations: int) -> Plan:
     """The plan Jobs are expanded from once the groups are in ``status``.
 
     The groups and job size are the stored ones (they were decided once); the rest (GPU
     products for the affinity, the health-monitor rule) comes from planning again on today's
     facts, or, when that is no longer possible, from what the status recorded.
     """
-    plan = _plan_module()
+    from nvcre.compiler import plan
+
     status = (workflow.get("status") or {}).get("orchestration") or {}
     groups = tuple(planned_group(g) for g in status.get("groups") or ())
     nodes_per_job = int(status.get("nodesPerJob") or 0)
@@ -183,12 +189,12 @@ def expand_workflow_dependencies(workflow: Mapping[str, Any]) -> list[dict[str, 
     return list(_expand_module().expand_workflow_dependencies(workflow))
 
 
-def expand_job(workflow: Mapping[str, Any], plan: Any, group: Any, iteration: int) -> dict[str, Any]:
+def expand_job(workflow: Mapping[str, Any], plan: Plan, group: PlannedGroup, iteration: int) -> dict[str, Any]:
     return dict(_expand_module().expand_job(workflow, plan, group, iteration))
 
 
 def expand_job_dependencies(
-    workflow: Mapping[str, Any], plan: Any, group: Any, iteration: int, job: Mapping[str, Any]
+    workflow: Mapping[str, Any], plan: Plan, group: PlannedGroup, iteration: int, job: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     return list(_expand_module().expand_job_dependencies(workflow, plan, group, iteration, job))
 
