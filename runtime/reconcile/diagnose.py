@@ -68,6 +68,8 @@ class DiagnoseRounds:
         self.owner = owner
         #: (workflow uid, finished rounds) -> loopback/no-NVL flags of the round's groups
         self._flags: dict[tuple[str, int], dict[str, tuple[bool, bool]]] = {}
+        #: which Workflow (namespace, name) each remembered round belongs to
+        self._flag_owner: dict[tuple[str, int], tuple[str, str]] = {}
         #: "<namespace>/<job>" -> final bus bandwidth, read once
         self._bandwidth: dict[str, float] = {}
 
@@ -122,6 +124,16 @@ class DiagnoseRounds:
 
     # ------------------------------------------------------------------ launching
 
+    def forget(self, namespace: str, workflow: str) -> None:
+        """Drop the remembered rounds and bandwidths of a Workflow that ended or went (its Jobs
+        are ``<workflow>-...``)."""
+        prefix = f"{namespace}/{workflow}-"
+        for key in [k for k in self._bandwidth if k.startswith(prefix)]:
+            del self._bandwidth[key]
+        for key in [k for k, flags in self._flags.items() if self._flag_owner.get(k) == (namespace, workflow)]:
+            self._flags.pop(key, None)
+            self._flag_owner.pop(key, None)
+
     def group_flags(self, wf: Mapping[str, Any], status: Mapping[str, Any], name: str) -> tuple[bool, bool]:
         """(loopback, no_nvl) of a group of the round in flight."""
         orchestration = status.get("orchestration") or {}
@@ -131,6 +143,7 @@ class DiagnoseRounds:
             current = replayed.current
             groups = current.groups if current is not None else ()
             self._flags[key] = {g.name: (g.loopback, g.no_nvl) for g in groups}
+            self._flag_owner[key] = (namespace_of(wf), name_of(wf))
         return self._flags[key].get(name, (False, False))
 
     # ------------------------------------------------------------------ a round ended

@@ -135,6 +135,8 @@ class MeasurementReconciler:
         self._tails: dict[tuple[str, str], _Tail] = {}
 
     def _forget(self, key: tuple[str, str]) -> None:
+        """Drop everything remembered of a measurement that completed or went."""
+        self._warned = {w for w in self._warned if w[:2] != key}
         self._sampled.pop(key, None)
         self._final_tries.pop(key, None)
         self._reading.discard(key)

@@ -119,9 +119,11 @@ class WorkflowReconciler:
         wf = ctx.read(WORKFLOWS, name, namespace)
         gate = lifecycle_gate(ctx, WORKFLOWS, wf, FINALIZER, self._finalize)
         if gate is not None or wf is None:
+            if wf is None:
+                self.forget(namespace, name)  # deleted: nothing remembered of it stays
             return gate or Result()
         if cond.is_terminal(wf.get("status") or {}):
-            self._passes.pop((namespace, name), None)
+            self.forget(namespace, name)
             return Result()
         early = self._too_soon(wf, (namespace, name))
         if early:
@@ -147,6 +149,11 @@ class WorkflowReconciler:
         self._write(wf, status)
         self._wake_launched(wf, status)
         return result
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop what this tier and its diagnose rounds remember of a Workflow that ended or went."""
+        self._passes.pop((namespace, name), None)
+        self.diagnose.forget(namespace, name)
 
     def _too_soon(self, wf: Mapping[str, Any], key: tuple[str, str]) -> float:
         """Seconds until this Workflow's next pass may run (0: now, and it is recorded)."""

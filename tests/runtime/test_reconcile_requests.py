@@ -493,3 +493,19 @@ def test_a_restarted_container_is_read_from_its_start_again(monkeypatch: pytest.
     assert [call for call in kube.calls if call.startswith("get pods/log")] == ["get pods/log", "get pods/log"]
     results = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]["results"]
     assert [(r["sizeBytes"], r["busBW"], r["samples"]) for r in results] == [(1024, "30.00", 1)]
+
+
+def test_a_deleted_workflow_leaves_nothing_remembered():
+    """Every memo the Workflow tier and its diagnose rounds keep forgets a Workflow once it is gone."""
+    kube = Recording()
+    ctx = Context(kube=kube, stores={WORKFLOWS.plural: Store(), JOBS.plural: Store()}, clock=Clock())  # type: ignore[arg-type]
+    workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
+    workflows._passes[("ns", "wf")] = 1.0
+    workflows._passes[("ns", "other")] = 1.0
+    workflows.diagnose._bandwidth.update({"ns/wf-local-0-iter-1": 11.0, "ns/other-local-0-iter-1": 12.0})
+    workflows.diagnose._flags[("uid-wf", 1)] = {"local-0": (True, False)}
+    workflows.diagnose._flag_owner[("uid-wf", 1)] = ("ns", "wf")
+    assert workflows.reconcile("ns", "wf").requeue_after is None  # not in the cache: deleted
+    assert ("ns", "wf") not in workflows._passes and ("ns", "other") in workflows._passes
+    assert list(workflows.diagnose._bandwidth) == ["ns/other-local-0-iter-1"]
+    assert not workflows.diagnose._flags and not workflows.diagnose._flag_owner
