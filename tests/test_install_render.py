@@ -35,7 +35,7 @@ def test_default_install_in_apply_order() -> None:
     objects = render_install().objects
     kinds = [o["kind"] for o in objects]
     assert kinds.index("Namespace") > max(i for i, k in enumerate(kinds) if k == "CustomResourceDefinition")
-    assert kinds[-5:] == ["ServiceAccount", "Deployment", "Service", "ServiceMonitor", "PrometheusRule"]
+    assert kinds[-6:] == ["ServiceAccount", "Deployment", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap"]
     committed = sorted(load_documents(p.read_text())[0]["metadata"]["name"] for p in CRD_DIR.glob("*.yaml"))
     assert sorted(o["metadata"]["name"] for o in by_kind(objects, "CustomResourceDefinition")) == committed
     assert {o["metadata"]["name"] for o in by_kind(objects, "ClusterRole")} == {
@@ -280,9 +280,10 @@ def test_the_metrics_roles_are_least_privilege_and_the_reader_is_left_unbound() 
     assert not [b for b in bindings if b["roleRef"]["name"] == "nvcre-metrics-reader"], "a Prometheus binds the reader, not the install"
 
 
-def test_the_service_monitor_and_rules_can_be_turned_off() -> None:
-    objects = render_install([{"metrics": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}}]).objects
+def test_the_service_monitor_rules_and_dashboard_can_be_turned_off() -> None:
+    off = {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}, "grafanaDashboard": {"enabled": False}}
+    objects = render_install([{"metrics": off}]).objects
     kinds = {o["kind"] for o in objects}
-    assert "Service" in kinds and not {"ServiceMonitor", "PrometheusRule"} & kinds
+    assert "Service" in kinds and not {"ServiceMonitor", "PrometheusRule", "ConfigMap"} & kinds
     with pytest.raises(CompileError, match="metrics.serviceMonitor.enabled"):
         render_install([{"metrics": {"serviceMonitor": {"enabled": "no"}}}])

@@ -31,6 +31,7 @@ def test_wheel_carries_code_and_data(tmp_path: Path) -> None:
         "nvcre/compiler/cel_lalr.json",
         "nvcre/compiler/yaml_snapshot.jsonl",
         "nvcre/compiler/template_snapshot.json",
+        "nvcre/compiler/install/dashboard.json",
     ]
     assert expected_data and not [n for n in expected_data if n not in names]
     # Every folder that is a package ships every module: a subpackage missing from

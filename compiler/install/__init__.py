@@ -4,8 +4,9 @@
 diagnostic with its field path), and returns the objects to apply, in apply order: the CRDs,
 the built-in LogProfiles, the namespace, the ServiceAccount, RBAC (the manager's cluster role,
 the per-namespace run role and its bindings for ``rbac.scope``, the metrics roles), the
-controller Deployment, and what Prometheus needs (the metrics Service, a ServiceMonitor and the
-shipped alert rules as a PrometheusRule; see :mod:`.monitoring`).
+controller Deployment, and what Prometheus and Grafana need (the metrics Service, a
+ServiceMonitor, the shipped alert rules as a PrometheusRule and the burn-in dashboard in a
+ConfigMap for Grafana's sidecar; see :mod:`.monitoring`).
 Same values, same objects: nothing here reads a cluster, a clock or the environment.
 """
 

@@ -81,7 +81,7 @@ def _chart_yaml() -> str:
             "apiVersion": "v2",
             "name": CHART_NAME,
             "description": "The nvcre controller: CRDs, built-in LogProfiles, RBAC, the Deployment and its Prometheus "
-            "Service, ServiceMonitor and alert rules, "
+            "Service, ServiceMonitor, alert rules and Grafana dashboard, "
             "identical to `nvcrectl setup render` for the same values.",
             "type": "application",
             "version": __version__,

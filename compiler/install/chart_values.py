@@ -65,6 +65,8 @@ COMMENTS: dict[str, str] = {
     "metrics.serviceMonitor.enabled": "Install the ServiceMonitor; set false on clusters without the Prometheus Operator CRDs.",
     "metrics.prometheusRule": "The alert rules nvcre ships, as a PrometheusRule (monitoring.coreos.com/v1).",
     "metrics.prometheusRule.enabled": "Install the PrometheusRule; set false on clusters without the Prometheus Operator CRDs.",
+    "metrics.grafanaDashboard": 'The burn-in Grafana dashboard, as a ConfigMap labelled grafana_dashboard: "1" for Grafana\'s dashboard sidecar.',
+    "metrics.grafanaDashboard.enabled": "Install the dashboard ConfigMap (a plain ConfigMap: no CRDs needed).",
 }
 
 #: Patterns and enums by values path (the same ones ``resolve_values`` applies).

@@ -1,5 +1,6 @@
 """What Prometheus needs to find, read and judge the controller: its metrics Service, a
-ServiceMonitor, the shipped alert rules as a PrometheusRule, and the RBAC of the secured endpoint.
+ServiceMonitor, the shipped alert rules as a PrometheusRule, and the RBAC of the secured endpoint;
+and, for Grafana, the burn-in dashboard as a ConfigMap.
 
 The controller serves ``/metrics`` over HTTPS and asks the API server about every scrape's bearer
 token (TokenReview, then a SubjectAccessReview for ``get`` on the non-resource URL ``/metrics``),
@@ -8,7 +9,9 @@ install defines and leaves for the Prometheus operator to bind. The ServiceMonit
 usual controller scaffold (the scraper's own ServiceAccount token, a self-signed certificate not
 verified) and honours the exported labels, because the controller's ``job`` label names the
 nvcre Job. The alert rules live in ``alert_rules.yaml`` next to this module: the PrometheusRule
-carries its groups unchanged, and the tests run promtool on that very file.
+carries its groups unchanged, and the tests run promtool on that very file. The dashboard lives in
+``dashboard.json`` next to it (a Grafana dashboard JSON model): the ConfigMap carries its bytes
+unchanged under the label Grafana's dashboard sidecar looks for (``grafana_dashboard: "1"``).
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ from .manager import METRICS_PORT
 
 __all__ = [
     "ALERT_RULES_FILE",
+    "DASHBOARD_CONFIGMAP",
+    "DASHBOARD_FILE",
+    "DASHBOARD_KEY",
+    "DASHBOARD_LABELS",
     "METRICS_AUTH_ROLE",
     "METRICS_READER_ROLE",
     "METRICS_SERVICE",
     "SERVICE_LABELS",
     "alert_rule_groups",
+    "dashboard_text",
     "metrics_rbac_objects",
     "monitoring_objects",
 ]
@@ -34,6 +42,12 @@ ALERT_RULES_FILE = Path(__file__).with_name("alert_rules.yaml")
 METRICS_SERVICE = "nvcre-metrics-service"
 SERVICE_MONITOR = "nvcre-metrics-monitor"
 PROMETHEUS_RULE = "nvcre-alerts"
+DASHBOARD_FILE = Path(__file__).with_name("dashboard.json")
+DASHBOARD_CONFIGMAP = "nvcre-grafana-dashboard"
+#: The ConfigMap's data key: the sidecar writes the dashboard to a file of this name.
+DASHBOARD_KEY = "nvcre-burn-in.json"
+#: The label Grafana's dashboard sidecar selects ConfigMaps by (kube-prometheus-stack's default).
+DASHBOARD_LABELS = {"grafana_dashboard": "1"}
 METRICS_READER_ROLE = "nvcre-metrics-reader"
 METRICS_AUTH_ROLE = "nvcre-metrics-auth-role"
 #: The labels the ServiceMonitor selects the Service by (``control-plane: manager`` as NVCRE's monitor selects).
@@ -45,6 +59,12 @@ _TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 @cache
 def _rules_text() -> str:
     return ALERT_RULES_FILE.read_text(encoding="utf-8")
+
+
+@cache
+def dashboard_text() -> str:
+    """The dashboard JSON exactly as ``dashboard.json`` holds it."""
+    return DASHBOARD_FILE.read_text(encoding="utf-8")
 
 
 def alert_rule_groups() -> list[dict[str, Any]]:
@@ -88,7 +108,7 @@ def metrics_rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list
 
 
 def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[str, Any]]:
-    """The metrics Service, then the ServiceMonitor and the PrometheusRule when their values say so."""
+    """The metrics Service, then the ServiceMonitor, the PrometheusRule and the dashboard when their values say so."""
     namespace = values["namespace"]["name"]
     metrics = values["metrics"]
     objects: list[dict[str, Any]] = [
@@ -130,6 +150,15 @@ def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[d
                 "kind": "PrometheusRule",
                 "metadata": {"name": PROMETHEUS_RULE, "namespace": namespace, "labels": labels},
                 "spec": {"groups": alert_rule_groups()},
+            }
+        )
+    if metrics["grafanaDashboard"]["enabled"]:
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": DASHBOARD_CONFIGMAP, "namespace": namespace, "labels": {**labels, **DASHBOARD_LABELS}},
+                "data": {DASHBOARD_KEY: dashboard_text()},
             }
         )
     return objects

@@ -45,6 +45,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "metrics": {
         "serviceMonitor": {"enabled": True},
         "prometheusRule": {"enabled": True},
+        "grafanaDashboard": {"enabled": True},
     },
 }
 

@@ -130,9 +130,9 @@ class DiagnoseRounds:
         prefix = f"{namespace}/{workflow}-"
         for key in [k for k in self._bandwidth if k.startswith(prefix)]:
             del self._bandwidth[key]
-        for key in [k for k, flags in self._flags.items() if self._flag_owner.get(k) == (namespace, workflow)]:
-            self._flags.pop(key, None)
-            self._flag_owner.pop(key, None)
+        for round_key in [k for k in self._flags if self._flag_owner.get(k) == (namespace, workflow)]:
+            self._flags.pop(round_key, None)
+            self._flag_owner.pop(round_key, None)
 
     def group_flags(self, wf: Mapping[str, Any], status: Mapping[str, Any], name: str) -> tuple[bool, bool]:
         """(loopback, no_nvl) of a group of the round in flight."""
