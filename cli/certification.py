@@ -26,11 +26,11 @@ from .common import (
     ListFormat,
     OutputDirOption,
     PlatformOption,
-    evidence_command,
     kube_client,
     load_facts,
     load_single,
 )
+from .evidence import evidence_command_for
 from .output import guarded, print_diagnostics
 
 app = typer.Typer(help="Render, validate and inspect Certifications.", no_args_is_help=True)
@@ -313,7 +313,7 @@ def list_categories(
         sys.stdout.write(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n")
 
 
-app.command("evidence")(guarded(evidence_command("Certification")))
+app.command("evidence")(guarded(evidence_command_for("Certification")))
 
 
 def _mount_review_commands() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -32,7 +31,6 @@ __all__ = [
     "NamespaceOption",
     "OutputDirOption",
     "PlatformOption",
-    "evidence_command",
     "kube_client",
     "load_facts",
     "load_single",
@@ -110,25 +108,6 @@ def load_facts(path: Any) -> Any:
     from nvcre.compiler.facts import load_facts as read_facts
 
     return read_facts(path)
-
-
-def evidence_command(kind: str) -> Callable[..., None]:
-    """The ``evidence NAME --out DIR`` command of one run kind (Certification or WorkloadRun)."""
-
-    def evidence(
-        name: str = typer.Argument(..., help=f"{kind} name."),
-        out: Path = typer.Option(..., "--out", help="The bundle directory to create (must be absent or empty)."),
-        namespace: str = typer.Option("default", "--namespace", "-n"),
-        sign_key: Path | None = typer.Option(None, "--sign-key", help="Sign with this PEM private key (ECDSA P-256 or Ed25519)."),
-        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Path to a kubeconfig (default: the usual loading rules)."),
-        context: str | None = typer.Option(None, "--context", help="Kubeconfig context to use."),
-    ) -> None:
-        from .evidence import evidence_command as write
-
-        write(kind, name, namespace, out, sign_key, kubeconfig, context)
-
-    evidence.__doc__ = f"Write the {kind}'s evidence bundle: reports, HTML, rendered Workflows, cluster identity, an in-toto Statement."
-    return evidence
 
 
 def kube_client(kubeconfig: Path | str | None, context: str | None) -> Any:

@@ -9,6 +9,7 @@ as one line on stderr and never a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -146,3 +147,20 @@ def compare(
     if result.regressed_nodes:
         sys.stderr.write(f"error: {len(result.regressed_nodes)} node(s) regressed: {', '.join(result.regressed_nodes)}\n")
         raise typer.Exit(EXIT_FAILURE)
+
+
+def evidence_command_for(kind: str) -> Callable[..., None]:
+    """The ``evidence NAME --out DIR`` command of one run kind (Certification or WorkloadRun)."""
+
+    def evidence(
+        name: str = typer.Argument(..., help=f"{kind} name."),
+        out: Path = typer.Option(..., "--out", help="The bundle directory to create (must be absent or empty)."),
+        namespace: str = typer.Option("default", "--namespace", "-n"),
+        sign_key: Path | None = typer.Option(None, "--sign-key", help="Sign with this PEM private key (ECDSA P-256 or Ed25519)."),
+        kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Path to a kubeconfig (default: the usual loading rules)."),
+        context: str | None = typer.Option(None, "--context", help="Kubeconfig context to use."),
+    ) -> None:
+        evidence_command(kind, name, namespace, out, sign_key, kubeconfig, context)
+
+    evidence.__doc__ = f"Write the {kind}'s evidence bundle: reports, HTML, rendered Workflows, cluster identity, an in-toto Statement."
+    return evidence

@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from .certification import render_to_stdout
-from .common import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption, evidence_command
+from .common import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption
+from .evidence import evidence_command_for
 from .output import guarded
 
 app = typer.Typer(help="Render WorkloadRuns: ad-hoc MPI, torch or exec workloads.", no_args_is_help=True)
@@ -29,4 +30,4 @@ def render(
     render_to_stdout(render_workloadrun, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)
 
 
-app.command("evidence")(guarded(evidence_command("WorkloadRun")))
+app.command("evidence")(guarded(evidence_command_for("WorkloadRun")))
