@@ -47,7 +47,7 @@ class _PlainProgress:
         sys.stderr.flush()
 
     def close(self) -> None:
-        pass
+        """Plain lines hold nothing open: there is nothing to stop."""
 
 
 class _LiveProgress:

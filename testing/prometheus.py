@@ -83,6 +83,12 @@ def prometheus_argv(binary: Path, config: Path, data: Path, port: int) -> list[s
     ]
 
 
+def is_ready(url: str) -> bool:
+    """Whether the Prometheus at ``url`` answers ``/-/ready`` with 200 (OSError while it starts)."""
+    with urllib.request.urlopen(f"{url}/-/ready", timeout=3) as answer:
+        return bool(answer.status == 200)
+
+
 class Prometheus:
     """See the module docstring."""
 
@@ -126,8 +132,7 @@ class Prometheus:
         return self
 
     def _ready(self) -> bool:
-        with urllib.request.urlopen(f"{self.url}/-/ready", timeout=3) as answer:
-            return bool(answer.status == 200)
+        return is_ready(self.url)
 
     def stop(self) -> None:
         if self.process is not None:

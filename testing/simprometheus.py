@@ -11,19 +11,19 @@ Prometheus) and removes its files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import ControlPlaneError
 from .processes import free_port
-from .prometheus import ScrapeTarget, prometheus_argv, prometheus_config
+from .prometheus import ScrapeTarget, is_ready, prometheus_argv, prometheus_config
 
 __all__ = ["READER", "configure", "controller_metrics_address", "prometheus_binary", "start_detached", "stop_detached"]
 
@@ -76,11 +76,6 @@ def configure(kubeconfig: Path, metrics_address: str, workdir: Path) -> Path:
     return config
 
 
-def _ready(url: str) -> bool:
-    with urllib.request.urlopen(f"{url}/-/ready", timeout=3) as answer:
-        return bool(answer.status == 200)
-
-
 def _cmdline(pid: int) -> list[str]:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
@@ -106,11 +101,9 @@ def start_detached(run_dir: Path, kubeconfig: Path, controller_pid: int, timeout
         if child.poll() is not None:
             stop_detached(run_dir)
             raise ControlPlaneError(f"prometheus exited with code {child.returncode}; see {workdir / 'prometheus.log'}")
-        try:
-            if _ready(url):
+        with contextlib.suppress(OSError):  # not listening yet
+            if is_ready(url):
                 return url
-        except OSError:
-            pass
         time.sleep(0.3)
     stop_detached(run_dir)
     raise ControlPlaneError(f"prometheus was not ready after {timeout:.0f}s")

@@ -8,14 +8,12 @@ except under CI=true, where they fail.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gotools import go_tool
 
 from nvcre.compiler.install.monitoring import ALERT_RULES_FILE, alert_rule_groups
 
@@ -73,39 +71,9 @@ def test_every_rule_has_a_promtool_unit_test() -> None:
         assert f"alertname: {name}\n" in tested, f"{name} has no case in tests/rules"
 
 
-def _build_module() -> Any:
-    spec = importlib.util.spec_from_file_location("nvcre_build_for_promtool", REPO / "tests" / "controlplane" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def _unavailable(message: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{message} (CI=true, so this is an error, not a skip)", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def promtool(request: pytest.FixtureRequest) -> Path:
-    build = _build_module()
-    if build.tool_missing("prometheus"):
-        if build.find_go() is None:
-            _unavailable(
-                "promtool is not built and there is no Go toolchain (`python tests/controlplane/build.py --tools-only --tools prometheus`)"
-            )
-        capture = request.config.pluginmanager.getplugin("capturemanager")
-        try:
-            if capture is not None:
-                with capture.global_and_fixture_disabled():
-                    build.build_tool("prometheus")
-            else:
-                build.build_tool("prometheus")
-        except build.BuildError as exc:
-            pytest.fail(f"building prometheus failed: {exc}", pytrace=False)
-    return Path(build.tool_binary_path("prometheus", "promtool"))
+    return go_tool(request, "prometheus", "promtool")
 
 
 def _run(promtool: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

@@ -9,9 +9,7 @@ fed once, written as the controller writes it, plus the state gauges of ``runtim
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gotools import go_tool
 
 from nvcre.compiler.install import render_install
 from nvcre.compiler.install.monitoring import DASHBOARD_CONFIGMAP, DASHBOARD_FILE, DASHBOARD_KEY
@@ -247,18 +246,8 @@ def test_exported_names_come_with_their_suffixes_and_cover_the_documented_famili
 
 
 @pytest.fixture(scope="module")
-def promtool() -> Path:
-    spec = importlib.util.spec_from_file_location("nvcre_build_for_dashboard", REPO / "tests" / "controlplane" / "build.py")
-    assert spec is not None and spec.loader is not None
-    build = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = build  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(build)
-    if build.tool_missing("prometheus"):
-        message = "promtool is not built (`python tests/controlplane/build.py --tools-only --tools prometheus`)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true, so this is an error, not a skip)", pytrace=False)
-        pytest.skip(message)
-    return Path(build.tool_binary_path("prometheus", "promtool"))
+def promtool(request: pytest.FixtureRequest) -> Path:
+    return go_tool(request, "prometheus", "promtool")
 
 
 def check_rules(promtool: Path, exprs: list[str], directory: Path) -> subprocess.CompletedProcess[str]:

@@ -206,6 +206,15 @@ class DiagnosisVerdict:
     def complete(self) -> bool:
         return self.stage == "complete"
 
+    @property
+    def extremes(self) -> tuple[DiagnoseTest, DiagnoseTest] | None:
+        """The tests with the highest and the lowest bus bandwidth (the first of equals), None
+        when no test measured any."""
+        measured = [t for t in self.tests if t.bus_bw is not None and t.bus_bw > 0]
+        if not measured:
+            return None
+        return max(measured, key=lambda t: t.bus_bw or 0.0), min(measured, key=lambda t: t.bus_bw or 0.0)
+
 
 @dataclass(frozen=True)
 class CategoryVerdict:

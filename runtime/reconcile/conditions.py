@@ -126,3 +126,10 @@ def set_lifecycle(
             new = set_condition(new, other, "False", inactive_reason, "", now, generation)
     new["phase"] = phase_of(new)
     return new
+
+
+def jobs_failed_validation(status: Mapping[str, Any], now: str) -> dict[str, Any]:
+    """A Workflow's status with ``ValidationFailed`` true: one of its Jobs missed a threshold."""
+    return set_condition(
+        status, VALIDATION_FAILED, "True", "JobValidationFailed", "One or more Jobs failed performance threshold validation", now
+    )

@@ -277,16 +277,7 @@ class DiagnoseRounds:
         if diagnosis.failed:
             reason = "IterationsFailed"
             if diagnosis.threshold_unmet or any(e["reason"] == "ThresholdViolation" for e in failed):
-                status.update(
-                    cond.set_condition(
-                        status,
-                        cond.VALIDATION_FAILED,
-                        "True",
-                        "JobValidationFailed",
-                        "One or more Jobs failed performance threshold validation",
-                        now,
-                    )
-                )
+                status.update(cond.jobs_failed_validation(status, now))
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))
         else:
             status.update(cond.set_lifecycle(status, cond.SUCCEEDED, "JobCompleted", message, now))

@@ -718,16 +718,7 @@ class WorkflowReconciler:
             else:
                 reason = "IterationsFailed"
             if validation:
-                status.update(
-                    cond.set_condition(
-                        status,
-                        cond.VALIDATION_FAILED,
-                        "True",
-                        "JobValidationFailed",
-                        "One or more Jobs failed performance threshold validation",
-                        now,
-                    )
-                )
+                status.update(cond.jobs_failed_validation(status, now))
             status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))
         else:
             message = f"All {total} iterations completed successfully"

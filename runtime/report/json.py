@@ -165,11 +165,9 @@ def _diagnose(category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> dict[st
             }
             for f in diagnosis.infrastructure_faults
         ]
-    measured = [t for t in diagnosis.tests if t.bus_bw is not None and t.bus_bw > 0]
-    if measured:
-        best = max(measured, key=lambda t: t.bus_bw or 0.0)  # the first of equals, as NVCRE keeps it
-        worst = min(measured, key=lambda t: t.bus_bw or 0.0)
-        for prefix, test in (("maxBW", best), ("minBW", worst)):
+    extremes = diagnosis.extremes
+    if extremes is not None:
+        for prefix, test in zip(("maxBW", "minBW"), extremes):
             out[prefix] = fmt.group_bandwidth(test.bus_bw or 0.0)
             if test.domain:
                 out[f"{prefix}Domain"] = test.domain

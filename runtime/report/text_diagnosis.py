@@ -80,10 +80,8 @@ def diagnosis_section(card: Card, category: CategoryVerdict, diagnosis: Diagnosi
         card.add(f"{'  Infra:':<12} {len(diagnosis.infrastructure_faults)} faults")
         for fault in diagnosis.infrastructure_faults:
             card.add(f"    {sanitize(fault.domain or 'inter-domain')}: {len(fault.side_a)} + {len(fault.side_b)} nodes")
-    measured = [t for t in diagnosis.tests if t.bus_bw is not None and t.bus_bw > 0]
-    if measured:
-        best = max(measured, key=lambda t: t.bus_bw or 0.0)
-        worst = min(measured, key=lambda t: t.bus_bw or 0.0)
+    if diagnosis.extremes is not None:
+        best, worst = diagnosis.extremes
         _extreme(card, "  Max BW:", fmt.group_bandwidth(best.bus_bw or 0.0), best.domain, best.nodes)
         _extreme(card, "  Min BW:", fmt.group_bandwidth(worst.bus_bw or 0.0), worst.domain, worst.nodes)
     if diagnosis.tests:

@@ -13,7 +13,6 @@ under ``tests/fixtures/evidence/`` (the unit tests' inputs).
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gotools import go_tool
 import yaml
 from integration_helpers import eventually, fast_settings
 
@@ -52,25 +52,10 @@ def controller(simcluster, sim_namespace) -> Iterator[object]:
         kube.close()
 
 
-def _build_module() -> Any:
-    spec = importlib.util.spec_from_file_location("nvcre_build_for_cosign", REPO / "tests" / "controlplane" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def cosign() -> Path:
-    """cosign built from its Go module by tests/controlplane/build.py (skipped when absent, except in CI)."""
-    build = _build_module()
-    if build.tool_missing("cosign"):
-        message = "cosign is not built: python tests/controlplane/build.py --tools-only --tools cosign"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return Path(build.tool_binary_path("cosign"))
+def cosign(request: pytest.FixtureRequest) -> Path:
+    """cosign built from its Go module by tests/controlplane/build.py."""
+    return go_tool(request, "cosign")
 
 
 def nvcrectl(simcluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

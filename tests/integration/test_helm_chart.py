@@ -7,7 +7,6 @@ where they fail.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gotools import go_tool, unavailable
 
 from nvcre.compiler.emit import dump_yaml
 from nvcre.compiler.yamlio import load_documents
@@ -26,44 +26,14 @@ CHART = REPO / "charts" / "nvcre"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 
-def _build_module() -> Any:
-    spec = importlib.util.spec_from_file_location("nvcre_build_for_helm", REPO / "tests" / "controlplane" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-def _unavailable(message: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{message} (CI=true, so this is an error, not a skip)", pytrace=False)
-    pytest.skip(message)
-
-
 def _helm(request: pytest.FixtureRequest) -> Path:
     """``$NVCRE_HELM``, else the cached build, built now (like the control plane) when Go is there."""
     explicit = os.environ.get("NVCRE_HELM")
     if explicit:
         if not Path(explicit).is_file():
-            _unavailable(f"NVCRE_HELM={explicit} is not a file")
+            unavailable(f"NVCRE_HELM={explicit} is not a file")
         return Path(explicit)
-    build = _build_module()
-    if not build.helm_missing():
-        return Path(build.helm_binary_path())
-    if build.find_go() is None:
-        _unavailable(
-            f"helm {build.HELM_VERSION} is not built and there is no Go toolchain to build it "
-            "(`python tests/controlplane/build.py --helm`, or set NVCRE_HELM)"
-        )
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    try:
-        if capture is not None:
-            with capture.global_and_fixture_disabled():
-                return Path(build.build_helm())
-        return Path(build.build_helm())
-    except build.BuildError as exc:
-        pytest.fail(f"building helm failed: {exc}", pytrace=False)
+    return go_tool(request, "helm")
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,6 @@ CI=true, where they fail).
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gotools import go_tool
 from integration_helpers import eventually
 from secure_metrics import ControllerProcess, must_scrape, running_controller
 
@@ -37,29 +35,7 @@ FAILED_NODES_FAMILY = "nvcre_job_failed_nodes"
 
 
 def _prometheus_binary(request: pytest.FixtureRequest) -> Path:
-    spec = importlib.util.spec_from_file_location("nvcre_build_for_prometheus", REPO / "tests" / "controlplane" / "build.py")
-    assert spec is not None and spec.loader is not None
-    build = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = build
-    spec.loader.exec_module(build)
-    if build.tool_missing("prometheus"):
-        if build.find_go() is None:
-            message = "prometheus is not built and there is no Go toolchain (`python tests/controlplane/build.py --tools-only --tools prometheus`)"
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(message, pytrace=False)
-            pytest.skip(message)
-        capture = request.config.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled() if capture is not None else _nothing():
-            build.build_tool("prometheus")
-    return Path(build.tool_binary_path("prometheus", "prometheus"))
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    return go_tool(request, "prometheus", "prometheus")
 
 
 def _certification(namespace: str, name: str, nodes: list[str]) -> dict[str, Any]:
