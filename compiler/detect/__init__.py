@@ -130,6 +130,84 @@ class ClusterDetection:
         }
 
 
+@dataclass(frozen=True)
+class _Chosen:
+    """What the node-level steps decided: platform, architecture and the remaining nodes."""
+
+    platform: Fact
+    arch: Fact
+    nodes: tuple[dict[str, Any], ...] = ()
+    excluded: tuple[ExcludedNode, ...] = ()
+    products: tuple[str, ...] = ()
+    dra_nodes: tuple[str, ...] = ()
+
+
+def _choose_offline(
+    target: Mapping[str, Any], platform_flag: str | None, arch_flag: str | None, target_path: str
+) -> tuple[_Chosen | None, list[Diagnostic]]:
+    """No cluster facts: the flags, else ``onprem`` and the nodeSelector's product."""
+    platform_fact, diags = detect_platform((), supplied=platform_flag, target_path=target_path)
+    selector_arch = arch_from_node_selector(target.get("nodeSelector"))
+    if arch_flag:
+        arch_fact = Fact(arch_flag, SUPPLIED, "--gpu-arch")
+    elif selector_arch:
+        arch_fact = Fact(selector_arch, SUPPLIED, "target nodeSelector nvidia.com/gpu.product")
+    else:
+        diags.append(error("GPUArchitectureUnknown", f"{target_path}.nodeSelector", UNKNOWN_ARCH_MESSAGE))
+        return None, diags
+    assert platform_fact is not None
+    return _Chosen(platform_fact, arch_fact), diags
+
+
+def _choose_from_facts(
+    facts: ClusterFacts, target: Mapping[str, Any], platform_flag: str | None, arch_flag: str | None, target_path: str
+) -> tuple[_Chosen | None, list[Diagnostic]]:
+    """Select the target nodes, then detect the platform and the architecture from them."""
+    nodes, excluded, diags = select_target_nodes(facts, target, target_path=target_path)
+    if _has_error(diags):
+        return None, diags
+    if not nodes:
+        return None, [*diags, _no_nodes(facts, target_path, len(excluded))]
+    platform_fact, d = detect_platform(nodes, supplied=platform_flag, target_path=target_path)
+    diags += d
+    found, d = detect_gpu_arch(facts, nodes, supplied=arch_flag, node_selector=target.get("nodeSelector"), target_path=target_path)
+    diags += d
+    if platform_fact is None or found is None:
+        return None, diags
+    all_excluded = tuple(sorted([*excluded, *found.excluded]))
+    if not found.nodes:
+        return None, [*diags, _no_nodes(facts, target_path, len(all_excluded))]
+    return _Chosen(platform_fact, found.fact, found.nodes, all_excluded, found.products, found.dra_product_nodes), diags
+
+
+def _gcp_decisions(
+    facts: ClusterFacts | None, nodes: tuple[dict[str, Any], ...], target_path: str
+) -> tuple[dict[str, Fact], list[Diagnostic]]:
+    """GKE network names and the TCPXO plugin profile: read from the cluster, or defaulted offline."""
+    if facts is not None:
+        networks, diags = detect_gke_networks(nodes, path=target_path)
+        tcpxo, d = detect_tcpxo_profile(facts, nodes, path=target_path)
+        return {"gkeNetworks": networks, "tcpxoPlugin": tcpxo}, diags + d
+    decisions = {
+        "gkeNetworks": Fact(default_gke_networks(), DEFAULTED, "no cluster facts"),
+        "tcpxoPlugin": Fact(default_tcpxo_profile(), DEFAULTED, "no cluster facts"),
+    }
+    notes = [
+        info(
+            "GKENetworkDetection",
+            target_path,
+            "no cluster facts: rendering the default GKE network names gpu-nic0..gpu-nic7; pass cluster facts to read them from the nodes",
+        ),
+        info(
+            "TCPXOPluginDetection",
+            target_path,
+            f"no cluster facts: rendering the TCPXO {default_tcpxo_profile().plugin_version} images; pass cluster facts "
+            "(with kube-system pods) to match the installed plugin",
+        ),
+    ]
+    return decisions, notes
+
+
 def detect_cluster(
     facts: ClusterFacts | None,
     *,
@@ -155,85 +233,36 @@ def detect_cluster(
     if _has_error(diags):
         return None, diags
 
-    nodes: tuple[dict[str, Any], ...] = ()
-    excluded: list[ExcludedNode] = []
-    products: tuple[str, ...] = ()
-    dra_nodes: tuple[str, ...] = ()
     if facts is None:
-        platform_fact, d = detect_platform((), supplied=platform_flag, target_path=target_path)
-        diags += d
-        if arch_flag:
-            arch_fact = Fact(arch_flag, SUPPLIED, "--gpu-arch")
-        elif arch_from_node_selector(target.get("nodeSelector")):
-            arch_fact = Fact(arch_from_node_selector(target.get("nodeSelector")), SUPPLIED, "target nodeSelector nvidia.com/gpu.product")
-        else:
-            diags.append(error("GPUArchitectureUnknown", f"{target_path}.nodeSelector", UNKNOWN_ARCH_MESSAGE))
-            return None, diags
+        chosen, d = _choose_offline(target, platform_flag, arch_flag, target_path)
     else:
-        nodes, excluded, d = select_target_nodes(facts, target, target_path=target_path)
-        diags += d
-        if _has_error(diags):
-            return None, diags
-        if not nodes:
-            diags.append(_no_nodes(facts, target_path, len(excluded)))
-            return None, diags
-        platform_fact, d = detect_platform(nodes, supplied=platform_flag, target_path=target_path)
-        diags += d
-        found, d = detect_gpu_arch(facts, nodes, supplied=arch_flag, node_selector=target.get("nodeSelector"), target_path=target_path)
-        diags += d
-        if platform_fact is None or found is None:
-            return None, diags
-        arch_fact = found.fact
-        nodes = found.nodes
-        excluded = sorted([*excluded, *found.excluded])
-        products, dra_nodes = found.products, found.dra_product_nodes
-        if not nodes:
-            diags.append(_no_nodes(facts, target_path, len(excluded)))
-            return None, diags
-    assert platform_fact is not None
+        chosen, d = _choose_from_facts(facts, target, platform_flag, arch_flag, target_path)
+    diags += d
+    if chosen is None:
+        return None, diags
 
-    decisions: dict[str, Fact] = {"platform": platform_fact, "gpuArchitecture": arch_fact}
+    decisions: dict[str, Fact] = {"platform": chosen.platform, "gpuArchitecture": chosen.arch}
     gke: tuple[str, ...] | None = None
     tcpxo: TCPXOProfile | None = None
-    if gcp_detection_applies(platform_fact.value, arch_fact.value):
-        if facts is None:
-            decisions["gkeNetworks"] = Fact(default_gke_networks(), DEFAULTED, "no cluster facts")
-            decisions["tcpxoPlugin"] = Fact(default_tcpxo_profile(), DEFAULTED, "no cluster facts")
-            diags.append(
-                info(
-                    "GKENetworkDetection",
-                    target_path,
-                    "no cluster facts: rendering the default GKE network names gpu-nic0..gpu-nic7; pass cluster facts to read them from the nodes",
-                )
-            )
-            diags.append(
-                info(
-                    "TCPXOPluginDetection",
-                    target_path,
-                    f"no cluster facts: rendering the TCPXO {default_tcpxo_profile().plugin_version} images; pass cluster facts "
-                    "(with kube-system pods) to match the installed plugin",
-                )
-            )
-        else:
-            decisions["gkeNetworks"], d = detect_gke_networks(nodes, path=target_path)
-            diags += d
-            decisions["tcpxoPlugin"], d = detect_tcpxo_profile(facts, nodes, path=target_path)
-            diags += d
+    if gcp_detection_applies(chosen.platform.value, chosen.arch.value):
+        gcp, d = _gcp_decisions(facts, chosen.nodes, target_path)
+        diags += d
+        decisions.update(gcp)
         gke = decisions["gkeNetworks"].value
         tcpxo = decisions["tcpxoPlugin"].value
 
     detection = ClusterDetection(
-        platform=platform_fact.value,
-        gpu_arch=arch_fact.value,
-        gpu_arch_known=is_known_architecture(arch_fact.value),
-        gpu_products=products,
-        target_nodes=tuple(name_of(n) for n in nodes),
-        excluded_nodes=tuple(excluded),
-        dra_product_nodes=dra_nodes,
+        platform=chosen.platform.value,
+        gpu_arch=chosen.arch.value,
+        gpu_arch_known=is_known_architecture(chosen.arch.value),
+        gpu_products=chosen.products,
+        target_nodes=tuple(name_of(n) for n in chosen.nodes),
+        excluded_nodes=chosen.excluded,
+        dra_product_nodes=chosen.dra_nodes,
         gke_networks=gke,
         tcpxo=tcpxo,
         decisions=MappingProxyType(decisions),
-        nodes=nodes,
+        nodes=chosen.nodes,
     )
     return detection, diags
 

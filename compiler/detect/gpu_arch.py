@@ -140,23 +140,9 @@ class ArchDetection:
     dra_product_nodes: tuple[str, ...]  # remaining nodes whose product came from ResourceSlices
 
 
-def detect_gpu_arch(
-    facts: ClusterFacts,
-    nodes: Sequence[Mapping[str, Any]],
-    *,
-    supplied: str | None = None,
-    node_selector: Mapping[str, Any] | None = None,
-    target_path: str = "spec.target",
-) -> tuple[ArchDetection | None, list[Diagnostic]]:
-    """Decide the architecture of ``nodes`` (already selected) and filter them to it.
-
-    ``supplied`` is an already validated ``--gpu-arch``. Returns ``None`` with error
-    ``GPUArchitectureUnknown`` when nothing names an architecture.
-    """
+def _product_source_notes(products: Mapping[str, NodeProduct], target_path: str) -> list[Diagnostic]:
+    """Say which nodes' products came from ResourceSlices, and where a node publishes several."""
     diags: list[Diagnostic] = []
-    ordered = sorted(nodes, key=name_of)
-    products = node_products(facts, ordered)
-
     from_dra = [p for p in products.values() if p.source == RESOURCE_SLICES]
     if from_dra:
         diags.append(
@@ -176,7 +162,11 @@ def detect_gpu_arch(
                     f"node {p.node} publishes devices of several products ({', '.join(p.dra_products)}); using {p.product}",
                 )
             )
+    return diags
 
+
+def _count_votes(ordered: Sequence[Mapping[str, Any]], products: Mapping[str, NodeProduct]) -> tuple[Counter[str], dict[str, int]]:
+    """Nodes per architecture, and the index of the first node of each (the tie-break)."""
     votes: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
     for index, node in enumerate(ordered):
@@ -184,69 +174,115 @@ def detect_gpu_arch(
         if arch:
             votes[arch] += 1
             first_seen.setdefault(arch, index)
+    return votes, first_seen
 
+
+@dataclass(frozen=True)
+class _Decision:
+    """The architecture chosen, why, and whether nodes without a product stay in."""
+
+    arch: str
+    fact: Fact
+    keep_unknown: bool
+
+
+def _unknown_arch(ordered: Sequence[Mapping[str, Any]], products: Mapping[str, NodeProduct], target_path: str) -> list[Diagnostic]:
+    """The diagnostics when nothing names an architecture."""
+    diags: list[Diagnostic] = []
+    if ordered:
+        hints = [p for p in products.values() if p.dra_architectures]
+        extra = (
+            "; ResourceSlices name only the architecture family ("
+            + name_list([f"{p.node}: {', '.join(p.dra_architectures)}" for p in hints])
+            + "), not a product"
+            if hints
+            else ""
+        )
+        diags.append(
+            info(
+                "GPUArchitectureUnknown",
+                target_path,
+                f"none of the {plural(len(ordered), 'target node')} has an {GPU_PRODUCT_LABEL} label or a gpu.nvidia.com "
+                f"ResourceSlice with a productName{extra}; pass --gpu-arch or set {GPU_PRODUCT_LABEL} in the nodeSelector",
+            )
+        )
+    diags.append(error("GPUArchitectureUnknown", f"{target_path}.nodeSelector", UNKNOWN_ARCH_MESSAGE))
+    return diags
+
+
+def _decide(
+    ordered: Sequence[Mapping[str, Any]],
+    products: Mapping[str, NodeProduct],
+    votes: Counter[str],
+    first_seen: Mapping[str, int],
+    supplied: str | None,
+    node_selector: Mapping[str, Any] | None,
+) -> _Decision | None:
+    """``--gpu-arch``, else the vote, else the nodeSelector's product; ``None`` when none names one."""
     if supplied:
-        arch, fact = supplied, Fact(supplied, SUPPLIED, "--gpu-arch")
-        keep_unknown = True
-    elif votes:
+        return _Decision(supplied, Fact(supplied, SUPPLIED, "--gpu-arch"), True)
+    if votes:
         arch = min(votes, key=lambda a: (-votes[a], first_seen[a]))
         sources = sorted({products[name_of(n)].source for n in ordered if products[name_of(n)].arch == arch})
         where = " and ".join({LABEL: f"{GPU_PRODUCT_LABEL} labels", RESOURCE_SLICES: "gpu.nvidia.com ResourceSlices"}[s] for s in sources)
-        fact = Fact(arch, DETECTED, f"{where}; {votes[arch]} of {plural(len(ordered), 'target node')}")
-        keep_unknown = False
-    else:
-        arch = arch_from_node_selector(node_selector)
-        if not arch:
-            if ordered:
-                hints = [p for p in products.values() if p.dra_architectures]
-                extra = (
-                    "; ResourceSlices name only the architecture family ("
-                    + name_list([f"{p.node}: {', '.join(p.dra_architectures)}" for p in hints])
-                    + "), not a product"
-                    if hints
-                    else ""
-                )
-                diags.append(
-                    info(
-                        "GPUArchitectureUnknown",
-                        target_path,
-                        f"none of the {plural(len(ordered), 'target node')} has an {GPU_PRODUCT_LABEL} label or a gpu.nvidia.com "
-                        f"ResourceSlice with a productName{extra}; pass --gpu-arch or set {GPU_PRODUCT_LABEL} in the nodeSelector",
-                    )
-                )
-            diags.append(error("GPUArchitectureUnknown", f"{target_path}.nodeSelector", UNKNOWN_ARCH_MESSAGE))
-            return None, diags
-        fact = Fact(arch, SUPPLIED, f"target nodeSelector {GPU_PRODUCT_LABEL}")
-        keep_unknown = True
+        return _Decision(arch, Fact(arch, DETECTED, f"{where}; {votes[arch]} of {plural(len(ordered), 'target node')}"), False)
+    arch = arch_from_node_selector(node_selector)
+    if not arch:
+        return None
+    return _Decision(arch, Fact(arch, SUPPLIED, f"target nodeSelector {GPU_PRODUCT_LABEL}"), True)
 
-    kept: list[dict[str, Any]] = []
-    excluded: list[ExcludedNode] = []
-    other_arch: list[str] = []
-    no_product: list[str] = []
+
+@dataclass
+class _Split:
+    """The nodes kept for the architecture and those left out, by reason."""
+
+    kept: list[dict[str, Any]]
+    excluded: list[ExcludedNode]
+    other_arch: list[str]
+    no_product: list[str]
+
+
+def _split_nodes(
+    ordered: Sequence[Mapping[str, Any]], products: Mapping[str, NodeProduct], decision: _Decision, supplied: str | None
+) -> _Split:
+    """Keep the nodes of the decided architecture (and, when not voted, those without a product)."""
+    split = _Split([], [], [], [])
+    arch = decision.arch
     for node in ordered:
         p = products[name_of(node)]
-        if p.arch == arch or (not p.arch and keep_unknown):
-            kept.append(dict(node))
+        if p.arch == arch or (not p.arch and decision.keep_unknown):
+            split.kept.append(dict(node))
         elif not p.arch:
-            excluded.append(
+            split.excluded.append(
                 ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product")
             )
-            no_product.append(p.node)
+            split.no_product.append(p.node)
         else:
             against = f"--gpu-arch {arch}" if supplied else f"the majority architecture {arch}"
-            excluded.append(ExcludedNode(p.node, f"GPU architecture {p.arch} ({p.product}) differs from {against}"))
-            other_arch.append(f"{p.node} ({p.arch})")
+            split.excluded.append(ExcludedNode(p.node, f"GPU architecture {p.arch} ({p.product}) differs from {against}"))
+            split.other_arch.append(f"{p.node} ({p.arch})")
+    return split
 
-    if other_arch:
-        basis = f"--gpu-arch {arch}" if supplied else f"the majority, {votes[arch]} of {plural(len(ordered), 'node')}"
+
+def _split_notes(
+    split: _Split,
+    products: Mapping[str, NodeProduct],
+    arch: str,
+    basis: str,
+    target_path: str,
+) -> list[Diagnostic]:
+    """Warn about every node left out and note the nodes whose architecture was assumed."""
+    diags: list[Diagnostic] = []
+    if split.other_arch:
         diags.append(
             warning(
                 "NodeExcluded",
                 target_path,
                 f"target set has more than one GPU architecture; certifying {arch} only ({basis}), "
-                f"leaving out {plural(len(other_arch), 'node')}: {name_list(other_arch)}",
+                f"leaving out {plural(len(split.other_arch), 'node')}: {name_list(split.other_arch)}",
             )
         )
+    no_product = split.no_product
     if no_product:
         diags.append(
             warning(
@@ -256,7 +292,7 @@ def detect_gpu_arch(
                 f"ResourceSlice) and {'is' if len(no_product) == 1 else 'are'} left out: {name_list(no_product)}",
             )
         )
-    assumed = [name_of(n) for n in kept if not products[name_of(n)].arch]
+    assumed = [name_of(n) for n in split.kept if not products[name_of(n)].arch]
     if assumed:
         diags.append(
             info(
@@ -266,8 +302,35 @@ def detect_gpu_arch(
                 f"{'is' if len(assumed) == 1 else 'are'} taken to be {arch}: {name_list(assumed)}",
             )
         )
+    return diags
 
-    kept_products = tuple(sorted({products[name_of(n)].product for n in kept} - {""}))
+
+def detect_gpu_arch(
+    facts: ClusterFacts,
+    nodes: Sequence[Mapping[str, Any]],
+    *,
+    supplied: str | None = None,
+    node_selector: Mapping[str, Any] | None = None,
+    target_path: str = "spec.target",
+) -> tuple[ArchDetection | None, list[Diagnostic]]:
+    """Decide the architecture of ``nodes`` (already selected) and filter them to it.
+
+    ``supplied`` is an already validated ``--gpu-arch``. Returns ``None`` with error
+    ``GPUArchitectureUnknown`` when nothing names an architecture.
+    """
+    ordered = sorted(nodes, key=name_of)
+    products = node_products(facts, ordered)
+    diags = _product_source_notes(products, target_path)
+    votes, first_seen = _count_votes(ordered, products)
+    decision = _decide(ordered, products, votes, first_seen, supplied, node_selector)
+    if decision is None:
+        return None, diags + _unknown_arch(ordered, products, target_path)
+
+    arch = decision.arch
+    split = _split_nodes(ordered, products, decision, supplied)
+    basis = f"--gpu-arch {arch}" if supplied else f"the majority, {votes[arch]} of {plural(len(ordered), 'node')}"
+    diags += _split_notes(split, products, arch, basis, target_path)
+    kept_products = tuple(sorted({products[name_of(n)].product for n in split.kept} - {""}))
     if len(kept_products) > 1:
         diags.append(
             info(
@@ -276,5 +339,6 @@ def detect_gpu_arch(
                 f"the {arch} nodes report {len(kept_products)} different products: {', '.join(kept_products)}",
             )
         )
-    dra_nodes = tuple(name_of(n) for n in kept if products[name_of(n)].source == RESOURCE_SLICES)
-    return ArchDetection(fact, tuple(kept), tuple(sorted(excluded)), kept_products, dra_nodes), diags
+    dra_nodes = tuple(name_of(n) for n in split.kept if products[name_of(n)].source == RESOURCE_SLICES)
+    detection = ArchDetection(decision.fact, tuple(split.kept), tuple(sorted(split.excluded)), kept_products, dra_nodes)
+    return detection, diags

@@ -13,6 +13,7 @@ exception is a node listed by name in ``nodeNames``, whose rejection is reported
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
@@ -33,6 +34,113 @@ REASON_CORDONED = "cordoned (spec.unschedulable is true); a taintSelector for no
 REASON_NO_GPU_PRESENT = "not labelled nvidia.com/gpu.present=true"
 
 
+@dataclass
+class _Selection:
+    """The nodes a target selects and those it leaves out, grouped by why."""
+
+    selected: list[dict[str, Any]] = field(default_factory=list)
+    excluded: list[ExcludedNode] = field(default_factory=list)
+    cordoned: list[str] = field(default_factory=list)
+    unlabeled_gpu: list[str] = field(default_factory=list)
+    unlabeled_other: list[str] = field(default_factory=list)
+    named_rejects: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _filter_nodes(facts: ClusterFacts, target: Mapping[str, Any], wanted: set[str] | None) -> _Selection:
+    """Apply the filters, in the module's order, to every node of ``facts``."""
+    selector: dict[str, str] = dict(target.get("nodeSelector") or {})
+    expressions: list[dict[str, Any]] = list(target.get("matchExpressions") or [])
+    taint_selectors: list[dict[str, Any]] = list(target.get("taintSelectors") or [])
+    allow_cordoned = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taint_selectors)
+    out = _Selection()
+    dra = None
+    for node in facts.nodes:
+        name = name_of(node)
+        if wanted is not None and name not in wanted:
+            continue
+        labels = labels_of(node)
+        miss = _selector_miss(labels, selector) or _expression_miss(labels, expressions) or _taint_miss(node, taint_selectors)
+        if miss:
+            if wanted is not None:
+                out.excluded.append(ExcludedNode(name, f"listed in nodeNames but {miss}"))
+                out.named_rejects.append((name, miss))
+            continue
+        if labels.get(GPU_PRESENT_LABEL) != "true":
+            out.excluded.append(ExcludedNode(name, REASON_NO_GPU_PRESENT))
+            if dra is None:
+                dra = dra_gpus_by_node(facts)
+            (out.unlabeled_gpu if _looks_like_gpu_node(node, labels, dra) else out.unlabeled_other).append(name)
+            continue
+        if is_cordoned(node) and not allow_cordoned:
+            out.excluded.append(ExcludedNode(name, REASON_CORDONED))
+            out.cordoned.append(name)
+            continue
+        out.selected.append(node)
+    return out
+
+
+def _named_notes(facts: ClusterFacts, wanted: set[str] | None, sel: _Selection, target_path: str) -> list[Diagnostic]:
+    """Nodes listed by name that the facts lack, or that the other filters reject."""
+    diags: list[Diagnostic] = []
+    if wanted is not None:
+        missing = sorted(wanted - {name_of(n) for n in facts.nodes})
+        if missing:
+            diags.append(
+                warning(
+                    "TargetNodeNotFound",
+                    f"{target_path}.nodeNames",
+                    f"{plural(len(missing), 'node')} listed in nodeNames {'is' if len(missing) == 1 else 'are'} not in the cluster facts: {name_list(missing)}",
+                )
+            )
+    if sel.named_rejects:
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(len(sel.named_rejects), 'node')} listed in nodeNames {'fails' if len(sel.named_rejects) == 1 else 'fail'} "
+                "the other target filters: " + name_list([f"{name} {miss}" for name, miss in sel.named_rejects]),
+            )
+        )
+    return diags
+
+
+def _left_out_notes(sel: _Selection, target_path: str) -> list[Diagnostic]:
+    """Matched nodes left out because they are cordoned or lack the GPU-present label."""
+    diags: list[Diagnostic] = []
+    if sel.cordoned:
+        n = len(sel.cordoned)
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(n, 'node')} matched the target but {'is' if n == 1 else 'are'} cordoned "
+                f"(unschedulable): {name_list(sel.cordoned)}; add a taintSelector for {UNSCHEDULABLE_TAINT} to certify cordoned nodes",
+            )
+        )
+    if sel.unlabeled_gpu:
+        n = len(sel.unlabeled_gpu)
+        diags.append(
+            warning(
+                "NodeExcluded",
+                target_path,
+                f"{plural(n, 'node')} with GPUs matched the target but {'is' if n == 1 else 'are'} not labelled "
+                f"{GPU_PRESENT_LABEL}=true, so {'it is' if n == 1 else 'they are'} left out: {name_list(sel.unlabeled_gpu)}; "
+                f"label {'it' if n == 1 else 'them'} {GPU_PRESENT_LABEL}=true to include {'it' if n == 1 else 'them'} (a DRA-only GPU stack does not set it)",
+            )
+        )
+    if sel.unlabeled_other:
+        n = len(sel.unlabeled_other)
+        diags.append(
+            info(
+                "NodeExcluded",
+                target_path,
+                f"{plural(n, 'node')} without GPUs matched the target and {'is' if n == 1 else 'are'} "
+                f"left out (no {GPU_PRESENT_LABEL}=true label): {name_list(sel.unlabeled_other)}",
+            )
+        )
+    return diags
+
+
 def select_target_nodes(
     facts: ClusterFacts,
     target: Mapping[str, Any] | None,
@@ -48,97 +156,12 @@ def select_target_nodes(
     diags = _validate(target, target_path)
     if diags:
         return (), [], diags
-
-    selector: dict[str, str] = dict(target.get("nodeSelector") or {})
-    expressions: list[dict[str, Any]] = list(target.get("matchExpressions") or [])
     names = target.get("nodeNames")
     wanted = set(names) if names else None
-    taint_selectors: list[dict[str, Any]] = list(target.get("taintSelectors") or [])
-    allow_cordoned = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taint_selectors)
-
-    selected: list[dict[str, Any]] = []
-    excluded: list[ExcludedNode] = []
-    cordoned: list[str] = []
-    unlabeled_gpu: list[str] = []
-    unlabeled_other: list[str] = []
-    named_rejects: list[tuple[str, str]] = []
-    dra = None
-
-    for node in facts.nodes:
-        name = name_of(node)
-        if wanted is not None and name not in wanted:
-            continue
-        labels = labels_of(node)
-        miss = _selector_miss(labels, selector) or _expression_miss(labels, expressions) or _taint_miss(node, taint_selectors)
-        if miss:
-            if wanted is not None:
-                excluded.append(ExcludedNode(name, f"listed in nodeNames but {miss}"))
-                named_rejects.append((name, miss))
-            continue
-        if labels.get(GPU_PRESENT_LABEL) != "true":
-            excluded.append(ExcludedNode(name, REASON_NO_GPU_PRESENT))
-            if dra is None:
-                dra = dra_gpus_by_node(facts)
-            (unlabeled_gpu if _looks_like_gpu_node(node, labels, dra) else unlabeled_other).append(name)
-            continue
-        if is_cordoned(node) and not allow_cordoned:
-            excluded.append(ExcludedNode(name, REASON_CORDONED))
-            cordoned.append(name)
-            continue
-        selected.append(node)
-
-    if wanted is not None:
-        missing = sorted(wanted - {name_of(n) for n in facts.nodes})
-        if missing:
-            diags.append(
-                warning(
-                    "TargetNodeNotFound",
-                    f"{target_path}.nodeNames",
-                    f"{plural(len(missing), 'node')} listed in nodeNames {'is' if len(missing) == 1 else 'are'} not in the cluster facts: {name_list(missing)}",
-                )
-            )
-    if named_rejects:
-        diags.append(
-            warning(
-                "NodeExcluded",
-                target_path,
-                f"{plural(len(named_rejects), 'node')} listed in nodeNames {'fails' if len(named_rejects) == 1 else 'fail'} "
-                "the other target filters: " + name_list([f"{name} {miss}" for name, miss in named_rejects]),
-            )
-        )
-    if cordoned:
-        diags.append(
-            warning(
-                "NodeExcluded",
-                target_path,
-                f"{plural(len(cordoned), 'node')} matched the target but {'is' if len(cordoned) == 1 else 'are'} cordoned "
-                f"(unschedulable): {name_list(cordoned)}; add a taintSelector for {UNSCHEDULABLE_TAINT} to certify cordoned nodes",
-            )
-        )
-    if unlabeled_gpu:
-        diags.append(
-            warning(
-                "NodeExcluded",
-                target_path,
-                f"{plural(len(unlabeled_gpu), 'node')} with GPUs matched the target but {'is' if len(unlabeled_gpu) == 1 else 'are'} not labelled "
-                f"{GPU_PRESENT_LABEL}=true, so {'it is' if len(unlabeled_gpu) == 1 else 'they are'} left out: {name_list(unlabeled_gpu)}; "
-                f"label {'it' if len(unlabeled_gpu) == 1 else 'them'} {GPU_PRESENT_LABEL}=true to include {'it' if len(unlabeled_gpu) == 1 else 'them'} (a DRA-only GPU stack does not set it)",
-            )
-        )
-    if unlabeled_other:
-        diags.append(
-            info(
-                "NodeExcluded",
-                target_path,
-                f"{plural(len(unlabeled_other), 'node')} without GPUs matched the target and {'is' if len(unlabeled_other) == 1 else 'are'} "
-                f"left out (no {GPU_PRESENT_LABEL}=true label): {name_list(unlabeled_other)}",
-            )
-        )
-    excluded.sort()
-    return tuple(selected), excluded, diags
-
-
-# --------------------------------------------------------------------------- matching
+    sel = _filter_nodes(facts, target, wanted)
+    diags = _named_notes(facts, wanted, sel, target_path) + _left_out_notes(sel, target_path)
+    sel.excluded.sort()
+    return tuple(sel.selected), sel.excluded, diags
 
 
 def _selector_miss(labels: Mapping[str, str], selector: Mapping[str, str]) -> str:

@@ -99,17 +99,12 @@ def _valid_nodes(n: int, gpus: int, min_gpus: int, tp_pp: int) -> bool:
     return total >= min_gpus and total % tp_pp == 0
 
 
-def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
-    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
-    options = dict(unit.options)
-    records: list[dict[str, Any]] = []
-    diags: list[Diagnostic] = []
-    where = f"{ctx.path}.options"
-
+def _fill_defaults(unit: Unit, entry: Any, options: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """Catalog defaults, the diagnose sweep and the entry's timeouts for options not given; returns the scale."""
     for key, value in CATALOG_DEFAULTS.items():
         if key not in options:
             options[key] = value
-    scale = options["testScale"]
+    scale = str(options["testScale"])
     if scale == "diagnose":
         for key, value in DIAGNOSE_SWEEP.items():
             if key not in unit.options:
@@ -119,6 +114,65 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         records.append({"decision": "timeoutPerJob", "value": options["timeoutPerJob"], "source": "catalog"})
     if "startupStallTimeoutSeconds" not in options and entry.startup_stall_timeout_seconds is not None:
         options["startupStallTimeoutSeconds"] = entry.startup_stall_timeout_seconds
+    return scale
+
+
+def _choose_nodes(
+    unit: Unit, ctx: Context, entry: Any, scale: str, targets: int, gpus: int, where: str
+) -> tuple[int, str, list[Diagnostic]]:
+    """Nodes per Job and why: single-node entries, the option, the targets (shrunk to a valid model size)."""
+    par = _parallelism(ctx)
+    min_gpus = entry.min_gpus or 0
+    if not entry.multi_node or scale == "intra-node":
+        return 1, ("entry is single-node" if not entry.multi_node else "testScale intra-node"), []
+    if "nodesPerJob" in unit.options:
+        return int(unit.options["nodesPerJob"]), "option", []
+    if not targets:
+        return 1, "default (no cluster facts)", []
+    if par is None:
+        return targets, "target nodes", []
+    tp_pp = par[0] * par[1]
+    nodes = targets
+    while nodes > 0 and not _valid_nodes(nodes, gpus, min_gpus, tp_pp):
+        nodes -= 1
+    if nodes == 0:
+        message = (
+            f"{entry.key}: no valid node count <= {targets} satisfies model constraints (gpusPerNode={gpus}, arch={ctx.cluster.gpu_arch})"
+        )
+        return 0, "", [error("NoValidNodeCount", where, message)]
+    return nodes, "largest node count the model accepts", []
+
+
+def _check_parallelism(label: str, nodes: int, gpus: int, min_gpus: int, par: tuple[int, int], where: str) -> list[Diagnostic]:
+    """The model's GPU floor and its TPxPP divisibility, each with the node counts that would fit."""
+    tp, pp = par
+    total = nodes * gpus
+    if total < min_gpus:
+        need = -(-min_gpus // gpus)
+        message = (
+            f"{label}: requires at least {min_gpus} GPUs ({nodes} nodes x {gpus} GPUs/node), "
+            f"got {total} GPUs ({nodes} nodes); set nodesPerJob to {need} or higher"
+        )
+        return [error("InsufficientGPUs", f"{where}.nodesPerJob", message)]
+    if total % (tp * pp) != 0:
+        lower = max((n for n in range(1, nodes) if (n * gpus) % (tp * pp) == 0 and n * gpus >= min_gpus), default=0)
+        upper = next(n for n in range(nodes + 1, nodes + tp * pp + 1) if (n * gpus) % (tp * pp) == 0)
+        suggestion = f"{lower} or {upper}" if lower else str(upper)
+        message = (
+            f"{label}: totalGPUs={total} ({nodes} nodes x {gpus} GPUs/node) must be divisible by "
+            f"TPxPP={tp * pp} (TP={tp}, PP={pp}); try nodesPerJob={suggestion}"
+        )
+        return [error("ParallelismMismatch", f"{where}.nodesPerJob", message)]
+    return []
+
+
+def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
+    entry = ctx.catalog.lookup(ctx.entry.domain, ctx.entry.variant)
+    options = dict(unit.options)
+    records: list[dict[str, Any]] = []
+    diags: list[Diagnostic] = []
+    where = f"{ctx.path}.options"
+    scale = _fill_defaults(unit, entry, options, records)
 
     gpus = int(options["gpusPerNode"])
     targets = len(ctx.cluster.target_nodes)
@@ -128,62 +182,17 @@ def size_workload(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         if any(d.is_error for d in diags_nodes):
             return unit, diags
         targets = len(kept)
-    par = _parallelism(ctx)
-    min_gpus = entry.min_gpus or 0
-    label = entry.key
 
-    if not entry.multi_node or scale == "intra-node":
-        nodes = 1
-        source = "entry is single-node" if not entry.multi_node else "testScale intra-node"
-    elif "nodesPerJob" in unit.options:
-        nodes, source = int(unit.options["nodesPerJob"]), "option"
-    elif targets:
-        nodes, source = targets, "target nodes"
-        if par is not None:
-            tp_pp = par[0] * par[1]
-            while nodes > 0 and not _valid_nodes(nodes, gpus, min_gpus, tp_pp):
-                nodes -= 1
-            if nodes == 0:
-                diags.append(
-                    error(
-                        "NoValidNodeCount",
-                        where,
-                        f"{label}: no valid node count <= {targets} satisfies model "
-                        f"constraints (gpusPerNode={gpus}, arch={ctx.cluster.gpu_arch})",
-                    )
-                )
-                return unit, diags
-            source = "largest node count the model accepts"
-    else:
-        nodes, source = 1, "default (no cluster facts)"
+    nodes, source, d = _choose_nodes(unit, ctx, entry, scale, targets, gpus, where)
+    diags.extend(d)
+    if d:
+        return unit, diags
     options["nodesPerJob"] = nodes
     records.append({"decision": "nodesPerJob", "value": nodes, "source": source})
 
+    par = _parallelism(ctx)
     if par is not None:
-        tp, pp = par
-        options["tensorParallelism"], options["pipelineParallelism"] = tp, pp
-        total = nodes * gpus
-        if total < min_gpus:
-            need = -(-min_gpus // gpus)
-            diags.append(
-                error(
-                    "InsufficientGPUs",
-                    f"{where}.nodesPerJob",
-                    f"{label}: requires at least {min_gpus} GPUs ({nodes} nodes x {gpus} GPUs/node), "
-                    f"got {total} GPUs ({nodes} nodes); set nodesPerJob to {need} or higher",
-                )
-            )
-        elif total % (tp * pp) != 0:
-            lower = max((n for n in range(1, nodes) if (n * gpus) % (tp * pp) == 0 and n * gpus >= min_gpus), default=0)
-            upper = next(n for n in range(nodes + 1, nodes + tp * pp + 1) if (n * gpus) % (tp * pp) == 0)
-            suggestion = f"{lower} or {upper}" if lower else str(upper)
-            diags.append(
-                error(
-                    "ParallelismMismatch",
-                    f"{where}.nodesPerJob",
-                    f"{label}: totalGPUs={total} ({nodes} nodes x {gpus} GPUs/node) must be divisible by "
-                    f"TPxPP={tp * pp} (TP={tp}, PP={pp}); try nodesPerJob={suggestion}",
-                )
-            )
-        records.append({"decision": "parallelism", "value": {"tp": tp, "pp": pp}, "source": "catalog"})
+        options["tensorParallelism"], options["pipelineParallelism"] = par
+        diags.extend(_check_parallelism(entry.key, nodes, gpus, entry.min_gpus or 0, par, where))
+        records.append({"decision": "parallelism", "value": {"tp": par[0], "pp": par[1]}, "source": "catalog"})
     return replace(unit, options=options).with_provenance(*records), diags

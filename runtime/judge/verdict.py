@@ -172,6 +172,56 @@ def _header(workflows: Iterable[Obj]) -> tuple[str, str, int, tuple[str, ...], s
     return platform, gpu, total, tuple(sorted(excluded)), reason
 
 
+def _category_rows(
+    spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[list[Mapping[str, Any]], dict[tuple[str, str], Mapping[str, Any]]]:
+    """The status rows (or, before the first status, one Pending row per spec category) and each category's options."""
+    statuses = [s for s in as_list(status.get("categoryStatuses")) if isinstance(s, Mapping)]
+    spec_categories = [c for c in as_list(spec.get("categories")) if isinstance(c, Mapping)]
+    options_of = {(str(c.get("domain")), str(c.get("variant"))): as_map(c.get("options")) for c in spec_categories}
+    rows = statuses or [{"domain": c.get("domain"), "variant": c.get("variant"), "status": "Pending"} for c in spec_categories]
+    return rows, options_of
+
+
+def _row_workflow(wf_name: str, domain: str, variant: str, wf_by_name: Mapping[str, Obj]) -> Obj | None:
+    """A status row's Workflow: by its reference, else the one labelled with the row's category."""
+    workflow = wf_by_name.get(wf_name)
+    if workflow is not None:
+        return workflow
+    for wf in wf_by_name.values():
+        labels = labels_of(wf)
+        if labels.get(LABEL_CATEGORY_DOMAIN) == domain and labels.get(LABEL_CATEGORY_VARIANT) == variant:
+            return wf
+    return None
+
+
+def _run_entries(
+    failed_nodes: Sequence[Mapping[str, Any]] | Sequence[Obj] | None, workflows: Mapping[str, Obj], workflow: Obj | None
+) -> list[Mapping[str, Any]]:
+    """A WorkloadRun's failed-node entries, given as ConfigMaps or as entries already decoded."""
+    if failed_nodes is None or workflow is None:
+        return []
+    items = list(failed_nodes)
+    if items and all(isinstance(i, Mapping) and "binaryData" in i for i in items):
+        return list(failed_node_entries(items, workflows).get(name_of(workflow), []))
+    return [i for i in items if isinstance(i, Mapping)]
+
+
+def _node_results(category: CategoryVerdict, failed_names: set[str]) -> tuple[NodeResult, ...]:
+    """Per node: Failed (blamed, or in a failed group), Passed (group succeeded) or Running."""
+    results = []
+    for group in category.groups:
+        for node in group.nodes:
+            if node in failed_names or group.failed:
+                state = "Failed"
+            elif group.phase == "Succeeded":
+                state = "Passed"
+            else:
+                state = "Running"
+            results.append(NodeResult(node, group.name, state))
+    return tuple(sorted(results, key=lambda r: (r.group, r.name)))
+
+
 # --------------------------------------------------------------------------------------------
 # Entry points.
 
@@ -194,10 +244,7 @@ def certification_verdict(
     measurements_of = _by_workflow(measurements, set(wf_by_name), job_workflow)
     entries_of = failed_node_entries(failed_nodes, wf_by_name)
 
-    statuses = [s for s in as_list(cert_status.get("categoryStatuses")) if isinstance(s, Mapping)]
-    spec_categories = [c for c in as_list(spec.get("categories")) if isinstance(c, Mapping)]
-    options_of = {(str(c.get("domain")), str(c.get("variant"))): as_map(c.get("options")) for c in spec_categories}
-    rows = statuses or [{"domain": c.get("domain"), "variant": c.get("variant"), "status": "Pending"} for c in spec_categories]
+    rows, options_of = _category_rows(spec, cert_status)
 
     categories: list[CategoryVerdict] = []
     failed_entries: list[Mapping[str, Any]] = []
@@ -205,16 +252,7 @@ def certification_verdict(
     for row in rows:
         domain, variant = str(row.get("domain") or ""), str(row.get("variant") or "")
         wf_name = str(as_map(row.get("workflowRef")).get("name") or "")
-        workflow = wf_by_name.get(wf_name)
-        if workflow is None:
-            workflow = next(
-                (
-                    wf
-                    for wf in wf_by_name.values()
-                    if labels_of(wf).get(LABEL_CATEGORY_DOMAIN) == domain and labels_of(wf).get(LABEL_CATEGORY_VARIANT) == variant
-                ),
-                None,
-            )
+        workflow = _row_workflow(wf_name, domain, variant, wf_by_name)
         wf_key = name_of(workflow) if workflow is not None else ""
         if workflow is not None:
             used.append(workflow)
@@ -223,20 +261,11 @@ def certification_verdict(
         fallback = ""
         if workflow is None and wf_name and row.get("status") == "Failed":
             fallback = f"its Workflow {wf_name} was deleted before it finished"
+        status_text = str(row.get("status") or "Pending")
+        options = options_of.get((domain, variant), {})
+        wf_measurements = measurements_of.get(wf_key, [])
         categories.append(
-            category_verdict(
-                domain,
-                variant,
-                str(row.get("status") or "Pending"),
-                workflow,
-                wf_jobs,
-                measurements_of.get(wf_key, []),
-                entries,
-                spec,
-                options_of.get((domain, variant), {}),
-                fallback,
-                now,
-            )
+            category_verdict(domain, variant, status_text, workflow, wf_jobs, wf_measurements, entries, spec, options, fallback, now)
         )
         failed_entries.extend(entries)
         if workflow is None or not is_diagnose(workflow):
@@ -283,13 +312,7 @@ def workloadrun_verdict(
     job_workflow = _job_workflows(jobs, set(workflows)) if workflows else {}
     if workflow is not None:
         job_workflow = {name_of(job): name_of(workflow) for job in jobs} | job_workflow
-    entries: list[Mapping[str, Any]] = []
-    if failed_nodes is not None and workflow is not None:
-        items = list(failed_nodes)
-        if items and all(isinstance(i, Mapping) and "binaryData" in i for i in items):
-            entries = failed_node_entries(items, workflows).get(name_of(workflow), [])
-        else:
-            entries = [i for i in items if isinstance(i, Mapping)]
+    entries = _run_entries(failed_nodes, workflows, workflow)
     spec = as_map(workloadrun.get("spec"))
     fallback = ""
     failed_cond = true_condition(conditions_of(workloadrun), "Failed")
@@ -300,17 +323,6 @@ def workloadrun_verdict(
     for job in jobs:
         failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
     failed = dedupe_failed(failed_entries)
-    failed_names = {node.name for node in failed}
-    node_results = []
-    for group in category.groups:
-        for node in group.nodes:
-            if node in failed_names or group.failed:
-                state = "Failed"
-            elif group.phase == "Succeeded":
-                state = "Passed"
-            else:
-                state = "Running"
-            node_results.append(NodeResult(node, group.name, state))
     platform, gpu, total, excluded, exclusion_reason = _header(workflows.values())
     wf_states, job_states, bm_states = _states(workflows, jobs, measurements, job_workflow)
     return CertificationVerdict(
@@ -326,7 +338,7 @@ def workloadrun_verdict(
         exclusion_reason=exclusion_reason,
         categories=(category,),
         failed_nodes=failed,
-        node_results=tuple(sorted(node_results, key=lambda r: (r.group, r.name))),
+        node_results=_node_results(category, {node.name for node in failed}),
         workflows=wf_states,
         jobs=job_states,
         measurements=bm_states,
