@@ -85,6 +85,7 @@ def info_command(
         sys.stdout.write(render_text(summary))
 
 
+# Long: gathers the summary fields `cluster info` prints, one per line, from the detection result.
 def cluster_info(facts: ClusterFacts, *, topology_key: str | None = None) -> tuple[dict[str, Any] | None, list[Diagnostic]]:
     """Summarise ``facts`` as plain data (``None`` when detection fails; see diagnostics)."""
     from nvcre.compiler.catalog import load_catalog

@@ -7,6 +7,7 @@ import typer
 app = typer.Typer(help="Run the controller: apply what was compiled and observe it.", invoke_without_command=True)
 
 
+# Long: a command's flags are its parameters (the controller's whole flag set); the body only hands them on.
 @app.callback(invoke_without_command=True)
 def controller(
     kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="kubeconfig file; in-cluster config when unset."),

@@ -111,6 +111,7 @@ def _usage(state: Dict[str, object]) -> None:
     )
 
 
+# Long: a command's flags are its parameters; the body only starts the cluster.
 @app.command("up")
 def sim_up(
     profile: str = typer.Option("h100", "--profile", help="GPU node profile: h100, h200, b200, b300, gb200, gb300 (each also <name>-dra)."),

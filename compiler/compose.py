@@ -74,6 +74,7 @@ def parse_categories(values: Sequence[str], catalog: Catalog) -> tuple[list[tupl
     return found, diags
 
 
+# Long: checks every run flag and collects all errors before building the one Certification.
 def compose_certification(name: str, namespace: str, flags: RunFlags, catalog: Catalog) -> dict[str, Any]:
     """The Certification ``certification run --category`` submits; raises :class:`CompileError`."""
     categories, diags = parse_categories(flags.categories, catalog)

@@ -90,6 +90,7 @@ def decide_cluster(
     return cluster_view(detection, facts), list(found)
 
 
+# Long: the top-level driver: validation, detection, each category's passes and the collected errors, in order.
 def render_certification(
     document: Mapping[str, Any],
     *,

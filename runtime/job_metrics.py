@@ -221,6 +221,7 @@ class JobEventSeries(Collector):
                 for workflow, series in sorted(per_workflow.items())
             ]
 
+    # Long: the table of families is data: one row per NVCRE family with its type, its samples and when it shows.
     def collect(self) -> Iterator[Metric]:
         rows = self._snapshot()
         if not rows:

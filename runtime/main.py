@@ -21,8 +21,13 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .serve import Endpoint, parse_address
+
+if TYPE_CHECKING:
+    from .controller import ControllerConfig
+    from .tls import ServingCertificate
 
 __all__ = ["OptionError", "Options", "main", "serve"]
 
@@ -83,35 +88,27 @@ class Options:
             raise OptionError("--log-level: one of debug, info, warning, error")
 
 
-def serve(options: Options, stop: threading.Event | None = None) -> int:
-    """Run until SIGTERM/SIGINT (or ``stop``); the process exit code."""
-    from .controller import Controller, ControllerConfig
-    from .kube.client import ApiServerClient
-    from .logs import configure
+def _certificate(options: Options) -> ServingCertificate:
+    """The metrics endpoint's serving certificate: the given files, else a generated one."""
+    from .tls import CertificateError, ServingCertificate
+
+    try:
+        return ServingCertificate(options.metrics_cert_path or None, options.metrics_cert_name, options.metrics_cert_key)
+    except CertificateError as exc:
+        raise OptionError(f"--metrics-cert-path: {exc}") from None
+
+
+def _controller_config(options: Options, *, secure_metrics: bool) -> ControllerConfig:
+    """The controller's settings from the process flags."""
+    from .controller import ControllerConfig
     from .reconcile.context import Settings
 
     from nvcre.compiler.durations import parse_duration
 
-    options.check()
-    configure(options.log_level)
-    stop = stop or threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
-    metrics_at = parse_address(options.metrics_bind_address)
-    certificate = None
-    if metrics_at is not None and options.metrics_secure:
-        from .tls import CertificateError, ServingCertificate
-
-        try:
-            certificate = ServingCertificate(options.metrics_cert_path or None, options.metrics_cert_name, options.metrics_cert_key)
-        except CertificateError as exc:
-            raise OptionError(f"--metrics-cert-path: {exc}") from None
-    kube = ApiServerClient.from_kubeconfig(options.kubeconfig)
-    config = ControllerConfig(
+    return ControllerConfig(
         namespace=options.namespace or None,
         # the secure endpoint is served here, around the controller, rather than by it
-        metrics_address="0" if certificate is not None else options.metrics_bind_address,
+        metrics_address="0" if secure_metrics else options.metrics_bind_address,
         health_address=options.health_probe_bind_address,
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
@@ -122,6 +119,24 @@ def serve(options: Options, stop: threading.Event | None = None) -> int:
             compute_domain_timeout=parse_duration(options.compute_domain_timeout),
         ),
     )
+
+
+def serve(options: Options, stop: threading.Event | None = None) -> int:
+    """Run until SIGTERM/SIGINT (or ``stop``); the process exit code."""
+    from .controller import Controller
+    from .kube.client import ApiServerClient
+    from .logs import configure
+
+    options.check()
+    configure(options.log_level)
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+    metrics_at = parse_address(options.metrics_bind_address)
+    certificate = _certificate(options) if metrics_at is not None and options.metrics_secure else None
+    kube = ApiServerClient.from_kubeconfig(options.kubeconfig)
+    config = _controller_config(options, secure_metrics=certificate is not None)
     log.info("controller starting", extra={"namespace": options.namespace or "*", "leader_elect": options.leader_elect})
     secure: Endpoint | None = None
     try:

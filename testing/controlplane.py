@@ -275,6 +275,7 @@ class ControlPlane:
             url = f"https://127.0.0.1:{port}/healthz"
             self._wait(process, lambda url=url: self._https_ok(url), f"{name} /healthz")
 
+    # Long: a Node object written out field by field, then its status patched; the fields are data.
     def register_node(
         self,
         name: str,

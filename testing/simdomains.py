@@ -55,6 +55,7 @@ def _ready_enum() -> dict[str, Any]:
     return {"type": "string", "enum": ["Ready", "NotReady"], "default": "NotReady"}
 
 
+# Long: the CustomResourceDefinition is data; its schema is written out as the API serves it.
 def compute_domain_crd() -> dict[str, Any]:
     """The ``computedomains.resource.nvidia.com`` CustomResourceDefinition (v1beta1, namespaced)."""
     node = {

@@ -141,6 +141,7 @@ def nccl_table_row(size: int, count: int, dtype: str, redop: str, root: int,
     return row
 
 
+# Long: writes NCCL's output in the order NCCL prints it (banner, ranks, table, summary); splitting it would scatter that order.
 def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[LogLine]:
     """The launcher (or single-node) output of an nccl-tests run, nccl-tests shaped."""
     rng = seeded(outcome.seed)
@@ -369,6 +370,7 @@ def checkpoint_saves(lines: Sequence[LogLine]) -> list[tuple[int, float]]:
 _SCHEDULED = re.compile(r"scheduled an async checkpoint save at iteration\s+(\d+)")
 
 
+# Long: writes a training log in the order the workload prints it (start, steps, checkpoints, end).
 def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
     """Megatron iteration, checkpoint and start-up lines in the ``megatron-training`` format."""
     rng = seeded(run.seed)

@@ -242,6 +242,7 @@ def save_interval(pod: Mapping[str, Any], default: int = 100) -> int:
     return int(value) if value.isdigit() and int(value) > 0 else default
 
 
+# Long: one outcome per workload kind, each reading the same fault and profile view; kept together so the rules of the simulated cluster read in one place.
 def decide(
     pod: Mapping[str, Any],
     workload: Workload,

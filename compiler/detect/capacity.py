@@ -53,6 +53,7 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
     return out
 
 
+# Long: keeps or excludes each node and words the diagnostic for every way a node falls short.
 def filter_by_capacity(
     facts: ClusterFacts,
     nodes: Sequence[Mapping[str, Any]],

@@ -215,6 +215,7 @@ def installer_tag(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+# Long: reads the installer pods, votes on the plugin tag and explains each way the vote can fail, one diagnostic per case.
 def detect_tcpxo_profile(
     facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]], *, path: str = "spec.target"
 ) -> tuple[Fact, list[Diagnostic]]:

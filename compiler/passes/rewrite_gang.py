@@ -125,6 +125,7 @@ def _schedule(job: ReplicatedJob, gang: GangSpec) -> list[Diagnostic]:
     return problems
 
 
+# Long: one rewrite with a precondition check per piece it moves; each error names the missing piece.
 def _move_barrier_into_launcher(workflow: dict[str, Any], runtime: Located, jobs: list[ReplicatedJob], ctx: Context) -> list[Diagnostic]:
     jobset_spec = dig(runtime.value, ("spec", "template", "spec"))
     if isinstance(jobset_spec, dict):

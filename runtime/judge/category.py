@@ -368,6 +368,7 @@ def _bandwidth_summary(workflow: Obj, measurements: Sequence[Obj]) -> tuple[Band
     return peak, transport, bool(job_spec.get("bandwidthMeasurement")) or bool(bandwidth)
 
 
+# Long: assembles one category's verdict record; the named readers above do the work and each field is one line.
 def category_verdict(
     domain: str,
     variant: str,

@@ -226,6 +226,7 @@ def _node_results(category: CategoryVerdict, failed_names: set[str]) -> tuple[No
 # Entry points.
 
 
+# Long: the signature and the one record of every verdict field; the per-row work is in the helpers above.
 def certification_verdict(
     certification: Obj,
     workflows: Sequence[Obj] = (),

@@ -218,6 +218,36 @@ def _lines(text: str | Iterable[str]) -> Iterator[str]:
         yield from piece.splitlines()
 
 
+def _training_patterns(
+    spec: Mapping[str, Any],
+) -> tuple[ProfilePattern, ProfilePattern | None, ProfilePattern | None, ProfilePattern | None, ProfilePattern | None]:
+    """The step pattern (required) and the checkpoint, restore and start patterns (each optional)."""
+    step_p = profile_pattern(spec, "trainingStep", ("iteration", "elapsedTime"))
+    assert step_p is not None
+    return (
+        step_p,
+        profile_pattern(spec, "checkpointSave", ("step",), optional=True),
+        profile_pattern(spec, "checkpointDone", ("step",), optional=True),
+        profile_pattern(spec, "checkpointRestore", optional=True),
+        profile_pattern(spec, "applicationStart", optional=True),
+    )
+
+
+def _checkpoint_done(
+    groups: Mapping[str, str | None], kubelet: datetime | None, pending: tuple[int, str, datetime | None] | None
+) -> Checkpoint | None:
+    """A finished checkpoint; its save took from the matching pending save to now (0 when unknown)."""
+    step_no = _integer(groups.get("step"))
+    if step_no is None:
+        return None
+    finished = _when(groups.get("timestamp"), kubelet)
+    duration = 0.0
+    if pending is not None and pending[0] == step_no and pending[2] is not None and finished is not None:
+        duration = max(0.0, (finished - pending[2]).total_seconds())
+    path = groups.get("path") or (pending[1] if pending is not None else "")
+    return Checkpoint(step=step_no, path=path, timestamp=finished, save_duration=duration)
+
+
 def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -> TrainingParse:
     """Steps, checkpoints, restores and the application start in ``text``.
 
@@ -228,12 +258,7 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
     itself never raises.
     """
     spec = profile_spec_of(profile_spec)
-    step_p = profile_pattern(spec, "trainingStep", ("iteration", "elapsedTime"))
-    assert step_p is not None
-    save_p = profile_pattern(spec, "checkpointSave", ("step",), optional=True)
-    done_p = profile_pattern(spec, "checkpointDone", ("step",), optional=True)
-    restore_p = profile_pattern(spec, "checkpointRestore", optional=True)
-    start_p = profile_pattern(spec, "applicationStart", optional=True)
+    step_p, save_p, done_p, restore_p, start_p = _training_patterns(spec)
 
     steps: list[TrainingStep] = []
     checkpoints: list[Checkpoint] = []
@@ -262,17 +287,10 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
                 pending = (step_no, match.groupdict().get("path") or "", _when(match.groupdict().get("timestamp"), kubelet))
             continue
         if done_p is not None and (match := done_p.regex.search(body)) is not None:
-            groups = match.groupdict()
-            step_no = _integer(groups.get("step"))
-            if step_no is None:
-                continue
-            finished = _when(groups.get("timestamp"), kubelet)
-            duration = 0.0
-            if pending is not None and pending[0] == step_no and pending[2] is not None and finished is not None:
-                duration = max(0.0, (finished - pending[2]).total_seconds())
-            path = groups.get("path") or (pending[1] if pending is not None else "")
-            checkpoints.append(Checkpoint(step=step_no, path=path, timestamp=finished, save_duration=duration))
-            pending = None
+            checkpoint = _checkpoint_done(match.groupdict(), kubelet, pending)
+            if checkpoint is not None:
+                checkpoints.append(checkpoint)
+                pending = None
             continue
         if restore_p is not None and (match := restore_p.regex.search(body)) is not None:
             restores.append(match.groupdict().get("path") or body.strip())

@@ -59,6 +59,7 @@ def _extreme(card: Card, label: str, value: str, domain: str, nodes: Sequence[st
             card.add(f"      - {sanitize(node)}")
 
 
+# Long: one line per row of NVCRE's Diagnosis layout, in its order.
 def diagnosis_section(card: Card, category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> None:
     """NVCRE's Diagnosis section, then ours: the reasons, link faults and unresolved nodes."""
     card.blank()
