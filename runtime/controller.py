@@ -29,7 +29,6 @@ from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
 from .kube.resources import (
     BANDWIDTH_MEASUREMENTS,
-    CERTIFICATIONS,
     GOODPUT_MEASUREMENTS,
     JOBS,
     LOGPROFILES,
@@ -37,43 +36,25 @@ from .kube.resources import (
     PODS,
     RESOURCE_SLICES,
     TRAINJOBS,
-    WORKFLOWS,
-    WORKLOADRUNS,
     Resource,
 )
 from .metrics import ControllerMetrics
-from .reconcile.certification import CertificationReconciler
-from .reconcile.context import Context, Result, Settings
-from .reconcile.job import JobReconciler, workflow_label
-from .reconcile.measurement import MeasurementReconciler
+from .reconcile.context import Context, Settings
+from .reconcile.job import workflow_label
 from .reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL
-from .reconcile.workflow import WorkflowReconciler
-from .reconcile.workloadrun import WorkloadRunReconciler
 from .serve import Endpoint, parse_address
+from .tiers import KIND_TIER, TABLE, TIERS, Reconcile, build_reconcilers
 
 __all__ = ["TIERS", "Controller", "ControllerConfig"]
 
 log = logging.getLogger("nvcre.runtime.controller")
 
-TIERS = ("certification", "workloadrun", "workflow", "job", "bandwidth", "goodput")
 #: An owner (Workflow, Certification...) is woken this long after an event of an object it owns,
 #: so a burst of child events (250 Jobs changing state) costs one owner reconcile, not one each.
 #: Owners poll on their own every ``poll_interval``; a second is small next to that.
 OWNER_BATCH_SECONDS = 1.0
-_KIND_TIER = {"Certification": "certification", "WorkloadRun": "workloadrun", "Workflow": "workflow", "Job": "job"}
-_WATCHED: tuple[Resource, ...] = (
-    CERTIFICATIONS,
-    WORKLOADRUNS,
-    WORKFLOWS,
-    JOBS,
-    BANDWIDTH_MEASUREMENTS,
-    GOODPUT_MEASUREMENTS,
-    TRAINJOBS,
-    PODS,
-    NODES,
-    LOGPROFILES,
-    RESOURCE_SLICES,
-)
+#: Every tier's own resource, then what the tiers read besides (and wake on).
+_WATCHED: tuple[Resource, ...] = (*(tier.resource for tier in TABLE), TRAINJOBS, PODS, NODES, LOGPROFILES, RESOURCE_SLICES)
 _OPTIONAL = (RESOURCE_SLICES,)
 
 
@@ -142,36 +123,6 @@ def _jobs_of_pod(pod: Mapping[str, Any]) -> tuple[str, list[str]]:
     return str(meta.get("namespace") or ""), sorted(jobs)
 
 
-_VOLATILE_META = ("resourceVersion", "managedFields")
-
-
-def _without_status(obj: Mapping[str, Any]) -> dict[str, Any]:
-    out = {key: value for key, value in obj.items() if key != "status"}
-    out["metadata"] = {key: value for key, value in _meta(obj).items() if key not in _VOLATILE_META}
-    return out
-
-
-def _status_only_change(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    """An update that changed nothing but the status (and the resourceVersion).
-
-    A Workflow's status is written only by its own reconciler, which always asks to come back
-    (``requeue_after``) unless the Workflow is finished; the event of that write would only
-    make it GET the Workflow again at once. Spec, label, finalizer and deletion changes still
-    queue it.
-    """
-    if event_type != "MODIFIED" or old is None:
-        return False
-    return _without_status(obj) == _without_status(old)
-
-
-def _owner_may_care(event_type: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
-    """Whether a Job event can change what its Workflow decides: anything but an update that
-    left the status and the deletion mark alone (a finalizer added, a label written)."""
-    if event_type != "MODIFIED" or old is None:
-        return True
-    return obj.get("status") != old.get("status") or _meta(obj).get("deletionTimestamp") != _meta(old).get("deletionTimestamp")
-
-
 class Controller:
     """See the module docstring."""
 
@@ -194,16 +145,7 @@ class Controller:
             tier: WorkQueue(on_wait=self.metrics.queue_wait.labels(tier).observe) for tier in TIERS
         }
         self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue, job_events=self.metrics.jobs)
-        jobs = JobReconciler(self.ctx)
-        measurements = MeasurementReconciler(self.ctx)
-        self.reconcilers: dict[str, Callable[[str, str], Result]] = {
-            "certification": CertificationReconciler(self.ctx).reconcile,
-            "workloadrun": WorkloadRunReconciler(self.ctx).reconcile,
-            "workflow": WorkflowReconciler(self.ctx, jobs).reconcile,
-            "job": jobs.reconcile,
-            "bandwidth": measurements.reconcile_bandwidth,
-            "goodput": measurements.reconcile_goodput,
-        }
+        self.reconcilers: dict[str, Reconcile] = build_reconcilers(self.ctx)
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._endpoints: list[Endpoint] = []
@@ -224,18 +166,20 @@ class Controller:
 
     def _owner(self, obj: Mapping[str, Any]) -> None:
         for ref in _meta(obj).get("ownerReferences") or []:
-            tier = _KIND_TIER.get(str(ref.get("kind")))
+            tier = KIND_TIER.get(str(ref.get("kind")))
             if tier and ref.get("controller") and ref.get("name"):
                 key = (str(_meta(obj).get("namespace") or ""), str(ref.get("name")))
                 self.queues[tier].add_after(key, OWNER_BATCH_SECONDS)
 
     def _on(self, tier: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
+        row = next(t for t in TABLE if t.name == tier)
+
         def handler(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
             meta = _meta(obj)
             namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-            if tier != "workflow" or not _status_only_change(event_type, obj, old):
+            if not row.skip_event(event_type, obj, old):
                 self.enqueue(tier, namespace, name)
-            if tier != "job" or _owner_may_care(event_type, obj, old):
+            if row.wakes_owner(event_type, obj, old):
                 self._owner(obj)
             if tier == "job":
                 if event_type == "DELETED":
@@ -295,12 +239,7 @@ class Controller:
 
     def _start_informers(self) -> None:
         handlers: dict[str, Callable[[str, dict[str, Any], dict[str, Any] | None], None]] = {
-            CERTIFICATIONS.plural: self._on("certification"),
-            WORKLOADRUNS.plural: self._on("workloadrun"),
-            WORKFLOWS.plural: self._on("workflow"),
-            JOBS.plural: self._on("job"),
-            BANDWIDTH_MEASUREMENTS.plural: self._on("bandwidth"),
-            GOODPUT_MEASUREMENTS.plural: self._on("goodput"),
+            **{tier.resource.plural: self._on(tier.name) for tier in TABLE},
             TRAINJOBS.plural: self._on_trainjob,
             PODS.plural: self._on_pod,
             NODES.plural: self._on_node,
@@ -377,14 +316,7 @@ class Controller:
             queue.shutdown()
 
     def _existing_keys(self, tier: str) -> list[tuple[str, str]]:
-        plural = {
-            "certification": CERTIFICATIONS.plural,
-            "workloadrun": WORKLOADRUNS.plural,
-            "workflow": WORKFLOWS.plural,
-            "job": JOBS.plural,
-            "bandwidth": BANDWIDTH_MEASUREMENTS.plural,
-            "goodput": GOODPUT_MEASUREMENTS.plural,
-        }[tier]
+        plural = next(t.resource.plural for t in TABLE if t.name == tier)
         return [(str(_meta(o).get("namespace") or ""), str(_meta(o).get("name") or "")) for o in self.stores[plural].list()]
 
     def _install_logprofiles(self) -> None:
