@@ -39,9 +39,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.registry import Collector
 
-from nvcre.compiler.vocabulary import LABEL_CERTIFICATION, LABEL_WORKFLOW
 
 from .job_metrics import JobEventSeries
+from .judge.membership import RunIndex
 from .judge.model import CertificationVerdict
 from .judge.verdict import certification_verdict, workloadrun_verdict
 from .kube.accounting import RequestCounter
@@ -87,56 +87,28 @@ def _items(stores: Mapping[str, Store], plural: str) -> list[dict[str, Any]]:
     return store.list() if store is not None else []
 
 
-class _Namespace:
-    """One namespace's Workflows, Jobs and measurements, indexed the ways a verdict needs."""
-
-    def __init__(self) -> None:
-        self.workflows: dict[str, dict[str, Any]] = {}
-        self.by_certification: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self.jobs_by_workflow: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        self.measurements_by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
-
-    def related(self, workflows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        jobs = [j for w in workflows for j in self.jobs_by_workflow.get(str(_meta(w).get("name")), ())]
-        measurements = [m for j in jobs for m in self.measurements_by_job.get(str(_meta(j).get("name")), ())]
-        return jobs, measurements
-
-
 def verdicts(stores: Mapping[str, Store]) -> list[CertificationVerdict]:
-    """The verdict of every Certification and WorkloadRun the caches hold."""
-    spaces: dict[str, _Namespace] = defaultdict(_Namespace)
-    for wf in _items(stores, "workflows"):
-        space = spaces[str(_meta(wf).get("namespace") or "")]
-        space.workflows[str(_meta(wf).get("name"))] = wf
-        cert = (_meta(wf).get("labels") or {}).get(LABEL_CERTIFICATION)
-        if cert:
-            space.by_certification[str(cert)].append(wf)
-    for job in _items(stores, "jobs"):
-        workflow = (_meta(job).get("labels") or {}).get(LABEL_WORKFLOW)
-        if workflow:
-            spaces[str(_meta(job).get("namespace") or "")].jobs_by_workflow[str(workflow)].append(job)
-    for plural in ("bandwidthmeasurements", "goodputmeasurements"):
-        for m in _items(stores, plural):
-            job_name = ((m.get("spec") or {}).get("jobRef") or {}).get("name")
-            if job_name:
-                spaces[str(_meta(m).get("namespace") or "")].measurements_by_job[str(job_name)].append(m)
+    """The verdict of every Certification and WorkloadRun the caches hold, each made from the
+    objects :class:`~nvcre.runtime.judge.membership.RunIndex` says belong to it."""
+    by_namespace: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]] = defaultdict(lambda: ([], [], []))
+    for slot, plurals in enumerate((("workflows",), ("jobs",), ("bandwidthmeasurements", "goodputmeasurements"))):
+        for plural in plurals:
+            for obj in _items(stores, plural):
+                by_namespace[str(_meta(obj).get("namespace") or "")][slot].append(obj)
+    indexes: dict[str, RunIndex] = {}
+
+    def index(namespace: str) -> RunIndex:
+        if namespace not in indexes:
+            indexes[namespace] = RunIndex(*by_namespace.get(namespace, ([], [], [])))
+        return indexes[namespace]
+
     out: list[CertificationVerdict] = []
     for cert in _items(stores, "certifications"):
-        space = spaces[str(_meta(cert).get("namespace") or "")]
-        chosen = {str(_meta(w).get("name")): w for w in space.by_certification.get(str(_meta(cert).get("name")), ())}
-        for category in (cert.get("status") or {}).get("categoryStatuses") or []:
-            ref = str((category.get("workflowRef") or {}).get("name") or "")
-            if ref in space.workflows:
-                chosen.setdefault(ref, space.workflows[ref])
-        workflows = list(chosen.values())
-        jobs, measurements = space.related(workflows)
-        out.append(certification_verdict(cert, workflows, jobs, measurements))
+        got = index(str(_meta(cert).get("namespace") or "")).members(cert)
+        out.append(certification_verdict(cert, got.workflows, got.jobs, got.measurements))
     for run in _items(stores, "workloadruns"):
-        space = spaces[str(_meta(run).get("namespace") or "")]
-        ref = str(((run.get("status") or {}).get("workflowRef") or {}).get("name") or "")
-        workflow = space.workflows.get(ref)
-        jobs, measurements = space.related([workflow] if workflow else [])
-        out.append(workloadrun_verdict(run, workflow, jobs, measurements))
+        got = index(str(_meta(run).get("namespace") or "")).members(run)
+        out.append(workloadrun_verdict(run, got.workflow, got.jobs, got.measurements))
     return out
 
 
