@@ -86,6 +86,8 @@ def _agree(expression: str, activation: dict[str, Any]) -> bool | None:
     return native
 
 
+# About 18 s: every construct evaluated twice, natively and by cel-python; the full lane runs it.
+@pytest.mark.slow
 def test_every_construct_against_cel_python() -> None:
     decided = 0
     keys = ("a", "s", "flag", "nested", "list")
