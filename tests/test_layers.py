@@ -171,9 +171,19 @@ class AllowOnly:
 
 #: the runtime's door into the compiler's lowering (plan, expand, render, workloadrun)
 COMPILER_ENTRY_POINTS = ("nvcre.compiler.plan", "nvcre.compiler.expand", "nvcre.compiler.render", "nvcre.compiler.workloadrun")
-#: the reconcile tiers: none may import another (the Workflow tier reaches the Job tier's
-#: verdicts through a Protocol it is handed, not through an import)
-TIERS = tuple(f"nvcre.runtime.reconcile.{tier}" for tier in ("certification", "workflow", "job", "measurement", "workloadrun"))
+#: the reconcile tiers and the modules each is built from: none may import another's (the
+#: Workflow tier reaches the Job tier's verdicts through a Protocol it is handed, not through an
+#: import)
+TIER_PARTS = {
+    tier: tuple(f"nvcre.runtime.reconcile.{part}" for part in parts)
+    for tier, parts in {
+        "certification": ("certification",),
+        "workflow": ("workflow", "workflow_base", "workflow_launch", "workflow_groups", "workflow_verdict", "workflow_delete", "reclaim"),
+        "job": ("job", "job_base", "job_create", "job_restart", "job_verdicts"),
+        "measurement": ("measurement",),
+        "workloadrun": ("workloadrun",),
+    }.items()
+}
 
 CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
     Forbidden("the compiler is the floor", ("nvcre.compiler",), ("nvcre.runtime", "nvcre.cli", "nvcre.testing", "kubernetes")),
@@ -203,7 +213,10 @@ CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
         COMPILER_ENTRY_POINTS,
         exempt=("nvcre.runtime.compile",),
     ),
-    *(Forbidden("the reconcile tiers are independent", (tier,), tuple(t for t in TIERS if t != tier)) for tier in TIERS),
+    *(
+        Forbidden("the reconcile tiers are independent", parts, tuple(m for other, ms in TIER_PARTS.items() if other != tier for m in ms))
+        for tier, parts in TIER_PARTS.items()
+    ),
     Forbidden("the CLI loads the test harness only inside a command", ("nvcre.cli",), ("nvcre.testing",), lazy_ok=True),
 )
 

@@ -83,8 +83,8 @@ class RunIndex:
         self._measurements: dict[str, list[Obj]] = defaultdict(list)
         for measurement in measurements:
             spec = measurement.get("spec")
-            job = _ref_name(spec.get("jobRef")) if isinstance(spec, Mapping) else ""
-            self._measurements[job or _label(measurement, LABEL_JOB)].append(measurement)
+            job_name = _ref_name(spec.get("jobRef")) if isinstance(spec, Mapping) else ""
+            self._measurements[job_name or _label(measurement, LABEL_JOB)].append(measurement)
 
     def members(self, run: Obj) -> Members:
         """The objects of ``run`` (a Certification or WorkloadRun) by the module's rule."""

@@ -24,6 +24,8 @@ __all__ = [
     "NODES",
     "NVCRE_GROUP",
     "NVCRE_VERSION",
+    "PERSISTENT_VOLUMES",
+    "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "RESOURCE_SLICES",
     "TRAINJOBS",
@@ -91,6 +93,8 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 
 WELL_KNOWN: dict[tuple[str, str], Resource] = {
     (r.api_version, r.kind): r
@@ -111,7 +115,8 @@ WELL_KNOWN: dict[tuple[str, str], Resource] = {
         EVENTS,
         LEASES,
         RESOURCE_SLICES,
-        Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+        PERSISTENT_VOLUMES,
+        PERSISTENT_VOLUME_CLAIMS,
         Resource("", "v1", "services", "Service"),
         Resource("", "v1", "secrets", "Secret"),
         Resource("", "v1", "serviceaccounts", "ServiceAccount"),

@@ -125,7 +125,30 @@ class Adopted:
 
 
 def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[str, Any] | None) -> Adopted:
-    """Create ``manifest``; on AlreadyExists adopt it when ``owner`` controls it (or no owner)."""
+    """Create ``manifest``; on AlreadyExists adopt it when ``owner`` controls it (or no owner).
+
+    The create is remembered before it is sent (``ctx.recent``), so a reconcile that runs before
+    its outcome reached the cache does not send it again; a create that left nothing of ours
+    under the name is forgotten."""
+    try:
+        resource = ctx.kube.resource_for(str(manifest.get("apiVersion")), str(manifest.get("kind")))
+    except ApiNotServed as exc:
+        return Adopted(None, error=exc.message or str(exc), missing_api=True)
+    except ApiError as exc:
+        return Adopted(None, error=exc.message or str(exc))
+    name, namespace = name_of(manifest), namespace_of(manifest) or None
+    ctx.recent.create(resource.plural, name, namespace)
+    try:
+        outcome = _create_or_adopt(ctx, resource, manifest, owner)
+    except BaseException:
+        ctx.recent.forget(resource.plural, name, namespace)
+        raise
+    if outcome.obj is None:
+        ctx.recent.forget(resource.plural, name, namespace)
+    return outcome
+
+
+def _create_or_adopt(ctx: Context, resource: Resource, manifest: Mapping[str, Any], owner: Mapping[str, Any] | None) -> Adopted:
     try:
         created = ctx.kube.create(manifest)
     except AlreadyExists:
@@ -134,9 +157,7 @@ def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[st
         return Adopted(None, error=exc.message or str(exc), missing_api=True)
     except ApiError as exc:
         return Adopted(None, error=exc.message or str(exc))
-    resource = ctx.kube.resource_for(str(manifest.get("apiVersion")), str(manifest.get("kind")))
     if created is not None:
-        ctx.recent.create(resource.plural, name_of(manifest), namespace_of(manifest) or None)
         return Adopted(created, created=True)
     live = ctx.live(resource, name_of(manifest), namespace_of(manifest) or None)
     if live is None:
@@ -145,6 +166,5 @@ def create_or_adopt(ctx: Context, manifest: Mapping[str, Any], owner: Mapping[st
         # ours or not, an object on its way out is never adopted: wait until the name is free
         return Adopted(None, retry=True)
     if owner is None or referenced_by(live, owner):
-        ctx.recent.create(resource.plural, name_of(manifest), namespace_of(manifest) or None)
         return Adopted(live, adopted=True)
     return Adopted(None, collision=True)

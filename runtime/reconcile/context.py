@@ -136,9 +136,13 @@ class Context:
         :class:`Conflict` is raised so the whole reconcile runs again on fresh state.
         """
         flipped: dict[str, Any] = {}
+        # every version the mutation was applied over: a conflict retry redoes it over a newer
+        # one, and the cache may show any of them until the written version arrives
+        superseded: list[str] = []
         base_rv = str((based_on.get("metadata") or {}).get("resourceVersion") or "") if based_on is not None else ""
 
         def apply(status: dict[str, Any], live: Mapping[str, Any]) -> dict[str, Any] | None:
+            superseded.append(str((live.get("metadata") or {}).get("resourceVersion") or ""))
             if base_rv and str((live.get("metadata") or {}).get("resourceVersion") or "") != base_rv:
                 raise Conflict(409, "Conflict", f"{resource.kind} changed while it was being reconciled")
             before = cond.lifecycle(status)
@@ -159,7 +163,7 @@ class Context:
 
         written = self.kube.write_status(resource, obj, apply)
         if written is not None:
-            self.recent.wrote(resource.plural, obj, written)
+            self.recent.wrote(resource.plural, obj, written, also_replaced=superseded)
         if written is not None and flipped:
             kind = "Warning" if flipped["type"] == cond.FAILED else "Normal"
             self.event(written, kind, str(flipped["reason"]), str(flipped["message"]))

@@ -223,6 +223,8 @@ class MeasurementReconciler:
         cap = self.ctx.settings.max_sample_interval
         return max(1.0, min(interval, cap) if cap else interval)
 
+    # Long: the pass's pacing entry (``_sampled``) is read, advanced by what the read found and
+    # read again for the requeue around one status write; split, that state would be handed around.
     def _sample_running(self, resource: Resource, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
         """While the Job runs: every sampleInterval, read the log so far and record provisional
         numbers (the final read replaces them; thresholds never read them, stall detection

@@ -1,0 +1,197 @@
+"""The Workflow tier's launching: plan the groups, create the dependencies, create one Job per group.
+
+``_partition`` writes the planner's groups into ``status.orchestration``; workflow-scoped
+dependencies are created (or adopted) and recorded in ``dependencyRefs``; Pending groups are
+launched under ``execution.maxConcurrent`` and never two Running groups on one node: the Job,
+then its job-scoped dependencies, then the Job tier is told the launch is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+
+from .. import compile as compiler
+from ..judge import domains
+from . import conditions as cond
+from .common import create_or_adopt, name_of, namespace_of, reference
+from .context import Result
+from .diagnose import is_diagnose
+from .workflow_base import UNSCHEDULABLE_TAINT, WorkflowTierBase, execution_of, iterations_of, orchestration_of, progress_text
+
+__all__ = ["WorkflowLaunch"]
+
+log = logging.getLogger("nvcre.runtime.reconcile.workflow")
+
+
+class WorkflowLaunch(WorkflowTierBase):
+    """Plans a Workflow's groups and creates their Jobs and dependencies."""
+
+    def _partition(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        now = ctx.clock.stamp()
+        status["namespace"] = namespace_of(wf)
+        try:
+            plan = compiler.plan_workflow(wf, self.facts())
+        except compiler.PlanError as exc:
+            for event in getattr(exc, "events", ()):
+                ctx.event(wf, event.type, event.reason, event.message)
+            if getattr(exc, "excluded_nodes", ()):
+                status.setdefault("orchestration", {"totalNodes": 0, "nodesPerJob": 0, "totalGroups": 0})
+                status["orchestration"]["excludedNodes"] = list(exc.excluded_nodes)
+                status["orchestration"]["exclusionReason"] = exc.exclusion_reason
+            new = cond.set_lifecycle(status, cond.FAILED, exc.reason, exc.message, now)
+            self._write(wf, new)
+            return Result()
+        except compiler.CompileError as exc:
+            new = cond.set_lifecycle(status, cond.FAILED, "OverrideError", f"Failed to apply overrides: {exc}", now)
+            self._write(wf, new)
+            return Result()
+        for event in plan.events:
+            ctx.event(wf, event.type, event.reason, event.message)
+        orchestration = plan.as_status()
+        orchestration["completedIterations"] = 0
+        status["orchestration"] = orchestration
+        new = cond.set_lifecycle(status, cond.IN_PROGRESS, "GroupsPartitioned", plan.message, now)
+        self._write(wf, new)
+        return Result(ctx.settings.step_interval)
+
+    def _plan_for_launch(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
+        """The plan the Jobs are expanded from: the stored groups, with today's facts for the rest."""
+        target = orchestration_of(wf).get("target") or {}
+        opted_in = any(t.get("key") == UNSCHEDULABLE_TAINT for t in target.get("taintSelectors") or [])
+        current = {**wf, "status": status}
+        return compiler.stored_plan(current, self.facts(), cordoned_opt_in=opted_in, iterations=iterations_of(wf))
+
+    # ------------------------------------------------------------------ dependencies
+
+    def _record_dependency(self, status: dict[str, Any], obj: Mapping[str, Any], scope: str, group: str = "", iteration: int = 0) -> None:
+        ref = reference(obj)
+        ref["scope"] = scope
+        if group:
+            ref["groupName"] = group
+            ref["iteration"] = iteration
+        refs = list(status.get("dependencyRefs") or [])
+        key = (ref.get("kind"), ref.get("name"), ref.get("namespace"))
+        if all((r.get("kind"), r.get("name"), r.get("namespace")) != key for r in refs):
+            refs.append(ref)
+        status["dependencyRefs"] = refs
+
+    def _create_dependency(
+        self, wf: Mapping[str, Any], status: dict[str, Any], obj: Mapping[str, Any], owner: Mapping[str, Any]
+    ) -> str | None:
+        outcome = create_or_adopt(self.ctx, obj, owner if namespace_of(obj) else None)
+        now = self.ctx.clock.stamp()
+        if outcome.collision:
+            message = f"Dependency {obj.get('kind')} {name_of(obj)} already exists and is not owned by this Workflow"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyNameCollision", message, now))
+            return message
+        if outcome.error:
+            message = f"Failed to create dependency: {outcome.error}"
+            hint = domains.missing_api_hint(str(obj.get("apiVersion") or "")) if outcome.missing_api else ""
+            if hint:
+                message = f"Failed to create dependency {obj.get('kind')} {name_of(obj)}: {outcome.error}; {hint}"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, now))
+            return message
+        if outcome.obj is None:
+            return "retry"  # the name is held by an object being deleted
+        return None
+
+    def _ensure_workflow_dependencies(self, wf: dict[str, Any], status: dict[str, Any]) -> str | None:
+        try:
+            deps = compiler.expand_workflow_dependencies(wf)
+        except compiler.CompileError as exc:
+            message = f"Failed to create dependency: {exc}"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, self.ctx.clock.stamp()))
+            return message
+        for dep in deps:
+            known = any(r.get("kind") == dep.get("kind") and r.get("name") == name_of(dep) for r in status.get("dependencyRefs") or [])
+            if known:
+                continue
+            problem = self._create_dependency(wf, status, dep, wf)
+            if problem:
+                return problem
+            self._record_dependency(status, dep, "workflow")
+        return None
+
+    # ------------------------------------------------------------------ launching
+
+    def _launch_pending(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        orchestration = status["orchestration"]
+        groups: list[dict[str, Any]] = orchestration["groups"]
+        limit = int(execution_of(wf).get("maxConcurrent") or 0)
+        iteration = int(orchestration.get("currentIteration") or 1)
+        plan = None
+        launched = 0
+        for group in groups:
+            running = [g for g in groups if g.get("phase") == "Running"]
+            if limit > 0 and len(running) >= limit:
+                break
+            if group.get("phase") != "Pending":
+                continue
+            busy = {n for g in running for n in g.get("nodes") or ()}
+            if busy & set(group.get("nodes") or ()):
+                continue
+            if plan is None:
+                plan = self._plan_for_launch(wf, status)
+            problem = self._launch(wf, status, plan, group, iteration)
+            if problem:
+                return Result() if cond.is_terminal(status) else Result(1.0)
+            launched += 1
+        running_count = sum(1 for g in groups if g.get("phase") == "Running")
+        message = f"{progress_text(wf, iteration)}: {running_count} groups running"
+        status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "JobCreated", message, ctx.clock.stamp()))
+        return Result(ctx.settings.step_interval if launched else ctx.settings.poll_interval)
+
+    def _launch(self, wf: dict[str, Any], status: dict[str, Any], plan: Any, group: dict[str, Any], iteration: int) -> str | None:
+        ctx = self.ctx
+        if is_diagnose(wf):
+            try:
+                loopback, no_nvl = self.diagnose.group_flags(wf, status, str(group["name"]))
+            except (compiler.CompileError, ValueError) as exc:
+                message = f"Cannot continue the diagnosis: {exc}"
+                status.update(cond.set_lifecycle(status, cond.FAILED, "DiagnoseFailed", message, ctx.clock.stamp()))
+                return message
+            planned = compiler.planned_group(group, loopback=loopback, no_nvl=no_nvl)
+        else:
+            planned = compiler.planned_group(group)
+        try:
+            manifest = compiler.expand_job(wf, plan, planned, iteration)
+        except compiler.CompileError as exc:
+            message = f"Failed to build Job for group {group['name']}: {exc}"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "JobCreationError", message, ctx.clock.stamp()))
+            return message
+        # The compiler gives the Job the Job tier's finalizer (no patch after the create). The Job
+        # tier creates the workload only once the dependencies below exist (``JobReconciler._launched``).
+        outcome = create_or_adopt(ctx, manifest, wf)
+        if outcome.collision:
+            message = f"Job {name_of(manifest)} already exists and is not owned by this Workflow"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "JobNameCollision", message, ctx.clock.stamp()))
+            return message
+        if outcome.obj is None:
+            log.warning("job not created yet", extra={"job": name_of(manifest), "error": outcome.error})
+            return outcome.error or "retry"
+        job = outcome.obj
+        try:
+            deps = compiler.expand_job_dependencies(wf, plan, planned, iteration, job)
+        except compiler.CompileError as exc:
+            message = f"Failed to create dependency: {exc}"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, ctx.clock.stamp()))
+            return message
+        for dep in deps:
+            problem = self._create_dependency(wf, status, dep, job)
+            if problem:
+                return problem
+            self._record_dependency(status, dep, "job", group["name"], iteration)
+        # The Job may create its workload now (its dependencies exist): tell the Job tier at once
+        # rather than after the status write that records the launch.
+        ctx.recent.launched(namespace_of(job), name_of(job))
+        ctx.enqueue("job", namespace_of(job), name_of(job))
+        group["phase"] = "Running"
+        group["jobRef"] = reference(job)
+        group["startTime"] = ctx.clock.stamp()
+        group.pop("completionTime", None)
+        return None

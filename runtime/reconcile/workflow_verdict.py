@@ -1,0 +1,115 @@
+"""The Workflow tier's iterations and verdict: the next iteration, or the final phase.
+
+When every group of an iteration is terminal, its groups go to ``iterationHistory`` and the
+next iteration starts, or (after the last) the node results are recorded and the Workflow
+Succeeds or Fails with NVCRE's reasons. Under diagnose the rounds decide instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+from .. import compile as compiler
+from ..kube.resources import CONFIGMAPS, JOBS
+from . import conditions as cond
+from .common import name_of, namespace_of, uid_of
+from .context import Result
+from .diagnose import is_diagnose
+from .workflow_base import FAILED_PREFIX, WorkflowTierBase, iterations_of
+
+__all__ = ["WorkflowVerdict"]
+
+
+class WorkflowVerdict(WorkflowTierBase):
+    """Closes iterations and writes a Workflow's final phase."""
+
+    def _iteration_complete(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+        ctx = self.ctx
+        orchestration = status["orchestration"]
+        groups: list[dict[str, Any]] = orchestration["groups"]
+        iteration = int(orchestration.get("currentIteration") or 1)
+        total = iterations_of(wf)
+        now = ctx.clock.stamp()
+        if is_diagnose(wf):
+            self.diagnose.round_complete(wf, status)
+            return Result() if cond.is_terminal(status) else Result(ctx.settings.step_interval)
+        if iteration < total:
+            history = list(orchestration.get("iterationHistory") or [])
+            if all(int(h.get("iteration") or 0) != iteration for h in history):
+                history.append({"iteration": iteration, "groups": [self._record(g) for g in groups]})
+            orchestration["iterationHistory"] = history
+            self.retire_jobs(wf, status, groups)
+            for group in groups:
+                group["phase"] = "Pending"
+                for key in ("jobRef", "startTime", "completionTime", "retries"):
+                    group.pop(key, None)
+                if orchestration.get("placement") == "Unpinned":
+                    group["nodes"] = []
+            orchestration["completedIterations"] = iteration
+            orchestration["currentIteration"] = iteration + 1
+            message = f"Iteration {iteration}/{total} completed, starting next"
+            status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "IterationCompleted", message, now))
+            return Result(ctx.settings.step_interval)
+        return self._final(wf, status, groups, total)
+
+    def retire_jobs(self, wf: Mapping[str, Any], status: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+        """Delete the Jobs (and their job-scoped dependencies) of a finished iteration's groups."""
+        ctx = self.ctx
+        for group in groups:
+            ref = group.get("jobRef") or {}
+            job = ctx.live(JOBS, str(ref.get("name") or ""), namespace_of(wf)) if ref.get("name") else None
+            if job is not None:
+                ctx.kube.delete(JOBS, name_of(job), namespace_of(job), uid=uid_of(job))
+                self._clean_job_dependencies(status, job)
+
+    def record(self, group: Mapping[str, Any]) -> dict[str, Any]:
+        """A finished group as ``iterationHistory`` keeps it."""
+        return self._record(group)
+
+    def merge_node_results(self, wf: Mapping[str, Any], status: dict[str, Any], *, succeeded: Any, failed: list[Mapping[str, Any]]) -> None:
+        """Add to the Workflow's succeeded/failed node ConfigMaps."""
+        self._merge_node_results(wf, status, succeeded=succeeded, failed=failed)
+
+    @staticmethod
+    def _record(group: Mapping[str, Any]) -> dict[str, Any]:
+        record = {"name": group["name"], "phase": group.get("phase", "Pending")}
+        if (group.get("jobRef") or {}).get("name"):
+            record["jobName"] = group["jobRef"]["name"]
+        for key in ("startTime", "completionTime"):
+            if group.get(key):
+                record[key] = group[key]
+        return record
+
+    def _final(self, wf: dict[str, Any], status: dict[str, Any], groups: list[dict[str, Any]], total: int) -> Result:
+        ctx = self.ctx
+        orchestration = status["orchestration"]
+        history = orchestration.get("iterationHistory") or []
+        failed_count = sum(1 for h in history for g in h.get("groups") or [] if g.get("phase") == "Failed")
+        failed_count += sum(1 for g in groups if g.get("phase") == "Failed")
+        failed_entries = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_PREFIX}{uid_of(wf)[:8]}", namespace_of(wf)))
+        failed_names = {e["name"] for e in failed_entries}
+        ok_nodes = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()} - failed_names)
+        if ok_nodes:
+            self._merge_node_results(wf, status, succeeded=ok_nodes, failed=[])
+        orchestration["completedIterations"] = total
+        now = ctx.clock.stamp()
+        if failed_count:
+            hardware = any(e.get("reason") == "HardwareFailureDetected" for e in failed_entries)
+            validation = any(e.get("reason") == "ThresholdViolation" for e in failed_entries)
+            message = f"{failed_count} groups failed across {total} iterations"
+            if hardware:
+                reason = "JobHardwareFailed"
+                message += "; hardware failures occurred on one or more nodes"
+            elif validation:
+                reason = "JobValidationFailed"
+            else:
+                reason = "IterationsFailed"
+            if validation:
+                status.update(cond.jobs_failed_validation(status, now))
+            status.update(cond.set_lifecycle(status, cond.FAILED, reason, message, now))
+        else:
+            message = f"All {total} iterations completed successfully"
+            status.update(cond.set_lifecycle(status, cond.SUCCEEDED, "JobCompleted", message, now))
+        return Result()

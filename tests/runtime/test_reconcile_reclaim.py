@@ -1,0 +1,162 @@
+"""A deleted Workflow hands its claims' Retain volumes back: stamped first, Delete once Released.
+
+Offline, over a small in-memory API server: the test plays the cluster's part (the claim goes,
+the volume turns Released) between the Workflow tier's deletion passes and checks what the
+tier patched, deleted and whether it let the Workflow go.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
+from nvcre.runtime.kube.client import ObjectList
+from nvcre.runtime.kube.errors import NotFound
+from nvcre.runtime.kube.informers import Store
+from nvcre.runtime.kube.resources import JOBS, WORKFLOWS, Resource
+from nvcre.runtime.reconcile.context import Context
+from nvcre.runtime.reconcile.job import JobReconciler
+from nvcre.runtime.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
+from nvcre.runtime.reconcile.workflow_delete import RECLAIM_POLL_SECONDS
+
+WF_UID = "uid-wf"
+
+
+class Cluster:
+    """Objects by (plural, namespace, name); patches, deletes and lists as the API answers them."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.patched: list[tuple[str, str, dict[str, Any]]] = []
+        self.deleted: list[tuple[str, str]] = []
+
+    def add(self, resource: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        meta.setdefault("resourceVersion", "1")
+        self.objects[(resource.plural, meta.get("namespace", ""), meta["name"])] = obj
+
+    def find(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
+        return self.objects.get((resource.plural, namespace, name))
+
+    def resource_for(self, api_version: str, kind: str) -> Resource:
+        return {"PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS}[kind]
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        found = self.find(resource, name, namespace or "")
+        if found is None:
+            raise NotFound(404, "NotFound", name)
+        return copy.deepcopy(found)
+
+    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> ObjectList:
+        items = tuple(copy.deepcopy(o) for (plural, ns, _), o in self.objects.items() if plural == resource.plural)
+        return ObjectList(items=items, resource_version="1")
+
+    def merge_patch(self, resource: Resource, name: str, namespace: str | None, patch: dict[str, Any]) -> dict[str, Any]:
+        current = self.objects[(resource.plural, namespace or "", name)]
+        self.patched.append((resource.plural, name, patch))
+        meta = dict(patch.get("metadata") or {})
+        meta.pop("resourceVersion", None)
+        if "finalizers" in meta:
+            current["metadata"]["finalizers"] = meta.pop("finalizers")
+        current["metadata"].setdefault("annotations", {}).update(meta.get("annotations") or {})
+        current.setdefault("spec", {}).update(patch.get("spec") or {})
+        current["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
+        return copy.deepcopy(current)
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None, propagation: str = "") -> bool:
+        self.deleted.append((resource.plural, name))
+        return True
+
+
+def _workflow(claims: list[str]) -> dict[str, Any]:
+    refs = [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": c, "namespace": "ns", "scope": "workflow"} for c in claims]
+    return {
+        "metadata": {
+            "name": "wf",
+            "namespace": "ns",
+            "uid": WF_UID,
+            "resourceVersion": "5",
+            "finalizers": [FINALIZER],
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "status": {"dependencyRefs": refs},
+    }
+
+
+def _claim(name: str, volume: str, *, owned: bool) -> dict[str, Any]:
+    owners = [{"kind": "Workflow", "name": "wf", "uid": WF_UID, "controller": True}] if owned else []
+    return {"metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}, "spec": {"volumeName": volume}}
+
+
+def _volume(name: str, claim: str, phase: str = "Bound", annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
+        "spec": {"persistentVolumeReclaimPolicy": "Retain", "claimRef": {"namespace": "ns", "name": claim}},
+        "status": {"phase": phase},
+    }
+
+
+def _setup(claims: list[str]) -> tuple[Cluster, WorkflowReconciler]:
+    cluster = Cluster()
+    wf = _workflow(claims)
+    cluster.add(WORKFLOWS, wf)
+    stores = {WORKFLOWS.plural: Store(), JOBS.plural: Store()}
+    stores[WORKFLOWS.plural].put(copy.deepcopy(wf))
+    ctx = Context(kube=cluster, stores=stores)  # type: ignore[arg-type]
+    return cluster, WorkflowReconciler(ctx, JobReconciler(ctx))
+
+
+def _finalizer_kept(cluster: Cluster) -> bool:
+    return FINALIZER in (cluster.find(WORKFLOWS, "wf", "ns") or {})["metadata"].get("finalizers", [])
+
+
+def test_an_owned_claims_volume_is_stamped_waited_for_while_bound_then_switched_to_delete():
+    cluster, workflows = _setup(["data"])
+    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("data", "pv-1", owned=True))
+    cluster.add(PERSISTENT_VOLUMES, _volume("pv-1", "data"))
+
+    result = workflows.reconcile("ns", "wf")
+    volume = cluster.find(PERSISTENT_VOLUMES, "pv-1")
+    assert volume["metadata"]["annotations"][ANNOTATION_WORKFLOW_UID] == WF_UID
+    assert ("persistentvolumeclaims", "data") in cluster.deleted
+    assert result.requeue_after == RECLAIM_POLL_SECONDS  # still Bound: nothing switched yet
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert _finalizer_kept(cluster)
+
+    # the cluster removes the claim and releases the volume
+    del cluster.objects[(PERSISTENT_VOLUME_CLAIMS.plural, "ns", "data")]
+    volume["status"]["phase"] = "Released"
+    workflows.ctx.stores[WORKFLOWS.plural].put(copy.deepcopy(cluster.find(WORKFLOWS, "wf", "ns")))
+    assert workflows.reconcile("ns", "wf").requeue_after is None
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
+    assert not _finalizer_kept(cluster)
+
+
+def test_a_claim_someone_else_owns_leaves_its_volume_untouched():
+    cluster, workflows = _setup(["theirs"])
+    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("theirs", "pv-2", owned=False))
+    cluster.add(PERSISTENT_VOLUMES, _volume("pv-2", "theirs"))
+    assert workflows.reconcile("ns", "wf").requeue_after is None
+    assert not any(plural == "persistentvolumes" for plural, _, _ in cluster.patched)
+    assert ("persistentvolumeclaims", "theirs") not in cluster.deleted
+    assert not _finalizer_kept(cluster)
+
+
+def test_a_released_volume_without_this_workflows_stamp_stays_on_retain():
+    cluster, workflows = _setup(["gone"])
+    cluster.add(PERSISTENT_VOLUMES, _volume("pv-3", "gone", phase="Released", annotations={ANNOTATION_WORKFLOW_UID: "someone-else"}))
+    assert workflows.reconcile("ns", "wf").requeue_after is None
+    assert cluster.find(PERSISTENT_VOLUMES, "pv-3")["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert not _finalizer_kept(cluster)
+
+
+def test_a_job_scoped_claim_carrying_the_workflow_uid_counts_as_owned():
+    cluster, workflows = _setup(["copy"])
+    claim = _claim("copy", "pv-4", owned=False)
+    claim["metadata"]["annotations"] = {ANNOTATION_WORKFLOW_UID: WF_UID}
+    cluster.add(PERSISTENT_VOLUME_CLAIMS, claim)
+    cluster.add(PERSISTENT_VOLUMES, _volume("pv-4", "copy"))
+    assert workflows.reconcile("ns", "wf").requeue_after == RECLAIM_POLL_SECONDS
+    assert cluster.find(PERSISTENT_VOLUMES, "pv-4")["metadata"]["annotations"][ANNOTATION_WORKFLOW_UID] == WF_UID
