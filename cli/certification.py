@@ -10,7 +10,7 @@ import os
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,6 +49,12 @@ def render(
     output: Annotated[Format, typer.Option("--output", "-o", help="yaml (documents separated by ---) or json (one array).")] = Format.yaml,
     explain: ExplainOption = False,
     output_dir: OutputDirOption = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Give each Workflow this metadata.namespace (the Certification's, when it names one, must agree)."
+        ),
+    ] = None,
     env_prefix: EnvPrefixOption = None,
     dry_run: DryRunOption = False,
     kubeconfig: DryRunKubeconfigOption = None,
@@ -58,10 +64,18 @@ def render(
     from nvcre.compiler.render import render_certification
 
     platform, gpu_arch, facts = flags_from_env(env_prefix, platform, gpu_arch, facts)
+    check_namespace_flag(namespace)
     live = live_facts_for(dry_run, gpu_arch, facts, kubeconfig, context)
     if file.is_dir():
         render_directory(
-            file, platform=platform, gpu_arch=gpu_arch, facts=live or facts, output=output, explain=explain, output_dir=output_dir
+            file,
+            platform=platform,
+            gpu_arch=gpu_arch,
+            facts=live or facts,
+            output=output,
+            explain=explain,
+            output_dir=output_dir,
+            namespace=namespace,
         )
         return
     render_to_stdout(
@@ -73,6 +87,7 @@ def render(
         output=output,
         explain=explain,
         output_dir=output_dir,
+        namespace=namespace,
     )
 
 
@@ -121,18 +136,62 @@ def flags_from_env(
 
 
 def render_to_stdout(
-    renderer, file: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None = None
+    renderer,
+    file: Path,
+    *,
+    platform,
+    gpu_arch,
+    facts,
+    output: Format,
+    explain: bool,
+    output_dir: Path | None = None,
+    namespace: str | None = None,
 ) -> None:
     """Shared body of the render commands: load, render, report diagnostics, then print the documents.
 
     Everything is rendered before anything is printed, so a failing render leaves stdout empty
     (and, with ``output_dir``, the directory untouched).
     """
-    rendered = renderer(load_single(file), facts=load_facts(facts), platform=platform, gpu_arch=gpu_arch)
+    document = load_single(file)
+    rendered = renderer(document, facts=load_facts(facts), platform=platform, gpu_arch=gpu_arch)
+    workflows = in_namespace(rendered.workflows, document, namespace, str(file))
     print_diagnostics(rendered.diagnostics)
     if explain:
         _explain(rendered)
-    emit_workflows(rendered.workflows, output=output, output_dir=output_dir)
+    emit_workflows(workflows, output=output, output_dir=output_dir)
+
+
+def check_namespace_flag(namespace: str | None) -> None:
+    """``-n`` must be a namespace name (a DNS-1123 label); exit 2 otherwise."""
+    import re
+
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    if namespace is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
+        message = f"{namespace!r} is not a namespace name: lowercase letters, digits and '-', at most 63, starting and ending alphanumeric"
+        raise CompileError([error("InvalidFlags", "--namespace", message)])
+
+
+def in_namespace(workflows: list, document: Any, namespace: str | None, label: str) -> list:
+    """The Workflows with ``metadata.namespace`` set to ``-n`` (unchanged without it).
+
+    The controller creates a Certification's Workflows in its namespace, so a Certification
+    that names another namespace than ``-n`` is refused (exit 2), as kubectl refuses one.
+    """
+    if namespace is None:
+        return workflows
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    own = ((document.get("metadata") if isinstance(document, dict) else None) or {}).get("namespace")
+    if own and own != namespace:
+        message = f"the Certification is in namespace {own!r}, which does not match --namespace {namespace!r}"
+        raise CompileError([error("NamespaceMismatch", f"{label}: metadata.namespace" if label else "metadata.namespace", message)])
+    placed = []
+    for workflow in workflows:
+        meta = dict(workflow.get("metadata") or {})
+        ordered = {"name": meta.pop("name")} if "name" in meta else {}
+        placed.append({**workflow, "metadata": {**ordered, "namespace": namespace, **meta}})
+    return placed
 
 
 def emit_workflows(workflows: list, *, output: Format, output_dir: Path | None) -> None:
@@ -221,7 +280,9 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     return found
 
 
-def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None) -> None:
+def render_directory(
+    directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None, namespace: str | None = None
+) -> None:
     """Render every Certification under ``directory``; errors from all of them are reported together."""
     from dataclasses import replace
 
@@ -237,13 +298,14 @@ def render_directory(directory: Path, *, platform, gpu_arch, facts, output: Form
     for label, document in sources:
         try:
             rendered = render_certification(document, facts=cluster_facts, platform=platform, gpu_arch=gpu_arch)
+            placed = in_namespace(rendered.workflows, document, namespace, "")
         except CompileError as exc:
             problems.extend(replace(d, path=f"{label}: {d.path}" if d.path else label) for d in exc.diagnostics)
             continue
         print_diagnostics(replace(d, path=f"{label}: {d.path}" if d.path else label) for d in rendered.diagnostics)
         if explain:
             _explain(rendered)
-        workflows.extend(rendered.workflows)
+        workflows.extend(placed)
     if problems:
         raise CompileError(problems)
     emit_workflows(workflows, output=output, output_dir=output_dir)

@@ -24,142 +24,19 @@ import typer
 from . import common
 from .common import ContextOption, KubeconfigOption, NamespaceOption
 from .output import EXIT_FAILURE, guarded, stderr_lines
-from .reporting import (
-    EvidenceOption,
-    OutputOption,
-    ReportFiles,
-    ReportFormat,
-    SignKeyOption,
-    report_runs,
-    run_not_found,
-    run_report_files,
-)
-from .running import (
-    RunPlan,
-    check_setup_flags,
-    execute,
-    load_run_file,
-    registry_credentials,
-    require_valid,
-    run_certification,
-    wait_budget,
-)
+from .reporting import OutputOption, ReportFiles, ReportFormat, report_runs, run_not_found
+from .run_command import run_command_for
 
 
-RunResultsFileOption = Annotated[Path | None, typer.Option("--results-file", help="With --wait: write the JSON report here.")]
-RunJunitOption = Annotated[Path | None, typer.Option("--junit", help="With --wait: write the report as JUnit XML here.")]
 JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")]
-WorkloadRegistryOption = Annotated[str | None, typer.Option("--workload-registry")]
-WorkloadRegistryUsernameOption = Annotated[str | None, typer.Option("--workload-registry-username")]
-WorkloadRegistryPasswordOption = Annotated[
-    str | None,
-    typer.Option(
-        "--workload-registry-password",
-        envvar="NVCRE_WORKLOAD_REGISTRY_PASSWORD",
-        show_envvar=True,
-        help="Registry password: '-' reads it from the first line of stdin; the environment variable keeps it out of "
-        "the process list and shell history, where a value given here is visible.",
-    ),
-]
-GrantRunAccessOption = Annotated[
-    bool, typer.Option("--grant-run-access", help="Grant the controller write access in an existing namespace.")
-]
-
-
-SetupOption = Annotated[bool, typer.Option("--setup", help="Run `setup init --auto-approve` first (idempotent).")]
-ImageOption = Annotated[str | None, typer.Option("--image", help="With --setup: the controller image (repo:tag or repo@sha256:...).")]
-ControllerPullSecretOption = Annotated[
-    str | None,
-    typer.Option("--controller-pull-secret", help="With --setup: an image pull Secret in the controller's namespace for its image."),
-]
 
 
 def register(app: typer.Typer) -> None:
     """Mount ``run``, ``report``, ``status`` and ``delete`` on the ``certification`` group."""
-    app.command("run")(run_command)
+    app.command("run")(run_command_for("Certification"))
     app.command("report")(report_command)
     app.command("status")(status_command)
     app.command("delete")(delete_command)
-
-
-@guarded
-def run_command(
-    category: Annotated[list[str] | None, typer.Option("--category", help="domain/variant; repeatable, comma-separated allowed.")] = None,
-    cert_file: Annotated[Path | None, typer.Option("--cert-file", help="A Certification YAML (instead of --category).")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Certification name (default nvcrectl-<timestamp>).")] = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Run namespace (default: a new nvcrectl-<timestamp>).")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
-    timeout: Annotated[
-        str | None, typer.Option("--timeout", help="With --wait: how long to wait (Go duration); derived from the categories when omitted.")
-    ] = None,
-    results_file: RunResultsFileOption = None,
-    junit: RunJunitOption = None,
-    evidence: EvidenceOption = None,
-    sign_key: SignKeyOption = None,
-    nodes_per_job: Annotated[int, typer.Option("--nodes-per-job", help="0 = automatic.")] = 0,
-    placement: Annotated[str, typer.Option("--placement", help="Pinned (default) or Unpinned.")] = "",
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="0 = from the GPU architecture.")] = 0,
-    enable_checkpoint: Annotated[bool | None, typer.Option("--enable-checkpoint/--no-enable-checkpoint")] = None,
-    enable_mnnvl: Annotated[bool | None, typer.Option("--enable-mnnvl/--no-enable-mnnvl")] = None,
-    max_steps: Annotated[int, typer.Option("--max-steps")] = 0,
-    exit_duration_mins: Annotated[int, typer.Option("--exit-duration-mins")] = 0,
-    startup_stall_timeout_seconds: Annotated[int | None, typer.Option("--startup-stall-timeout-seconds")] = None,
-    repeat_count: Annotated[int, typer.Option("--repeat-count")] = 0,
-    max_restarts: Annotated[int, typer.Option("--max-restarts")] = 0,
-    storage_class: Annotated[str, typer.Option("--storage-class")] = "",
-    workload_registry: WorkloadRegistryOption = None,
-    workload_registry_username: WorkloadRegistryUsernameOption = None,
-    workload_registry_password: WorkloadRegistryPasswordOption = None,
-    grant_run_access: GrantRunAccessOption = False,
-    setup: SetupOption = False,
-    image: ImageOption = None,
-    controller_pull_secret: ControllerPullSecretOption = None,
-    cleanup: Annotated[
-        bool,
-        typer.Option(
-            "--cleanup",
-            help="With --wait: afterwards delete the Certification, the namespace this run created and, with --setup, the installed components.",
-        ),
-    ] = False,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Run catalog categories (or a Certification file) on the cluster."""
-    from nvcre.compiler.compose import RunFlags
-
-    flags = RunFlags(
-        categories=tuple(category or ()),
-        nodes_per_job=nodes_per_job,
-        placement=placement,
-        gpus_per_node=gpus_per_node,
-        enable_checkpoint=enable_checkpoint,
-        enable_mnnvl=enable_mnnvl,
-        max_steps=max_steps,
-        exit_duration_mins=exit_duration_mins,
-        startup_stall_timeout_seconds=startup_stall_timeout_seconds or 0,
-        repeat_count=repeat_count,
-        max_restarts=max_restarts,
-        storage_class=storage_class,
-    )
-    run_certification(
-        categories=list(category or ()),
-        cert_file=cert_file,
-        name=name,
-        namespace=namespace,
-        wait=wait,
-        timeout=timeout,
-        files=run_report_files(results_file, junit, evidence, sign_key, wait),
-        flags=flags,
-        stall_changed=startup_stall_timeout_seconds is not None,
-        registry=(workload_registry, workload_registry_username, workload_registry_password),
-        grant_run_access=grant_run_access,
-        cleanup=cleanup,
-        kubeconfig=kubeconfig,
-        context=context,
-        setup=setup,
-        image=image,
-        controller_pull_secret=controller_pull_secret,
-    )
 
 
 @guarded
@@ -260,66 +137,10 @@ def delete_command(
 
 def register_workloadrun(app: typer.Typer) -> None:
     """Mount ``run``, ``report``, ``status`` and ``cancel`` on the ``workloadrun`` group."""
-    app.command("run")(workloadrun_run_command)
+    app.command("run")(run_command_for("WorkloadRun"))
     app.command("report")(workloadrun_report_command)
     app.command("status")(workloadrun_status_command)
     app.command("cancel")(workloadrun_cancel_command)
-
-
-@guarded
-def workloadrun_run_command(
-    file: Annotated[Path, typer.Argument(help="A WorkloadRun YAML.")],
-    name: Annotated[str | None, typer.Option("--name", help="Overrides metadata.name.")] = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Default: metadata.namespace, else default.")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Watch to the end, then print the report.")] = False,
-    timeout: Annotated[str, typer.Option("--timeout", help="With --wait: how long to wait (Go duration).")] = "30m",
-    results_file: RunResultsFileOption = None,
-    junit: RunJunitOption = None,
-    evidence: EvidenceOption = None,
-    sign_key: SignKeyOption = None,
-    workload_registry: WorkloadRegistryOption = None,
-    workload_registry_username: WorkloadRegistryUsernameOption = None,
-    workload_registry_password: WorkloadRegistryPasswordOption = None,
-    grant_run_access: GrantRunAccessOption = False,
-    setup: SetupOption = False,
-    image: ImageOption = None,
-    controller_pull_secret: ControllerPullSecretOption = None,
-    cleanup: Annotated[
-        bool,
-        typer.Option(
-            "--cleanup",
-            help="With --wait: afterwards delete the WorkloadRun, the namespace this run created and, with --setup, the installed components.",
-        ),
-    ] = False,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Submit a WorkloadRun and optionally wait for its verdict."""
-    budget = wait_budget(timeout) if wait else 0.0
-    creds = registry_credentials(workload_registry, workload_registry_username, workload_registry_password)
-    check_setup_flags(setup=setup, image=image, controller_pull_secret=controller_pull_secret, cleanup=cleanup, wait=wait)
-    document = load_run_file(file, "WorkloadRun")
-    meta = document.setdefault("metadata", {})
-    if name:
-        meta["name"] = name
-    meta["namespace"] = namespace or meta.get("namespace") or "default"
-    require_valid(document)
-
-    plan = RunPlan(
-        document=document,
-        grant_run_access=grant_run_access,
-        registry=creds,
-        wait=wait,
-        budget=budget,
-        derived=False,
-        files=run_report_files(results_file, junit, evidence, sign_key, wait),
-        setup=setup,
-        image=image,
-        controller_pull_secret=controller_pull_secret,
-        cleanup=cleanup,
-        timeout_text=timeout,
-    )
-    execute(plan, kubeconfig, context)
 
 
 @guarded

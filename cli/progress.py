@@ -10,14 +10,10 @@ from typing import Any
 
 
 def elapsed_text(seconds: float) -> str:
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
+    """``1h2m3s``, ``2m3s`` or ``3s`` (the run's own wording, from :mod:`nvcre.runtime.ops.run`)."""
+    from nvcre.runtime.ops.run import elapsed_text as text
+
+    return text(seconds)
 
 
 class _PlainProgress:

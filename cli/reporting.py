@@ -169,9 +169,6 @@ def report_runs(
 
 def verdict_result(verdict: Any) -> str:
     """PASSED, FAILED or IN PROGRESS as the verdict model says (INCOMPLETE counts as passed)."""
-    result = str(getattr(verdict, "result", "") or "").upper()
-    if result in ("PASSED", "INCOMPLETE"):
-        return "PASSED"
-    if result == "FAILED":
-        return "FAILED"
-    return "IN PROGRESS"
+    from nvcre.runtime.ops.run import verdict_result as result
+
+    return result(verdict)

@@ -1,7 +1,8 @@
 """``nvcrectl workflow render``: what a hand-written Workflow becomes on a cluster.
 
-The Workflow is validated, planned over nodes — mock nodes for ``--platform``/``--gpu-arch``, a
-facts file, or the live cluster with ``--dry-run`` — and printed with its overrides applied
+The Workflow is validated, planned over nodes — mock nodes for ``--platform``/``--gpu-arch``, the
+Nodes of a ``--nodes-file`` (NVCRE's list of Nodes), a facts file, or the live cluster with
+``--dry-run`` — and printed with its overrides applied
 (``spec.overrides`` resolved against the detected platform and architecture, and removed). As
 NVCRE's ``workflow render`` does, the printed Workflow says what it was rendered for:
 ``nvcrectl.nvidia.com/detected-platform`` and ``nvcrectl.nvidia.com/detected-gpu-architecture``
@@ -33,6 +34,22 @@ def main() -> None:
     """Render hand-written Workflows."""
 
 
+def _check_node_sources(platform: str | None, gpu_arch: str | None, nodes_file: Path | None, facts: Path | None, dry_run: bool) -> None:
+    """Exactly one place the nodes come from; NVCRE's messages for its own flag pairs."""
+    from nvcre.compiler.diagnostics import CompileError, error
+
+    if nodes_file is not None and dry_run:
+        message = "--dry-run discovers nodes from cluster; cannot combine with --nodes-file, --platform, or --gpu-arch"
+        raise CompileError([error("InvalidFlags", "--nodes-file", message)])
+    if nodes_file is not None and (platform or gpu_arch):
+        raise CompileError([error("InvalidFlags", "--nodes-file", "--nodes-file and --platform/--gpu-arch are mutually exclusive")])
+    sources = [bool(platform or gpu_arch), nodes_file is not None, facts is not None, dry_run]
+    if sum(sources) != 1:
+        raise CompileError(
+            [error("InvalidFlags", "--platform", "give exactly one of --platform/--gpu-arch, --nodes-file, --facts or --dry-run")]
+        )
+
+
 @app.command("render")
 @guarded
 def render(
@@ -41,71 +58,112 @@ def render(
     gpu_arch: Annotated[str | None, typer.Option("--gpu-arch", help="Plan over mock nodes of this GPU architecture.")] = None,
     nodes: Annotated[int, typer.Option("--nodes", help="How many mock nodes.")] = 2,
     facts: Annotated[Path | None, typer.Option("--facts", help="Plan over the Nodes in this facts file instead.")] = None,
+    nodes_file: Annotated[
+        Path | None,
+        typer.Option("--nodes-file", help="Plan over the Nodes in this YAML file (a list of Nodes, as NVCRE reads it, or a NodeList)."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan over the live cluster's nodes.")] = False,
     output: Annotated[Format, typer.Option("--output", "-o", help="yaml or json.")] = Format.yaml,
     kubeconfig: Annotated[str | None, typer.Option("--kubeconfig")] = None,
     context: Annotated[str | None, typer.Option("--context")] = None,
 ) -> None:
     """Print the Workflow with its overrides applied; the plan goes to stderr."""
-    import copy
-
-    from nvcre.compiler.api.validate import validate
-    from nvcre.compiler.diagnostics import CompileError, error, errors_in
     from nvcre.compiler.emit import dump_json, dump_yaml
     from nvcre.compiler.plan import PlanError, plan_workflow
 
-    sources = [bool(platform or gpu_arch), facts is not None, dry_run]
-    if sum(sources) != 1:
-        raise CompileError([error("InvalidFlags", "--platform", "give exactly one of --platform/--gpu-arch, --facts or --dry-run")])
+    _check_node_sources(platform, gpu_arch, nodes_file, facts, dry_run)
+    workflow = _load_workflow(file)
+    cluster = _nodes_for(platform, gpu_arch, nodes, nodes_file, facts, dry_run, kubeconfig, context)
+    try:
+        plan = plan_workflow(workflow, cluster)
+    except PlanError as exc:
+        sys.stderr.write(f"error: {exc.reason}: {exc.message}\n")
+        raise typer.Exit(2) from None
+    resolved = _resolved(workflow, plan)
+    _print_plan(plan)
+    sys.stdout.write(dump_json(resolved) if output is Format.json else dump_yaml(resolved))
+
+
+def _load_workflow(file: Path) -> Any:
+    """The one Workflow of ``file``, valid as the API server would have it (exit 2 otherwise)."""
+    from nvcre.compiler.api.validate import validate
+    from nvcre.compiler.diagnostics import CompileError, error, errors_in
+
     workflow = load_single(file)
     if workflow.get("kind") != "Workflow":
         raise CompileError([error("WrongKind", f"{file}: kind", f"expected kind Workflow, got {workflow.get('kind')!r}")])
     problems = errors_in(validate(workflow))
     if problems:
         raise CompileError(problems)
+    return workflow
 
-    cluster: Any
+
+def _nodes_for(
+    platform: str | None,
+    gpu_arch: str | None,
+    nodes: int,
+    nodes_file: Path | None,
+    facts: Path | None,
+    dry_run: bool,
+    kubeconfig: str | None,
+    context: str | None,
+) -> Any:
+    """The cluster facts to plan over, from the one source the flags name."""
+    if nodes_file is not None:
+        from .nodes_file import load_nodes_file
+
+        return load_nodes_file(nodes_file)
     if facts is not None:
         from nvcre.compiler.facts import load_facts
 
-        cluster = load_facts(facts)
-    elif dry_run:
+        return load_facts(facts)
+    if dry_run:
         from nvcre.runtime.ops.facts import live_facts
 
         from .common import kube_client
 
-        cluster = live_facts(kube_client(kubeconfig, context))
-    else:
-        if not (platform and gpu_arch):
-            raise CompileError([error("InvalidFlags", "--gpu-arch", "mock nodes need both --platform and --gpu-arch")])
-        from nvcre.compiler.facts import facts_from_documents
-        from nvcre.compiler.mocknodes import mock_nodes
+        return live_facts(kube_client(kubeconfig, context))
+    if not (platform and gpu_arch):
+        from nvcre.compiler.diagnostics import CompileError, error
 
-        cluster = facts_from_documents(mock_nodes(platform, gpu_arch, nodes), source=f"mock {platform}/{gpu_arch}")
+        raise CompileError([error("InvalidFlags", "--gpu-arch", "mock nodes need both --platform and --gpu-arch")])
+    from nvcre.compiler.facts import facts_from_documents
+    from nvcre.compiler.mocknodes import mock_nodes
 
-    try:
-        plan = plan_workflow(workflow, cluster)
-    except PlanError as exc:
-        sys.stderr.write(f"error: {exc.reason}: {exc.message}\n")
-        raise typer.Exit(2) from None
+    return facts_from_documents(mock_nodes(platform, gpu_arch, nodes), source=f"mock {platform}/{gpu_arch}")
+
+
+def _resolved(workflow: Any, plan: Any) -> Any:
+    """The Workflow with the planned spec (overrides applied and removed) and what it was rendered for."""
+    import copy
+    import json
+
     resolved = copy.deepcopy(workflow)
     resolved["spec"] = copy.deepcopy(dict(plan.workflow_spec or workflow.get("spec") or {}))
     resolved["spec"].pop("overrides", None)
-    import json
-
     annotations = resolved.setdefault("metadata", {}).setdefault("annotations", {})
     annotations[DETECTED_PLATFORM] = plan.platform
     annotations[DETECTED_GPU_ARCHITECTURE] = plan.gpu_architecture
     if plan.applied_overrides:
         annotations[APPLIED_OVERRIDES] = json.dumps([dict(o) for o in plan.applied_overrides], sort_keys=True, separators=(",", ":"))
+    return resolved
+
+
+def _print_plan(plan: Any) -> None:
+    """The plan on stderr: its message, the groups, the events and the overrides applied."""
     sys.stderr.write(f"{plan.message}\n")
     for group in plan.groups:
         members = ", ".join(group.nodes) if group.nodes else "(any nodes: Unpinned)"
         sys.stderr.write(f"  {group.name}: {members}\n")
     for event in plan.events:
         sys.stderr.write(f"  {event.type} {event.reason}: {event.message}\n")
-
     for override in plan.applied_overrides:
-        when = json.dumps(override.get("when") or {}, sort_keys=True, separators=(",", ":"))
-        sys.stderr.write(f"  override[{override.get('index')}] applied (when {when}): {', '.join(override.get('patches') or [])}\n")
-    sys.stdout.write(dump_json(resolved) if output is Format.json else dump_yaml(resolved))
+        when, patches = _listed(override.get("when")), _listed(override.get("patches"))
+        sys.stderr.write(f"  override[{override.get('index')}] applied (when {when}): {patches}\n")
+
+
+def _listed(value: Any) -> str:
+    """An applied override's ``when`` or ``patches``: the planner's text as it is, a list joined."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value or "none")
