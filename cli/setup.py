@@ -178,6 +178,82 @@ def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
     return image_values(image)
 
 
+ChartRefOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chart-ref",
+        help="NVCRE Helm chart to render with helm (an OCI reference such as oci://ghcr.io/nvidia/cluster-readiness-engine, "
+        "a mirror of it, or a chart directory); default: the objects nvcrectl renders itself (the same chart).",
+    ),
+]
+TrainerChartRefOption = Annotated[
+    str | None,
+    typer.Option(
+        "--trainer-chart-ref",
+        help="Kubeflow Trainer Helm chart (for example oci://ghcr.io/kubeflow/charts/kubeflow-trainer or a mirror), pulled at "
+        "the pinned 2.2.1; default: the chart of the pinned Trainer Go module on this machine (nothing is downloaded).",
+    ),
+]
+PullSecretOption = Annotated[
+    str | None,
+    typer.Option(
+        "--image-pull-secret",
+        help="GitHub token: creates the ghcr.io pull Secret nvcrectl-pull-secret for the controller and logs in to "
+        "ghcr.io for chart pulls from there (a chart on another registry needs helm registry login first).",
+    ),
+]
+VersionOption = Annotated[
+    str | None,
+    typer.Option("--version", help="Chart version for a pulled --chart-ref, and the controller image tag unless the image is set."),
+]
+
+
+def _version(version: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
+    """``--version``: the controller image tag, unless values set the image."""
+    import re
+
+    if not re.fullmatch(r"v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?", version):
+        raise fail_invalid(f"--version {version!r}: expected a chart version such as 0.8.2")
+    if any((layer.get("manager") or {}).get("image") for layer in layers):
+        return {}
+    return {"manager": {"image": {"tag": version}}}
+
+
+def _init_layers(
+    values: list[str] | None,
+    set_: list[str] | None,
+    set_json: list[str] | None,
+    flags: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Values files, ``--set``/``--set-json``, then ``--rbac-scope``, ``--image``, ``--version`` and the pull Secret."""
+    from nvcre.runtime.ops.install_chart import PULL_SECRET
+
+    file_layers = [_values_file(path) for path in values or []]
+    flag_layers = _flag_layers(None, set_, set_json)
+    if flags["rbac_scope"] is not None:
+        flag_layers.append({"rbac": {"scope": flags["rbac_scope"]}})
+    if flags["image"]:
+        flag_layers.append(_image_layer(flags["image"], [*file_layers, *flag_layers]))
+    if flags["version"]:
+        flag_layers.append(_version(flags["version"], [*file_layers, *flag_layers]))
+    if flags["pull_secret"]:
+        flag_layers.append({"manager": {"imagePullSecrets": [PULL_SECRET]}})
+    return [*file_layers, *flag_layers]
+
+
+def _value_sources(kept: dict[str, Any], values: list[str] | None, set_: list[str] | None, set_json: list[str] | None) -> str:
+    from nvcre.compiler.install import DEFAULT_VALUES
+    from nvcre.compiler.install.keep import changed_paths, kept_values
+
+    sources = []
+    if kept:
+        sources.append(f"kept on the cluster ({', '.join(changed_paths(kept, kept_values(DEFAULT_VALUES))) or 'defaults'})")
+    sources += [f"--values {path}" for path in values or []]
+    sources += [f"--set {expression.split('=', 1)[0]}" for expression in set_ or []]
+    sources += [f"--set-json {expression.split('=', 1)[0]}" for expression in set_json or []]
+    return "; ".join(sources) if sources else "defaults"
+
+
 @app.command("init")
 @guarded
 def init(
@@ -189,14 +265,18 @@ def init(
     reset_values: Annotated[
         bool, typer.Option("--reset-values", help="Drop kept values except rbac.scope and rbac.runNamespaces.")
     ] = False,
+    chart_ref: ChartRefOption = None,
+    trainer_chart_ref: TrainerChartRefOption = None,
+    image_pull_secret: PullSecretOption = None,
+    version: VersionOption = None,
     skip_phases: SkipOption = None,
     auto_approve: AutoApproveOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
-    """Install (or update) the CRDs, LogProfiles, RBAC and the controller; check Trainer and JobSet."""
-    from nvcre.compiler.install import DEFAULT_VALUES, render_install
-    from nvcre.compiler.install.keep import after_reset, changed_paths, kept_values
+    """Install Kubeflow Trainer 2.2.1 when absent (deps), then the CRDs, LogProfiles, RBAC and the controller (helm)."""
+    from nvcre.compiler.install import render_install
+    from nvcre.compiler.install.keep import after_reset
     from nvcre.runtime.ops import install as ops
 
     from .running import dependencies_missing
@@ -206,38 +286,29 @@ def init(
         raise fail_invalid("-f - reads values from stdin, so it needs --auto-approve")
     if not auto_approve and not sys.stdin.isatty():
         raise fail_invalid("setup init changes the cluster; pass --auto-approve to confirm without a terminal")
-    file_layers = [_values_file(path) for path in values or []]
-    flag_layers = _flag_layers(None, set_, set_json)
-    if rbac_scope is not None:
-        flag_layers.append({"rbac": {"scope": rbac_scope}})
-    if image:
-        flag_layers.append(_image_layer(image, [*file_layers, *flag_layers]))
+    flags = {"rbac_scope": rbac_scope, "image": image, "version": version, "pull_secret": image_pull_secret}
+    layers = _init_layers(values, set_, set_json, flags)
 
     kube = kube_client(kubeconfig, context)
-    layers = [*file_layers, *flag_layers]
     kept = ops.read_kept_values(kube, ops.namespace_of(layers))
     if reset_values:
         kept = after_reset(kept)
     installed = render_install([kept, *layers])
     print_diagnostics(installed.diagnostics)
-
-    sources = []
-    if kept:
-        sources.append(f"kept on the cluster ({', '.join(changed_paths(kept, kept_values(DEFAULT_VALUES))) or 'defaults'})")
-    sources += [f"--values {path}" for path in values or []]
-    sources += [f"--set {expression.split('=', 1)[0]}" for expression in set_ or []]
-    sources += [f"--set-json {expression.split('=', 1)[0]}" for expression in set_json or []]
-    sys.stderr.write("Values: " + ("; ".join(sources) if sources else "defaults") + "\n")
+    sys.stderr.write("Values: " + _value_sources(kept, values, set_, set_json) + "\n")
     if not auto_approve and not typer.confirm("Install nvcre into the current cluster?", err=True):
         raise typer.Exit(1)
 
     if "deps" not in skip:
-        missing = ops.missing_dependencies(kube)
-        if missing:
-            raise dependencies_missing(missing)
-        sys.stderr.write("Kubeflow Trainer and JobSet are present.\n")
+        try:
+            ops.ensure_dependencies(kube, chart_ref=trainer_chart_ref, token=image_pull_secret, say=stderr_lines("[deps] "))
+        except ops.DependenciesMissing as exc:
+            raise dependencies_missing(exc.missing) from None
     if "helm" not in skip:
-        ops.apply_install(kube, ops.with_kept_values(installed), say=stderr_lines())
+        objects = ops.chart_objects(installed, chart_ref, version=version, token=image_pull_secret)
+        ops.apply_install(kube, objects, say=stderr_lines())
+        if image_pull_secret:
+            ops.ensure_pull_secret(kube, str(installed.values["namespace"]["name"]), image_pull_secret, say=stderr_lines())
         sys.stderr.write("Setup complete. Check it with: nvcrectl setup status\n")
 
 

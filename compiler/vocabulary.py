@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "ANNOTATION_APPLIED_OVERLAYS",
     "ANNOTATION_CLEANUP_RETRY",
+    "ANNOTATION_INSTALLED_VERSION",
     "ANNOTATION_DIAGNOSE_PLANNER",
     "ANNOTATION_GOODPUT_PRIOR_ATTEMPTS",
     "ANNOTATION_GROUP_NODES",
@@ -28,6 +29,7 @@ __all__ = [
     "LABEL_CATEGORY_VARIANT",
     "LABEL_CERTIFICATION",
     "LABEL_GROUP",
+    "LABEL_INSTALLED_BY",
     "LABEL_JOB",
     "LABEL_NVCRE_WORKLOAD_RUN",
     "LABEL_WORKFLOW",
@@ -80,6 +82,10 @@ ANNOTATION_RENDER_FACTS = f"{GROUP}/render-facts"
 ANNOTATION_GOODPUT_PRIOR_ATTEMPTS = f"{GROUP}/goodput-prior-attempts"
 #: on a CRD ``setup reset`` is waiting to remove: a touch that makes the API server look again
 ANNOTATION_CLEANUP_RETRY = f"{GROUP}/cleanup-retry"
+#: on every object ``setup init``'s deps phase applied (Trainer, JobSet): which tool put it there
+LABEL_INSTALLED_BY = f"{GROUP}/installed-by"
+#: beside it: the version of what was installed
+ANNOTATION_INSTALLED_VERSION = f"{GROUP}/installed-version"
 
 # ------------------------------------------------------------------ finalizers and managers
 

@@ -201,6 +201,8 @@ def test_without_setup_or_cleanup_sigterm_is_left_alone(monkeypatch: pytest.Monk
 
 
 def test_setup_without_trainer_stops_before_submitting(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no helm: --setup cannot render Trainer, whatever this machine has installed
+    monkeypatch.setenv("NVCRE_HELM", "/nonexistent/helm")
     cluster = ScriptedCluster(_golden_objects("passed"))
     code, stdout, stderr = invoke(monkeypatch, cluster, ["certification", "run", *NCCL, "--setup", "--wait", "--cleanup"])
     assert code == 1, stderr
@@ -225,6 +227,8 @@ def test_a_bad_controller_image_is_invalid_input(monkeypatch: pytest.MonkeyPatch
 
 
 def test_workloadrun_setup_says_so_and_stops_without_trainer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no helm: --setup cannot render Trainer, whatever this machine has installed
+    monkeypatch.setenv("NVCRE_HELM", "/nonexistent/helm")
     cluster = ScriptedCluster(_golden_objects("workloadrun-unpinned"))
     code, stdout, stderr = invoke(monkeypatch, cluster, ["workloadrun", "run", str(REPO / WLR), "--setup"])
     assert code == 1, stderr

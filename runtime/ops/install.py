@@ -2,8 +2,9 @@
 
 The objects come from :func:`nvcre.compiler.install.render_install`; this module only applies
 them (server-side apply, in the order given, CRDs first and waited for), reads what is there, and
-deletes what is ours. It never touches Kubeflow Trainer or the JobSet CRD, which other workloads
-share: when they are missing it says so and prints the manual install path. The Prometheus
+deletes what is ours. Kubeflow Trainer and JobSet (the ``deps`` phase) are checked in
+:mod:`.install_deps` and installed or removed by :mod:`.trainer`, which touches only what it
+marked; a JobSet someone else installed is never changed. The Prometheus
 Operator's kinds (the ServiceMonitor and the PrometheusRule) are applied only where the cluster
 serves them; elsewhere they are skipped with a note, as the values that leave them out would.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_CLEANUP_RETRY
@@ -21,6 +21,18 @@ from nvcre.compiler.vocabulary import ANNOTATION_CLEANUP_RETRY
 from ..kube.client import Kube
 from ..kube.errors import ApiError, ApiNotServed, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+from .install_chart import PULL_SECRET, PullSecretTaken, chart_objects, controller_values, ensure_pull_secret, image_values
+from .install_deps import (
+    CRDS,
+    JOBSET_CRD,
+    TRAINER_INSTALL,
+    Component,
+    DependenciesMissing,
+    dependencies,
+    exists,
+    missing_dependencies,
+    wait_established,
+)
 from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
 if TYPE_CHECKING:
@@ -35,9 +47,14 @@ __all__ = [
     "DependenciesMissing",
     "ForeignObjects",
     "OPTIONAL_GROUPS",
+    "PULL_SECRET",
+    "PullSecretTaken",
+    "chart_objects",
     "check_phases",
+    "ensure_pull_secret",
     "controller_values",
     "dependencies",
+    "ensure_dependencies",
     "image_values",
     "install_status",
     "install_namespaces",
@@ -56,24 +73,11 @@ __all__ = [
 Say = Callable[[str], object]
 INIT_PHASES = ("deps", "helm")
 RESET_PHASES = ("cr", "helm", "deps")
-CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False)
+
 _SERVICES = Resource("", "v1", "services", "Service")
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-_MUTATING = Resource(
-    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", namespaced=False
-)
-_VALIDATING = Resource(
-    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", namespaced=False
-)
 #: API groups of install objects applied only when the cluster serves them (the Prometheus Operator's).
 OPTIONAL_GROUPS = ("monitoring.coreos.com",)
-TRAINER_CRDS = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org")
-JOBSET_CRD = "jobsets.jobset.x-k8s.io"
-TRAINER_INSTALL = (
-    "Install Kubeflow Trainer 2.2.1 (it brings JobSet unless one is already installed):\n"
-    '  kubectl apply --server-side -k "https://github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.2.1"\n'
-    "then re-run: nvcrectl setup init --skip-phases=deps"
-)
 
 
 def check_phases(skip: Sequence[str], accepted: Sequence[str], command: str) -> tuple[str, ...]:
@@ -83,67 +87,6 @@ def check_phases(skip: Sequence[str], accepted: Sequence[str], command: str) -> 
     if unknown:
         raise ValueError(f"--skip-phases: unknown phase(s) {', '.join(unknown)} for setup {command}; accepted: {', '.join(accepted)}")
     return words
-
-
-@dataclass(frozen=True)
-class Component:
-    """One thing the install needs, and whether the cluster has it."""
-
-    name: str
-    present: bool
-    detail: str = ""
-
-
-def _exists(kube: Kube, resource: Resource, name: str, namespace: str | None = None) -> bool:
-    try:
-        kube.get(resource, name, namespace)
-        return True
-    except NotFound:
-        return False
-
-
-def _webhook_groups(kube: Kube) -> set[str]:
-    """The API groups admission webhooks serve (from their rules), plus every configuration and hook name."""
-    found: set[str] = set()
-    for resource in (_MUTATING, _VALIDATING):
-        try:
-            configurations = kube.list(resource).items
-        except ApiError:
-            continue
-        for configuration in configurations:
-            found.add(str((configuration.get("metadata") or {}).get("name") or ""))
-            for hook in configuration.get("webhooks") or []:
-                found.add(str(hook.get("name") or ""))
-                for rule in hook.get("rules") or []:
-                    found.update(str(group) for group in rule.get("apiGroups") or [])
-    return found
-
-
-def _serves(found: set[str], group: str) -> bool:
-    return any(entry == group or entry.endswith("." + group) for entry in found)
-
-
-def dependencies(kube: Kube) -> list[Component]:
-    """Kubeflow Trainer and JobSet: their CRDs and a sign of their controllers (their webhooks)."""
-    webhooks = _webhook_groups(kube)
-    trainer_crds = [name for name in TRAINER_CRDS if not _exists(kube, CRDS, name)]
-    jobset_crd = _exists(kube, CRDS, JOBSET_CRD)
-    trainer_hooks = _serves(webhooks, "trainer.kubeflow.org")
-    jobset_hooks = _serves(webhooks, "jobset.x-k8s.io")
-    return [
-        Component(
-            "Kubeflow Trainer CRDs",
-            not trainer_crds,
-            "missing: " + ", ".join(trainer_crds) if trainer_crds else "trainjobs, trainingruntimes, clustertrainingruntimes",
-        ),
-        Component(
-            "Kubeflow Trainer webhooks",
-            trainer_hooks,
-            "" if trainer_hooks else "no admission webhook of trainer.kubeflow.org: is its controller running?",
-        ),
-        Component("JobSet CRD", jobset_crd, JOBSET_CRD if jobset_crd else f"missing: {JOBSET_CRD}"),
-        Component("JobSet webhooks", jobset_hooks, "" if jobset_hooks else "no JobSet admission webhook: is its controller running?"),
-    ]
 
 
 def read_kept_values(kube: Kube, namespace: str) -> dict[str, Any]:
@@ -158,24 +101,6 @@ def read_kept_values(kube: Kube, namespace: str) -> dict[str, Any]:
     text = (configmap.get("data") or {}).get(KEPT_VALUES_KEY) or ""
     docs = load_documents(text, f"configmap/{KEPT_VALUES_NAME}")
     return docs[0] if docs and isinstance(docs[0], dict) else {}
-
-
-def _wait_established(kube: Kube, names: Sequence[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    pending = set(names)
-    while pending and time.monotonic() < deadline:
-        for name in sorted(pending):
-            try:
-                crd = kube.get(CRDS, name)
-            except NotFound:
-                continue
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                pending.discard(name)
-        if pending:
-            time.sleep(0.2)
-    if pending:
-        raise TimeoutError(f"CRDs not established after {timeout:.0f}s: {', '.join(sorted(pending))}")
 
 
 def _wait_terminated(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say, timeout: float = 120.0) -> None:
@@ -249,7 +174,7 @@ def apply_install(kube: Kube, objects: Sequence[Mapping[str, Any]], say: Say = l
     for obj in crds:
         kube.apply(obj)
     if crds:
-        _wait_established(kube, [str(o["metadata"]["name"]) for o in crds])
+        wait_established(kube, [str(o["metadata"]["name"]) for o in crds])
         say(f"Applied {len(crds)} CRDs.")
     for obj in rest:
         kube.apply(obj)
@@ -285,7 +210,7 @@ def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Com
             found.append(_deployment_ready(kube, obj))
             continue
         resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
-        if not _exists(kube, resource, str(meta["name"]), meta.get("namespace")):
+        if not exists(kube, resource, str(meta["name"]), meta.get("namespace")):
             by_kind.setdefault(str(obj["kind"]), []).append(str(meta["name"]))
         else:
             by_kind.setdefault(str(obj["kind"]), [])
@@ -293,7 +218,7 @@ def install_status(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> list[Com
         total = sum(1 for o in objects if o.get("kind") == kind)
         found.append(Component(f"{kind} ({total})", not missing, "missing: " + ", ".join(missing) if missing else "all present"))
     found.extend(dependencies(kube))
-    dcgm = _exists(kube, _SERVICES, "nvidia-dcgm", "gpu-operator")
+    dcgm = exists(kube, _SERVICES, "nvidia-dcgm", "gpu-operator")
     found.append(
         Component(
             "DCGM Service gpu-operator/nvidia-dcgm", dcgm, "" if dcgm else "needed by diagnostics/dcgm-level4 unless it sets dcgmHost"
@@ -403,10 +328,10 @@ def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) ->
 
 
 def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequence[str], say: Say = lambda line: None) -> None:
-    """``cr``: delete every run (the controller frees its GPUs first); ``helm``: remove our install.
-
-    ``deps`` is accepted for compatibility: nvcrectl never installs Kubeflow Trainer, so there is
-    nothing of it to remove; the JobSet CRD is never removed.
+    """``cr``: delete every run (the controller frees its GPUs first); ``helm``: remove our install;
+    ``deps``: remove what ``setup init`` installed of Kubeflow Trainer and JobSet (only objects it
+    marked; a JobSet CRD is kept while JobSets exist). A JobSet CRD the install renders is never removed
+    by ``helm``.
     """
     if "cr" not in skip:
         for resource in (CERTIFICATIONS, WORKLOADRUNS, WORKFLOWS):
@@ -436,39 +361,11 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
             except NotFound:
                 continue
         _wait_crds_gone(kube, [str(o["metadata"]["name"]) for o in ours])
-        say(f"Removed {removed} install object(s); the JobSet CRD and Kubeflow Trainer stay.")
+        say(f"Removed {removed} install object(s).")
     if "deps" not in skip:
-        say("Kubeflow Trainer was not installed by nvcrectl and is left in place.")
+        from .trainer import remove_trainer
 
-
-class DependenciesMissing(Exception):
-    """Kubeflow Trainer or JobSet (or their controllers) are not on the cluster."""
-
-    def __init__(self, missing: Sequence[Component]) -> None:
-        self.missing = tuple(missing)
-        super().__init__("missing: " + "; ".join(f"{c.name}: {c.detail}" for c in self.missing))
-
-
-def image_values(image: str) -> dict[str, Any]:
-    """The values layer for a controller image: ``repo``, ``repo:tag`` or ``repo@sha256:...``."""
-    if "@" in image:
-        repository, digest = image.split("@", 1)
-        fields = {"repository": repository, "digest": digest}
-    else:
-        head, sep, tag = image.rpartition(":")
-        fields = {"repository": head, "tag": tag} if sep and "/" not in tag else {"repository": image}
-    return {"manager": {"image": fields}}
-
-
-def controller_values(image: str | None = None, pull_secret: str | None = None) -> list[dict[str, Any]]:
-    """Values layers for a run's ``--image`` (see :func:`image_values`) and ``--controller-pull-secret``
-    (the name of an image pull Secret in the controller's namespace)."""
-    layers: list[dict[str, Any]] = []
-    if image:
-        layers.append(image_values(image))
-    if pull_secret:
-        layers.append({"manager": {"imagePullSecrets": [pull_secret]}})
-    return layers
+        remove_trainer(kube, say)
 
 
 def namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
@@ -497,11 +394,6 @@ def render_over_kept(kube: Kube, layers: Sequence[Mapping[str, Any]] = ()) -> In
     return render_install([read_kept_values(kube, namespace_of(layers)), *layers])
 
 
-def missing_dependencies(kube: Kube) -> list[Component]:
-    """The parts of Kubeflow Trainer and JobSet the cluster lacks (empty when all are there)."""
-    return [c for c in dependencies(kube) if not c.present]
-
-
 def setup_init(
     kube: Kube,
     layers: Sequence[Mapping[str, Any]] = (),
@@ -513,8 +405,9 @@ def setup_init(
     """What ``setup init --auto-approve`` does, for the run commands' ``--setup``.
 
     Values are the ones the last init kept on the cluster with ``layers`` on top; the objects are
-    server-side applied, so running it again changes nothing. Raises :class:`DependenciesMissing`
-    before applying anything when Trainer or JobSet is absent, and ``CompileError`` for bad values.
+    server-side applied, so running it again changes nothing. Kubeflow Trainer is installed when
+    absent (:func:`ensure_dependencies`); raises :class:`DependenciesMissing` when a Trainer or JobSet
+    it did not install lacks its controller, and ``CompileError`` for bad values.
     ``on_apply`` is called just before the first object is applied (from then on there is
     something a cleanup would have to remove). Returns the number of objects applied.
     """
@@ -523,13 +416,38 @@ def setup_init(
     installed = render_over_kept(kube, layers)
     raise_if_errors(installed.diagnostics)
     if "deps" not in skip:
-        missing = missing_dependencies(kube)
-        if missing:
-            raise DependenciesMissing(missing)
+        ensure_dependencies(kube, say=say, on_apply=on_apply)
     if "helm" in skip:
         return 0
     on_apply()
     return apply_install(kube, with_kept_values(installed), say=say)
+
+
+def ensure_dependencies(
+    kube: Kube,
+    *,
+    chart_ref: str | None = None,
+    token: str | None = None,
+    say: Say = lambda line: None,
+    on_apply: Callable[[], object] = lambda: None,
+) -> int:
+    """The ``deps`` phase: install Kubeflow Trainer (and JobSet unless someone else's is there) when
+    missing; raises :class:`DependenciesMissing` when parts are still missing afterwards (a Trainer
+    or JobSet nvcrectl did not install, without its controller). Returns the objects applied."""
+    from .trainer import TrainerInstallError, install_trainer
+
+    if not missing_dependencies(kube):
+        say("Kubeflow Trainer and JobSet are present.")
+        return 0
+    try:
+        applied = install_trainer(kube, chart_ref=chart_ref, token=token, say=say, on_apply=on_apply)
+    except TrainerInstallError as exc:  # nothing was applied: say what is missing, why, and the way by hand
+        reason = Component("Kubeflow Trainer install by setup init", False, str(exc))
+        raise DependenciesMissing([*missing_dependencies(kube), reason]) from None
+    still = missing_dependencies(kube)
+    if still:
+        raise DependenciesMissing(still)
+    return applied
 
 
 def installed_objects(kube: Kube, namespace: str | None = None) -> list[dict[str, Any]]:

@@ -1,9 +1,13 @@
-"""``setup init | status | reset`` against clusters of their own.
+"""``setup init | status | reset`` against clusters of their own, through the installed ``nvcrectl``.
 
 Both clusters here are private to the module: ``reset`` removes our CRDs, which the session's
-shared clusters need. The bare control plane has no Trainer or JobSet controllers (the missing
-dependency path); the simulated cluster has them, a CPU system node for the controller's
-Deployment and GPU nodes, so a fresh ``setup init`` ends with ``setup status`` all present.
+shared clusters need. The bare control plane starts without Kubeflow Trainer or JobSet: the deps
+phase installs them there from the pinned Trainer module's chart (rendered by the helm the tests
+build; nothing is downloaded), marks them, skips them on a second run and removes them on reset;
+a JobSet someone else installed is left untouched. Later, the third-party CRDs alone (no
+controllers) give the missing-dependency path. The simulated cluster has Trainer and JobSet
+running (not ours), a CPU system node for the controller's Deployment and GPU nodes, so a fresh
+``setup init`` ends with ``setup status`` all present.
 """
 
 from __future__ import annotations
@@ -17,11 +21,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gotools import go_tool, unavailable
 from integration_helpers import fast_settings
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
+NVCRECTL = Path(sys.executable).parent / "nvcrectl"
+MARK = "nvcre.nvidia.com/installed-by"
+TRAINER_CRDS = {"trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org"}
+JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +41,7 @@ def bare_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
     _ensure_built(request, binaries.CORE)
     _ensure_third_party_crds(request)
-    plane = ControlPlane(crd_dirs=[])
+    plane = ControlPlane(crd_dirs=[], controllers=True)  # the namespace controller finishes a reset's deletions
     plane.start()
     try:
         yield plane
@@ -42,9 +51,19 @@ def bare_cluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
 def nvcrectl(cluster: object, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}  # type: ignore[attr-defined]
-    return subprocess.run(
-        [sys.executable, "-m", "nvcre.cli.main", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    return subprocess.run([str(NVCRECTL), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture
+def helm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The helm the tests build, for the deps phase (NVCRE_HELM), and the pinned Trainer module present."""
+    from nvcre.runtime.ops.trainer import JOBSET_MODULE, JOBSET_VERSION, TRAINER_MODULE, TRAINER_VERSION, pinned_module
+
+    binary = go_tool(request, "helm")
+    if pinned_module(TRAINER_MODULE, TRAINER_VERSION) is None or pinned_module(JOBSET_MODULE, JOBSET_VERSION) is None:
+        unavailable("the pinned Trainer and JobSet Go modules are not in the module cache (tests/controlplane/build.py --sim fetches them)")
+    monkeypatch.setenv("NVCRE_HELM", str(binary))
+    return binary
 
 
 def _crd_names(cluster: object) -> set[str]:
@@ -62,15 +81,134 @@ def _install_third_party(cluster: object) -> None:
         apply_crds(api, load_crds(paths))
 
 
+def _crds(cluster: object) -> dict[str, dict]:
+    """Every CRD by name: its labels and resourceVersion."""
+    from kubernetes import client
+
+    with cluster.api_client() as api:  # type: ignore[attr-defined]
+        found = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+    return {c.metadata.name: {"labels": c.metadata.labels or {}, "rv": c.metadata.resource_version} for c in found}
+
+
+def _ours_in_trainer_namespace(cluster: object) -> dict[str, set[str]]:
+    from kubernetes import client
+
+    selector = f"{MARK}=nvcrectl-setup-deps"
+    with cluster.api_client() as api:  # type: ignore[attr-defined]
+        apps = client.AppsV1Api(api)
+        admission = client.AdmissionregistrationV1Api(api)
+        return {
+            "deployments": {d.metadata.name for d in apps.list_deployment_for_all_namespaces(label_selector=selector).items},
+            "webhooks": {w.metadata.name for w in admission.list_validating_webhook_configuration(label_selector=selector).items}
+            | {w.metadata.name for w in admission.list_mutating_webhook_configuration(label_selector=selector).items},
+            "namespaces": {n.metadata.name for n in client.CoreV1Api(api).list_namespace(label_selector=selector).items},
+        }
+
+
+def _wait_namespace_gone(cluster: object, name: str, timeout: float = 120.0) -> None:
+    """Wait (bounded) until the controller-manager has emptied and removed the namespace."""
+    from kubernetes import client
+    from kubernetes.client import ApiException
+
+    deadline = time.monotonic() + timeout
+    with cluster.api_client() as api:  # type: ignore[attr-defined]
+        core = client.CoreV1Api(api)
+        while time.monotonic() < deadline:
+            try:
+                core.read_namespace(name)
+            except ApiException as exc:
+                assert exc.status == 404
+                return
+            time.sleep(0.5)
+    raise AssertionError(f"namespace {name} was not deleted in {timeout:.0f}s")
+
+
+def test_init_installs_trainer_on_a_bare_cluster_and_reset_removes_it(bare_cluster: object, helm: Path) -> None:
+    assert not TRAINER_CRDS & set(_crds(bare_cluster)) and JOBSET_CRD not in _crds(bare_cluster)
+    first = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "helm")
+    assert first.returncode == 0, first.stderr
+    assert "[deps] Installing Kubeflow Trainer v2.2.1 from the pinned module github.com/kubeflow/trainer/v2@v2.2.1..." in first.stderr
+    crds = _crds(bare_cluster)
+    for name in (*TRAINER_CRDS, JOBSET_CRD):
+        assert crds[name]["labels"].get(MARK) == "nvcrectl-setup-deps", name
+    ours = _ours_in_trainer_namespace(bare_cluster)
+    assert {"kubeflow-trainer-controller-manager", "jobset-controller"} <= ours["deployments"]
+    assert "validator.trainer.kubeflow.org" in ours["webhooks"] and ours["namespaces"] == {"kubeflow-system"}
+    assert not any(name.endswith("nvcre.nvidia.com") for name in crds)  # --skip-phases=helm
+
+    again = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "helm")
+    assert again.returncode == 0, again.stderr
+    assert "[deps] Kubeflow Trainer and JobSet are present." in again.stderr
+    assert {n: c["rv"] for n, c in _crds(bare_cluster).items()} == {n: c["rv"] for n, c in crds.items()}
+
+    kept = nvcrectl(bare_cluster, "setup", "reset", "--auto-approve", "--skip-phases", "cr,helm,deps")
+    assert kept.returncode == 0, kept.stderr
+    assert TRAINER_CRDS <= set(_crds(bare_cluster))
+
+    reset = nvcrectl(bare_cluster, "setup", "reset", "--auto-approve", "--skip-phases", "cr,helm")
+    assert reset.returncode == 0, reset.stderr
+    assert "Kubeflow Trainer object(s) that setup init installed." in reset.stderr
+    names = set(_crds(bare_cluster))
+    assert not TRAINER_CRDS & names and JOBSET_CRD not in names
+    gone = _ours_in_trainer_namespace(bare_cluster)
+    assert not gone["deployments"] and not gone["webhooks"]
+    _wait_namespace_gone(bare_cluster, "kubeflow-system")
+
+
+def test_a_jobset_someone_else_installed_is_left_untouched(bare_cluster: object, helm: Path) -> None:
+    from kubernetes import client
+
+    from nvcre.testing.crds import apply_crds, crd_files, load_crds, sim_crd_dir
+
+    webhook = {
+        "metadata": {"name": "their-jobset-webhook"},
+        "webhooks": [
+            {
+                "name": "vjobset.their.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Ignore",
+                "clientConfig": {"service": {"name": "jobset-webhook", "namespace": "their-jobset", "path": "/validate"}},
+                "rules": [
+                    {"apiGroups": ["jobset.x-k8s.io"], "apiVersions": ["v1alpha2"], "operations": ["CREATE"], "resources": ["jobsets"]}
+                ],
+            }
+        ],
+    }
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        apply_crds(api, load_crds(crd_files(sim_crd_dir("jobset"))))
+        client.AdmissionregistrationV1Api(api).create_validating_webhook_configuration(webhook)
+    try:
+        before = _crds(bare_cluster)[JOBSET_CRD]
+        init = nvcrectl(bare_cluster, "setup", "init", "--auto-approve", "--skip-phases", "helm")
+        assert init.returncode == 0, init.stderr
+        assert "JobSet is installed and was not installed by nvcrectl: it is left alone" in init.stderr
+        after = _crds(bare_cluster)
+        assert after[JOBSET_CRD] == before and MARK not in before["labels"]
+        assert all(after[name]["labels"].get(MARK) for name in TRAINER_CRDS)
+        assert "jobset-controller" not in _ours_in_trainer_namespace(bare_cluster)["deployments"]
+
+        reset = nvcrectl(bare_cluster, "setup", "reset", "--auto-approve", "--skip-phases", "cr,helm")
+        assert reset.returncode == 0, reset.stderr
+        final = _crds(bare_cluster)
+        assert final[JOBSET_CRD] == before and not TRAINER_CRDS & set(final)
+        _wait_namespace_gone(bare_cluster, "kubeflow-system")
+    finally:
+        with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+            client.AdmissionregistrationV1Api(api).delete_validating_webhook_configuration("their-jobset-webhook")
+
+
 def test_setup_lifecycle(bare_cluster: object) -> None:
-    # Without Kubeflow Trainer and JobSet, init stops before changing anything and says how to get them.
+    # Trainer and JobSet CRDs nvcrectl did not install, without their controllers: init leaves
+    # them alone, stops before changing anything and says what is missing and how to get it.
+    _install_third_party(bare_cluster)
     first = nvcrectl(bare_cluster, "setup", "init", "--auto-approve")
     assert first.returncode == 1, first.stderr
-    assert "missing: Kubeflow Trainer CRDs" in first.stderr
+    assert "[deps] Kubeflow Trainer is already installed (not by nvcrectl): it is left as it is." in first.stderr
+    assert "missing: Kubeflow Trainer webhooks" in first.stderr
     assert "kubeflow/trainer.git/manifests/overlays/manager?ref=v2.2.1" in first.stderr
     assert not any(name.endswith("nvcre.nvidia.com") for name in _crd_names(bare_cluster))
 
-    _install_third_party(bare_cluster)
     # No controllers run here, so their webhooks are absent: skip the dependency phase.
     init = nvcrectl(
         bare_cluster,
@@ -167,6 +305,36 @@ def test_init_uses_a_namespace_it_finds_and_reset_keeps_it_with_the_users_object
     assert refused.returncode == 1
     assert f"ServiceAccount {namespace}/nvcre-manager" in refused.stderr and "not created by nvcrectl" in refused.stderr
     assert "Traceback" not in refused.stderr
+    assert not any(name.endswith("nvcre.nvidia.com") for name in _crd_names(bare_cluster))
+
+
+def test_init_from_a_chart_ref_with_a_version_and_a_pull_secret(bare_cluster: object, helm: Path) -> None:
+    """--chart-ref renders nvcre's objects with helm (here the chart directory setup chart writes)."""
+    from kubernetes import client
+
+    token = "ghp_exampletoken"
+    args = ("setup", "init", "--auto-approve", "--skip-phases", "deps", "--chart-ref", str(REPO / "charts" / "nvcre"))
+    init = nvcrectl(bare_cluster, *args, "--version", "0.8.2", "--image-pull-secret", token)
+    assert init.returncode == 0, init.stderr
+    assert "Created image pull Secret nvcre/nvcrectl-pull-secret for ghcr.io." in init.stderr
+    assert token not in init.stderr + init.stdout
+    with bare_cluster.api_client() as api:  # type: ignore[attr-defined]
+        spec = client.AppsV1Api(api).read_namespaced_deployment("nvcre-manager", "nvcre").spec.template.spec
+        secret = client.CoreV1Api(api).read_namespaced_secret("nvcrectl-pull-secret", "nvcre")
+    assert spec.containers[0].image.endswith(":0.8.2")
+    assert [s.name for s in spec.image_pull_secrets] == ["nvcrectl-pull-secret"]
+    assert secret.type == "kubernetes.io/dockerconfigjson"
+    assert secret.metadata.labels["app.kubernetes.io/managed-by"] == "nvcrectl"
+
+    again = nvcrectl(bare_cluster, *args, "--image-pull-secret", token)
+    assert again.returncode == 0, again.stderr
+    assert "Renewed image pull Secret nvcre/nvcrectl-pull-secret" in again.stderr
+
+    bad = nvcrectl(bare_cluster, *args, "--version", "latest")
+    assert bad.returncode == 2 and "--version 'latest'" in bad.stderr and "Traceback" not in bad.stderr
+
+    reset = nvcrectl(bare_cluster, "setup", "reset", "--auto-approve", "--skip-phases", "cr")
+    assert reset.returncode == 0, reset.stderr
     assert not any(name.endswith("nvcre.nvidia.com") for name in _crd_names(bare_cluster))
 
 
