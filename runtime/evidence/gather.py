@@ -20,16 +20,11 @@ __all__ = ["gather"]
 
 def gather(kube: Kube, kind: str, name: str, namespace: str) -> tuple[Objects, Any]:
     """The objects of a Certification or WorkloadRun and its verdict (RunNotFound when absent)."""
-    from ..judge.verdict import certification_verdict, workloadrun_verdict
     from ..ops.collect import collect_run
+    from ..ops.queries import verdict_from
 
     got = collect_run(kube, kind, name, namespace)
-    if kind == "Certification":
-        verdict = certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes)
-    else:
-        workflow = got.workflows[0] if got.workflows else None
-        failed = next(iter(got.failed_nodes.values()), ())
-        verdict = workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed)
+    verdict = verdict_from(got, kind)
     return Objects(
         run=got.run,
         workflows=got.workflows,

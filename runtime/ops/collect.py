@@ -1,20 +1,21 @@
 """Collect everything a run's verdict is built from, as the API server holds it.
 
-A Certification's verdict needs the Certification, its Workflows (by ``categoryStatuses`` refs
-and the certification label), their Jobs, the measurement objects, the node-results ConfigMaps
-and, for failed groups, the failure-log excerpt the Job recorded. This module reads them (list
-calls by label, one namespace) and hands plain dicts to the pure verdict code; it judges nothing.
+A Certification's verdict needs the Certification, its Workflows, their Jobs, the measurement
+objects, the node-results ConfigMaps and, for failed groups, the failure-log excerpt the Job
+recorded. This module lists the run's namespace and keeps what
+:class:`~nvcre.runtime.judge.membership.RunIndex` says belongs to the run (the rule the metrics
+use too), reads the node lists, and hands plain dicts to the pure verdict code; it judges nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from nvcre.compiler.nodelists import read_failed, read_succeeded
-from nvcre.compiler.vocabulary import LABEL_JOB, LABEL_WORKFLOW
 
+from ..judge.membership import RunIndex
 from ..kube.client import Kube
 from ..kube.errors import NotFound
 from ..kube.resources import (
@@ -48,6 +49,15 @@ class Collected:
     measurements: tuple[dict[str, Any], ...]
     failed_nodes: Mapping[str, tuple[dict[str, Any], ...]]
     succeeded_nodes: Mapping[str, tuple[str, ...]]
+    #: a WorkloadRun's one Workflow (the one its status names); ``None`` before it exists
+    workflow: dict[str, Any] | None = None
+
+    @property
+    def workflow_failed_nodes(self) -> tuple[dict[str, Any], ...]:
+        """The failed-node entries of :attr:`workflow`."""
+        if self.workflow is None:
+            return ()
+        return tuple(self.failed_nodes.get(str((self.workflow.get("metadata") or {}).get("name")), ()))
 
 
 def decode_failed_nodes(configmap: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -74,26 +84,12 @@ def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
     except NotFound:
         raise RunNotFound(kind, name, namespace) from None
 
-    uid = (run.get("metadata") or {}).get("uid")
-    workflows = [
-        wf
-        for wf in kube.list(WORKFLOWS, namespace).items
-        if any(ref.get("uid") == uid for ref in (wf.get("metadata") or {}).get("ownerReferences") or [])
-    ]
-    workflows.sort(key=lambda wf: wf["metadata"]["name"])
-    names = {wf["metadata"]["name"] for wf in workflows}
-
-    jobs = [
-        job for job in kube.list(JOBS, namespace).items if ((job.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKFLOW) in names
-    ]
-    job_names = {job["metadata"]["name"] for job in jobs}
-    measurements = [
-        m
-        for res in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS)
-        for m in kube.list(res, namespace).items
-        if ((m.get("spec") or {}).get("jobRef") or {}).get("name") in job_names
-        or ((m.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB) in job_names
-    ]
+    members = RunIndex(
+        kube.list(WORKFLOWS, namespace).items,
+        kube.list(JOBS, namespace).items,
+        [m for res in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS) for m in kube.list(res, namespace).items],
+    ).members(run)
+    workflows = [cast(dict[str, Any], wf) for wf in members.workflows]
 
     failed: dict[str, tuple[dict[str, Any], ...]] = {}
     succeeded: dict[str, tuple[str, ...]] = {}
@@ -111,10 +107,11 @@ def collect_run(kube: Kube, kind: str, name: str, namespace: str) -> Collected:
     return Collected(
         run=run,
         workflows=tuple(workflows),
-        jobs=tuple(sorted(jobs, key=lambda j: j["metadata"]["name"])),
-        measurements=tuple(sorted(measurements, key=lambda m: (m["kind"], m["metadata"]["name"]))),
+        jobs=tuple(cast(dict[str, Any], job) for job in members.jobs),
+        measurements=tuple(cast(dict[str, Any], m) for m in members.measurements),
         failed_nodes=failed,
         succeeded_nodes=succeeded,
+        workflow=cast("dict[str, Any] | None", members.workflow),
     )
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from ..judge.verdict import certification_verdict, workloadrun_verdict
 from ..kube.client import Kube
 from ..report import json as report_json
-from .collect import collect_run
+from .collect import Collected, collect_run
 
-__all__ = ["categories", "failed_nodes", "report", "status", "verdict_of"]
+__all__ = ["categories", "failed_nodes", "report", "status", "verdict_from", "verdict_of"]
 
 #: NVCRE's words for a run or a category still going
 _RUNNING = {"IN PROGRESS": "RUNNING", "InProgress": "Running"}
@@ -32,13 +32,14 @@ def verdict_of(kube: Kube, kind: str, name: str, namespace: str, *, now: datetim
 
     ``now`` (default: this moment) dates the runtime of categories still running, as NVCRE's
     report counts it up to the present."""
-    got = collect_run(kube, kind, name, namespace)
-    moment = now or _now()
+    return verdict_from(collect_run(kube, kind, name, namespace), kind, now=now or _now())
+
+
+def verdict_from(got: Collected, kind: str, *, now: datetime | None = None) -> Any:
+    """The verdict model of collected objects (``now`` None: no running category is dated)."""
     if kind == "Certification":
-        return certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes, now=moment)
-    workflow = got.workflows[0] if got.workflows else None
-    failed = next(iter(got.failed_nodes.values()), ())
-    return workloadrun_verdict(got.run, workflow, got.jobs, got.measurements, failed, now=moment)
+        return certification_verdict(got.run, got.workflows, got.jobs, got.measurements, got.failed_nodes, now=now)
+    return workloadrun_verdict(got.run, got.workflow, got.jobs, got.measurements, got.workflow_failed_nodes, now=now)
 
 
 def categories(entries: Any) -> dict[str, Any]:

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from nvcre.compiler.vocabulary import LABEL_CERTIFICATION, LABEL_JOB, LABEL_WORKFLOW
 from nvcre.runtime.judge.membership import RunIndex, status_workflow_refs
+from nvcre.runtime.kube.client import ObjectList
+from nvcre.runtime.kube.errors import NotFound
+from nvcre.runtime.kube.informers import Store
+from nvcre.runtime.metrics import verdicts
+from nvcre.runtime.ops.collect import collect_run
+from nvcre.runtime.ops.queries import verdict_from
+
+PLURALS = {
+    "certifications": "Certification",
+    "workflows": "Workflow",
+    "jobs": "Job",
+    "bandwidthmeasurements": "BandwidthMeasurement",
+    "goodputmeasurements": "GoodputMeasurement",
+}
 
 
 def _obj(kind: str, name: str, *, labels: dict[str, str] | None = None, owner: str = "", **extra: Any) -> dict[str, Any]:
@@ -80,3 +98,55 @@ def test_status_references_are_read_in_order_once() -> None:
     cert = _cert(refs=("b", "a", "b"))
     assert status_workflow_refs(cert) == ("b", "a")
     assert status_workflow_refs({"status": "not a map"}) == ()
+
+
+# ------------------------------------------------------------------ the report and the gauges agree
+
+GOLDEN_REPORTS = Path(__file__).resolve().parent.parent.parent / "golden" / "report"
+
+
+class _Listing:
+    """The two reads ``collect_run`` makes of an API server, over objects held in memory."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+
+    def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        for obj in self.objects:
+            meta = obj["metadata"]
+            if obj["kind"] == resource.kind and meta["name"] == name and meta.get("namespace") == namespace:
+                return obj
+        raise NotFound(404, "NotFound", f"{resource.kind} {name} not found")
+
+    def list(self, resource: Any, namespace: str | None = None) -> ObjectList:
+        items = tuple(o for o in self.objects if o["kind"] == resource.kind and o["metadata"].get("namespace") == namespace)
+        return ObjectList(items, "1")
+
+
+@pytest.mark.parametrize("case", ["passed", "failed-hardware", "failed-threshold-two-groups"])
+def test_the_report_and_the_gauges_read_the_same_objects_of_a_run(case: str) -> None:
+    objects = [d for d in yaml.safe_load_all((GOLDEN_REPORTS / case / "objects.yaml").read_text(encoding="utf-8")) if d]
+    cert = next(o for o in objects if o["kind"] == "Certification")
+    namespace = cert["metadata"]["namespace"]
+    # a Workflow (and its Job) left from an earlier run of the same name: labelled, owned by another uid
+    stale = _obj("Workflow", "stale-from-before", labels={LABEL_CERTIFICATION: cert["metadata"]["name"]}, owner="uid-before")
+    stale_job = _obj("Job", "stale-job", labels={LABEL_WORKFLOW: "stale-from-before"})
+    for obj in (stale, stale_job):
+        obj["metadata"]["namespace"] = namespace
+        obj["apiVersion"] = "nvcre.nvidia.com/v1alpha1"
+    objects += [stale, stale_job]
+
+    reported = verdict_from(collect_run(_Listing(objects), "Certification", cert["metadata"]["name"], namespace), "Certification")  # type: ignore[arg-type]
+    stores: dict[str, Store] = {}
+    for plural, kind in PLURALS.items():
+        stores[plural] = Store()
+        for obj in objects:
+            if obj["kind"] == kind:
+                stores[plural].put(obj)
+    (gauged,) = [v for v in verdicts(stores) if v.name == cert["metadata"]["name"]]
+
+    assert [w.name for w in reported.workflows] == [w.name for w in gauged.workflows]
+    assert [j.name for j in reported.jobs] == [j.name for j in gauged.jobs]
+    assert reported.workflows, "the case has Workflows of its own"
+    assert "stale-from-before" not in {w.name for w in reported.workflows}
+    assert "stale-job" not in {j.name for j in reported.jobs}
