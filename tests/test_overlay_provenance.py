@@ -10,6 +10,7 @@ so next to the citation.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,64 @@ def test_citations_read_every_file_and_commit() -> None:
         ("pkg/catalog/entries/_lib/deps/nscale-gpu-rdma.yaml", "47b6d9ea"),
         ("nemotron5-8b.yaml", "fc5a7082"),
     ]
+
+
+# --- kept-different rows of docs/fidelity.md ------------------------------------------------------
+
+FIDELITY = Path(__file__).resolve().parent.parent / "docs" / "fidelity.md"
+_KEPT_HEADER = "| where | this project | NVCRE | why | check | overlay |"
+
+
+def kept_different_rows() -> list[tuple[str, list[str]]]:
+    """(where, overlay names) of every row of the "Differences from NVCRE" table; ``catalog`` rows
+    name no overlay."""
+    lines = FIDELITY.read_text(encoding="utf-8").splitlines()
+    start = lines.index(_KEPT_HEADER) + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        names = re.findall(r"`([^`]+)`", cells[-1])
+        assert names or cells[-1] == "catalog", f"docs/fidelity.md row {cells[0]!r}: the overlay cell is {cells[-1]!r}"
+        rows.append((cells[0], names))
+    return rows
+
+
+def prose(reason: str) -> str:
+    """The reason without its trailing citation: the part that says what the overlay does and why."""
+    cut = reason.rfind("(NVCRE")
+    return reason[:cut] if cut >= 0 else reason
+
+
+def kept_difference_problems(where: str, names: list[str], by_name: dict[str, Overlay]) -> list[str]:
+    problems = []
+    for name in names:
+        overlay = by_name.get(name)
+        if overlay is None:
+            problems.append(f"{where}: no overlay named {name}")
+        elif "NVCRE" not in prose(overlay.reason):
+            problems.append(f"{where}: {name}'s reason does not say, before its citation, what NVCRE does instead")
+    return problems
+
+
+def test_the_fidelity_table_has_kept_different_rows() -> None:
+    rows = kept_different_rows()
+    assert len(rows) > 20
+    assert any(names for _, names in rows)
+
+
+def test_every_kept_different_row_has_an_overlay_reason() -> None:
+    by_name = {o.name: o for o in OVERLAYS}
+    problems = [p for where, names in kept_different_rows() for p in kept_difference_problems(where, names, by_name)]
+    assert problems == []
+
+
+def test_kept_difference_check_rejects_a_reason_without_the_nvcre_side() -> None:
+    plain = _overlay("workers tolerate the GPU taint (NVCRE pkg/catalog/entries/_lib/deps/x.yaml @f700f177)")
+    stated = _overlay("the image stays pinned where NVCRE names latest (NVCRE pkg/catalog/entries/_lib/deps/x.yaml @f700f177)")
+    assert kept_difference_problems("row", ["example"], {"example": plain}) == [
+        "row: example's reason does not say, before its citation, what NVCRE does instead"
+    ]
+    assert kept_difference_problems("row", ["example"], {"example": stated}) == []
+    assert kept_difference_problems("row", ["missing"], {}) == ["row: no overlay named missing"]

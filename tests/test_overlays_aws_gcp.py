@@ -253,9 +253,10 @@ def test_aws_gb200_mpirun_options_follow_the_leading_ones(entry):
     assert args[:6] == ["-N", "4", "--allow-run-as-root", "--mca", "plm_rsh_args", "-o StrictHostKeyChecking=no"]
     assert args[6 : 6 + len(GB200_MPIRUN)] == GB200_MPIRUN
     assert args[6 + len(GB200_MPIRUN)] == "-x"
-    # the ranks get the library path as a value; the launcher's own environment is the image's
+    # the ranks get the library path as a value; the launcher itself gets it and the EFA search
+    # path as NVCRE's GB200 runtime patch sets them
     assert forwarded(wf)["LD_LIBRARY_PATH"] == GB200_LIBRARY_PATH
-    assert "LD_LIBRARY_PATH" not in env_of(container(wf, "launcher"))
+    assert env_of(container(wf, "launcher")) == {"LD_LIBRARY_PATH": GB200_LIBRARY_PATH, "PATH": EFA_SEARCH_PATH}
     # H100 keeps the catalog's mpirun options untouched
     h100 = trainer(render(entry, "aws", "h100"))["args"]
     assert "-bind-to" not in h100 and h100[6] == "-x"

@@ -381,7 +381,7 @@ def test_onprem_hgx_gpu_taint_nic_and_no_nccl_env(arch):
 def test_onprem_hgx_single_node_entries_untouched():
     workflows = render("onprem", "b300", LOOPBACKS + [DCGM], nicResourceName="rdma/ib")
     assert applied(workflows["communication/nccl-loopback"]) == ["onprem-nic-request"]
-    assert applied(workflows["communication/nccl-loopback-nvswitch"]) == []
+    assert applied(workflows["communication/nccl-loopback-nvswitch"]) == ["onprem-nic-request"]
     assert applied(workflows[DCGM]) == []
 
 
@@ -611,13 +611,15 @@ def test_a_second_owner_of_a_forwarded_name_is_an_error(tmp_path):
         render("onprem", "gb200", MPI[:1], overlays=overlays)
 
 
-def test_hgx_nvlink_loopback_requests_no_nic():
-    # NVCRE's HGX arms give the NVLink loopback no NIC; only the GB200/GB300 on-prem arm does
+def test_hgx_nvlink_loopback_requests_the_nic():
+    # NVCRE's on-prem HGX runtime patch gives both per-node loopbacks the RDMA NIC, the NVLink one too
     workflows = render("onprem", "b200", LOOPBACKS, nicResourceName="rdma/ib")
-    loopback, nvswitch = (workflows[e] for e in LOOPBACKS)
-    assert "onprem-nic-request" in applied(loopback)
-    assert "onprem-nic-request" not in applied(nvswitch)
-    assert "rdma/ib" not in (container(nvswitch).get("resources") or {}).get("limits", {})
+    for entry in LOOPBACKS:
+        workflow = workflows[entry]
+        assert "onprem-nic-request" in applied(workflow), entry
+        resources = container(workflow).get("resources") or {}
+        assert resources.get("limits", {}).get("rdma/ib") == "8", entry
+        assert resources.get("requests", {}).get("rdma/ib") == "8", entry
 
 
 GB200_BASE_ENV = {"NCCL_CUMEM_ENABLE": "1", "NCCL_P2P_NET_CHUNKSIZE": "2097152"}
