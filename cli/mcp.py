@@ -16,6 +16,8 @@ import typer
 app = typer.Typer(help="Model Context Protocol server (read-only).", no_args_is_help=True)
 
 
+# Long: the four tools are closures over one lazily made cluster client and one error mapping;
+# registered side by side they read as the tool list an agent sees.
 def build_server(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """The MCP server with its four read-only tools (the cluster client is made on first use)."""
     from mcp.server.mcpserver import MCPServer

@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample as PromSample
@@ -213,6 +213,9 @@ class ControllerMetrics:
         queue_stats: Callable[[], Mapping[str, QueueStats]] = dict,
         job_alive: Callable[[str, str], bool] | None = None,
     ) -> None:
+        # NVCRE's Go client writes no ``<name>_created`` series beside counters and histograms;
+        # neither do we (a process-wide switch of the client, set before any metric is made).
+        disable_created_metrics()
         self.registry = CollectorRegistry()
         self.queue_wait = Histogram(
             "nvcre_workqueue_queue_duration_seconds",

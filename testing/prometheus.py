@@ -175,6 +175,18 @@ class Prometheus:
         data = self._api("/api/v1/query", query=expr)
         return list(data.get("result") or [])
 
+    def series(self, match: str, start: float | None = None) -> list[dict[str, str]]:
+        """Every series matching the selector ``match`` that Prometheus stored since ``start`` (a
+        Unix time; default: all it holds), as label sets including ``__name__``."""
+        query = {"match[]": match}
+        if start is not None:
+            query["start"] = f"{start:.3f}"
+        return [dict(labels) for labels in self._api("/api/v1/series", **query) or []]
+
+    def metric_names(self) -> list[str]:
+        """Every metric name Prometheus holds (``/api/v1/label/__name__/values``)."""
+        return [str(name) for name in self._api("/api/v1/label/__name__/values") or []]
+
     def rule_names(self) -> list[str]:
         """The alerting rules loaded, by name."""
         groups = self._api("/api/v1/rules").get("groups") or []

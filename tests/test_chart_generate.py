@@ -106,6 +106,7 @@ GOOD = [
     {"rbac": {"scope": "namespaced", "runNamespaces": ["team-a", "team-b"]}},
     {"manager": {"image": {"digest": "sha256:" + "a" * 64, "tag": ""}, "replicas": 0, "leaderElection": False}},
     {"manager": {"resources": {}, "nodeSelector": {"a": "b"}, "tolerations": [{"operator": "Exists"}], "workers": 9}},
+    {"metrics": {"certSecret": "nvcre-metrics-cert", "serviceMonitor": {"labels": {"release": "kps", "example.com/team": ""}}}},
 ]
 BAD = [
     {"rbac": {"scope": "everywhere"}},
@@ -126,6 +127,9 @@ BAD = [
     {"manager": {"namespaceAccessTimeout": "10 minutes"}},
     {"manager": {"tolerations": {}}},
     {"crds": {"install": "yes"}},
+    {"metrics": {"certSecret": "Not_A_Secret"}},
+    {"metrics": {"serviceMonitor": {"labels": {"release": 1}}}},
+    {"metrics": {"prometheusRule": {"labels": {"-bad": "x"}}}},
 ]
 
 
@@ -225,4 +229,25 @@ def test_two_booleans_on_one_value_are_refused() -> None:
         ]
 
     with pytest.raises(ChartError, match="more than one boolean"):
+        generate_chart(render)
+
+
+def test_a_certificate_secret_adds_list_items_under_if_and_switches_the_tls_config() -> None:
+    files = generate_chart()
+    deployment_text, monitor_text = files["templates/deployment.yaml"], files["templates/servicemonitor.yaml"]
+    guarded = re.findall(r"\{\{- if \$\.Values\.metrics\.certSecret \}\}\n(.*)\n\{\{- end \}\}", deployment_text)
+    assert len(guarded) == 3 and all(line.lstrip().startswith("- {{ ") for line in guarded)
+    assert "--metrics-cert-path=" in guarded[0] and '"secretName" ($.Values.metrics.certSecret)' in guarded[2]
+    assert "tlsConfig: {{ ternary (" in monitor_text and "(not (empty $.Values.metrics.certSecret))" in monitor_text
+    for name, value in (("servicemonitor", "serviceMonitor"), ("prometheusrule", "prometheusRule")):
+        assert f"$.Values.metrics.{value}.labels | toJson }}}}" in files[f"templates/{name}.yaml"]
+
+
+def test_a_switch_whose_list_items_neither_stay_nor_go_is_refused() -> None:
+    def render(values: dict[str, Any]) -> list[dict[str, Any]]:
+        objects = _controller(values)
+        items = ["own", "a", "b"] if values["metrics"]["certSecret"] else ["a", "c"]
+        return [{**o, "items": items} if o["kind"] == "ServiceAccount" else o for o in objects]
+
+    with pytest.raises(ChartError, match="items change"):
         generate_chart(render)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -287,3 +288,60 @@ def test_the_service_monitor_rules_and_dashboard_can_be_turned_off() -> None:
     assert "Service" in kinds and not {"ServiceMonitor", "PrometheusRule", "ConfigMap"} & kinds
     with pytest.raises(CompileError, match="metrics.serviceMonitor.enabled"):
         render_install([{"metrics": {"serviceMonitor": {"enabled": "no"}}}])
+
+
+def test_an_own_metrics_certificate_is_mounted_served_and_verified() -> None:
+    from nvcre.compiler.install.manager import METRICS_CERT_DIR
+    from nvcre.runtime.main import _parser
+
+    objects = render_install([{"metrics": {"certSecret": "nvcre-metrics-cert"}, "namespace": {"name": "gpu-cert"}}]).objects
+    pod = deployment(objects)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert _parser().parse_args(container["args"]).metrics_cert_path == METRICS_CERT_DIR
+    assert {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True} in container["volumeMounts"]
+    assert {"name": "metrics-certs", "secret": {"secretName": "nvcre-metrics-cert"}} in pod["volumes"]
+    (monitor,) = by_kind(objects, "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["tlsConfig"] == {
+        "ca": {"secret": {"name": "nvcre-metrics-cert", "key": "ca.crt"}},
+        "serverName": "nvcre-metrics-service.gpu-cert.svc",
+    }
+    # without one: no mount, no flag, and the self-signed certificate is not verified
+    default = deployment(render_install().objects)["spec"]["template"]["spec"]
+    assert [v["name"] for v in default["volumes"]] == ["tmp"]
+    assert not [a for a in default["containers"][0]["args"] if a.startswith("--metrics-cert-path")]
+
+
+def test_selector_labels_go_on_the_service_monitor_and_the_rule_only() -> None:
+    layer = {
+        "metrics": {"serviceMonitor": {"labels": {"release": "kps"}}, "prometheusRule": {"labels": {"release": "kps", "role": "alerts"}}}
+    }
+    objects = render_install([layer]).objects
+    (monitor,) = by_kind(objects, "ServiceMonitor")
+    (rule,) = by_kind(objects, "PrometheusRule")
+    assert monitor["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "nvcrectl",
+        "app.kubernetes.io/part-of": "nvcre",
+        "release": "kps",
+    }
+    assert rule["metadata"]["labels"]["role"] == "alerts" and rule["metadata"]["labels"]["release"] == "kps"
+    assert not [
+        o for o in objects if o["kind"] not in ("ServiceMonitor", "PrometheusRule") and "release" in o["metadata"].get("labels", {})
+    ]
+    # the install's own labels win over a value that names them
+    clash = {"metrics": {"serviceMonitor": {"labels": {"app.kubernetes.io/part-of": "other"}}}}
+    (monitor,) = by_kind(render_install([clash]).objects, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["app.kubernetes.io/part-of"] == "nvcre"
+
+
+@pytest.mark.parametrize(
+    ("layer", "path"),
+    [
+        ({"metrics": {"certSecret": "Bad_Name"}}, "metrics.certSecret"),
+        ({"metrics": {"serviceMonitor": {"labels": {"release": 1}}}}, "metrics.serviceMonitor.labels.release"),
+        ({"metrics": {"prometheusRule": {"labels": {"bad key!": "x"}}}}, "metrics.prometheusRule.labels.bad key!"),
+        ({"metrics": {"serviceMonitor": {"labels": ["release=kps"]}}}, "metrics.serviceMonitor.labels"),
+    ],
+)
+def test_bad_certificate_secret_or_labels_are_refused_by_path(layer: dict, path: str) -> None:
+    with pytest.raises(CompileError, match=re.escape(path)):
+        render_install([layer])

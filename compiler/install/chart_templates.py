@@ -9,8 +9,11 @@ structure. Booleans are found by rendering again with each one false: an object 
 gets an ``if``, a scalar that changes becomes a ``ternary``; ``rbac.scope`` is found the same way
 with each supported scope. Objects that carry the token of a ``rbac.runNamespaces`` item are
 repeated with ``range``. The few keys the compiler leaves out when a value is empty are declared in
-:data:`OPTIONAL_KEYS`. Anything the walk cannot express is a :class:`ChartError`, never a silent
-difference.
+:data:`OPTIONAL_KEYS`; the strings in :data:`SWITCHES` (a Secret name that adds a volume, a mount
+and a flag when set) are found like booleans, by rendering again with each one empty: a list item
+that goes away is wrapped in ``if``, a value that changes becomes a ``ternary`` of the two. Label
+maps a user extends (:data:`MERGED_LABELS`) are the compiler's labels ``merge``d with the value.
+Anything the walk cannot express is a :class:`ChartError`, never a silent difference.
 """
 
 from __future__ import annotations
@@ -25,7 +28,18 @@ from typing import Any
 from ..emit import dump_yaml
 from .values import DEFAULT_VALUES, FREE_FORM, RBAC_SCOPES
 
-__all__ = ["ChartError", "Document", "Holes", "OPTIONAL_KEYS", "emit_document", "probe_values", "template_documents", "tokenize"]
+__all__ = [
+    "ChartError",
+    "Document",
+    "Holes",
+    "MERGED_LABELS",
+    "OPTIONAL_KEYS",
+    "SWITCHES",
+    "emit_document",
+    "probe_values",
+    "template_documents",
+    "tokenize",
+]
 
 RUN_NAMESPACE_VARIABLE = "$runNamespace"
 _TOKEN = re.compile(r"NVCREHOLE[0-9]{3}X")
@@ -60,6 +74,18 @@ OPTIONAL_KEYS: tuple[OptionalKey, ...] = (
     ),
     OptionalKey("Deployment", ("spec", "template", "spec", "tolerations"), "$.Values.manager.tolerations", "$.Values.manager.tolerations"),
 )
+
+#: String values whose being set changes the objects' structure (not only a scalar).
+SWITCHES: tuple[tuple[str, ...], ...] = (("metrics", "certSecret"),)
+
+#: Objects whose ``metadata.labels`` are the compiler's labels plus a free-form map of values
+#: (the compiler's win on a clash, in ``setup render`` and in the chart alike).
+MERGED_LABELS: dict[str, str] = {
+    "ServiceMonitor": "$.Values.metrics.serviceMonitor.labels",
+    "PrometheusRule": "$.Values.metrics.prometheusRule.labels",
+}
+#: The key the probe values put in every free-form map.
+PROBE_KEY = "probe"
 
 #: The manager image, as ``image_reference`` builds it: ``repository@digest`` or ``repository:tag``.
 IMAGE_PATH = ("spec", "template", "spec", "containers", 0, "image")
@@ -231,7 +257,54 @@ def _with_conditions(
         for key, obj in alternative.items():
             if key not in base_ids:
                 documents.append(Document(copy.deepcopy(obj), [*extra, f"not {condition}"]))
+    for path in SWITCHES:
+        condition = "$.Values." + ".".join(path)
+        alternative = {_identity(obj, holes): obj for obj in render(_set_path(probe, path, ""))}
+        if set(alternative) != set(originals):
+            raise ChartError(f"objects come or go with {condition}; only parts of objects may")
+        for document in documents:
+            key = _identity(document.body, holes)
+            if key in originals:
+                document.body = _switch(document.body, originals[key], alternative[key], condition, holes, "/".join(key))
     return documents
+
+
+def _switch(current: Any, base: Any, other: Any, condition: str, holes: Holes, where: str) -> Any:
+    """``current`` with what differs between ``base`` (the string set) and ``other`` (empty): list
+    items only in ``base`` become items rendered under ``if``, other differences a ``ternary``."""
+    if base == other:
+        return current
+    if isinstance(base, dict) and isinstance(other, dict) and base.keys() == other.keys():
+        return {key: _switch(current[key], base[key], other[key], condition, holes, f"{where}.{key}") for key in base}
+    if isinstance(base, list) and isinstance(other, list) and len(base) >= len(other):
+        if len(base) == len(other):
+            return [_switch(c, a, b, condition, holes, f"{where}[{i}]") for i, (c, a, b) in enumerate(zip(current, base, other))]
+        out, position = [], 0
+        for item, now in zip(base, current):
+            if position < len(other) and item == other[position]:
+                out.append(now)
+                position += 1
+            else:
+                out.append(holes.token(_expression(item, holes), only_if=condition))
+        if position != len(other):
+            raise ChartError(f"{where}: items change with {condition}, not only come and go")
+        return out
+    if current != base:
+        raise ChartError(f"{where}: changes with a boolean and with {condition}")
+    return holes.token(f"ternary ({_expression(base, holes)}) ({_expression(other, holes)}) (not (empty {condition}))")
+
+
+def _expression(node: Any, holes: Holes) -> str:
+    """A Go template expression that builds ``node`` (maps with ``dict``, lists with ``list``)."""
+    if isinstance(node, dict):
+        return " ".join(["dict", *(f"{_literal(key)} ({_expression(value, holes)})" for key, value in node.items())])
+    if isinstance(node, list):
+        return " ".join(["list", *(f"({_expression(item, holes)})" for item in node)])
+    if isinstance(node, str):
+        return holes.expression_of(node)
+    if node is None or isinstance(node, (bool, int)):
+        return "nil" if node is None else _literal(node)
+    raise ChartError(f"no template expression for a {type(node).__name__}")
 
 
 def template_documents(render: Callable[[dict[str, Any]], list[dict[str, Any]]], holes: Holes) -> list[Document]:
@@ -276,6 +349,8 @@ def _place_optional_keys(documents: list[Document], holes: Holes) -> None:
     for document in documents:
         if document.body.get("kind") == "Deployment":
             _set_image(document.body, holes)
+        if document.body.get("kind") in MERGED_LABELS:
+            _merge_labels(document.body, MERGED_LABELS[document.body["kind"]], holes)
         for optional in OPTIONAL_KEYS:
             if document.body.get("kind") != optional.kind:
                 continue
@@ -283,6 +358,13 @@ def _place_optional_keys(documents: list[Document], holes: Holes) -> None:
             if optional.path[-1] not in parent:
                 raise ChartError(f"{optional.kind}: the probe values gave no {'.'.join(optional.path)}")
             parent[optional.path[-1]] = holes.token(optional.expression, raw=optional.raw, only_if=optional.condition)
+
+
+def _merge_labels(body: dict[str, Any], value: str, holes: Holes) -> None:
+    labels = dict(body["metadata"].get("labels") or {})
+    if labels.pop(PROBE_KEY, None) != PROBE_KEY:
+        raise ChartError(f"{body['kind']}: the probe values' labels ({value}) are not on it")
+    body["metadata"]["labels"] = holes.token(f"merge ({_expression(labels, holes)}) {value}")
 
 
 def _set_image(body: dict[str, Any], holes: Holes) -> None:
@@ -325,8 +407,8 @@ def emit_document(document: Document, holes: Holes) -> str:
         action = f"{{{{ {expression} }}}}" if token in holes.raw else f"{{{{ {expression} | toJson }}}}"
         written = f"{match['indent']}{match['lead']}{action}"
         if token in holes.optional:  # the line renders only when its value is non-empty
-            if match["lead"].startswith("- ") or not match["lead"]:
-                raise ChartError(f"an optional key must be a map key: {line.strip()!r}")
+            if not match["lead"] or (match["lead"].startswith("- ") and match["lead"] != "- "):
+                raise ChartError(f"an optional line must be a map key or a whole list item: {line.strip()!r}")
             lines += [f"{{{{- if {holes.optional[token]} }}}}", written, "{{- end }}"]
         else:
             lines.append(written)

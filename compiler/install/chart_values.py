@@ -18,6 +18,9 @@ from .values import (
     DNS_SUBDOMAIN,
     DURATION,
     FREE_FORM,
+    LABEL_KEY,
+    LABEL_MAPS,
+    LABEL_VALUE,
     LOG_LEVELS,
     MINIMUMS,
     PULL_POLICIES,
@@ -61,10 +64,15 @@ COMMENTS: dict[str, str] = {
     "manager.tolerations": "Tolerations for the controller pod (passed through as given).",
     "metrics": "Prometheus: the controller serves /metrics over HTTPS on port 8443 (Service nvcre-metrics-service, port https); "
     "a scraper needs a binding to the ClusterRole nvcre-metrics-reader.",
+    "metrics.certSecret": "A Secret in the controller's namespace holding the metrics serving certificate (tls.crt, tls.key, "
+    "and ca.crt for the ServiceMonitor to verify it, as cert-manager writes them); empty: a self-signed certificate made at start.",
     "metrics.serviceMonitor": "A ServiceMonitor (monitoring.coreos.com/v1) that scrapes the controller with its own ServiceAccount token.",
     "metrics.serviceMonitor.enabled": "Install the ServiceMonitor; set false on clusters without the Prometheus Operator CRDs.",
+    "metrics.serviceMonitor.labels": "Extra labels on the ServiceMonitor, for a Prometheus that selects monitors by label "
+    "(kube-prometheus-stack: release: <its release name>).",
     "metrics.prometheusRule": "The alert rules nvcre ships, as a PrometheusRule (monitoring.coreos.com/v1).",
     "metrics.prometheusRule.enabled": "Install the PrometheusRule; set false on clusters without the Prometheus Operator CRDs.",
+    "metrics.prometheusRule.labels": "Extra labels on the PrometheusRule, for a Prometheus that selects rules by label.",
     "metrics.grafanaDashboard": 'The burn-in Grafana dashboard, as a ConfigMap labelled grafana_dashboard: "1" for Grafana\'s dashboard sidecar.',
     "metrics.grafanaDashboard.enabled": "Install the dashboard ConfigMap (a plain ConfigMap: no CRDs needed).",
 }
@@ -81,6 +89,7 @@ _STRING_RULES: dict[str, dict[str, Any]] = {
     "manager.namespaceAccessTimeout": {"pattern": DURATION},
     "manager.neverSchedulableTimeout": {"pattern": DURATION},
     "manager.computeDomainTimeout": {"pattern": DURATION},
+    "metrics.certSecret": {"anyOf": [{"const": ""}, {"pattern": DNS_SUBDOMAIN}]},
 }
 _ITEM_RULES: dict[str, dict[str, Any]] = {
     "rbac.runNamespaces": {"type": "string", "pattern": DNS_LABEL},
@@ -107,6 +116,9 @@ def _schema(node: Any, path: tuple[str, ...]) -> dict[str, Any]:
         out["description"] = COMMENTS[where]
     if path in FREE_FORM:
         out["type"] = "object" if isinstance(node, dict) else "array"
+        if path in LABEL_MAPS:
+            out["propertyNames"] = {"pattern": LABEL_KEY}
+            out["additionalProperties"] = {"type": "string", "pattern": LABEL_VALUE}
     elif isinstance(node, dict):
         out.update(
             {

@@ -107,6 +107,14 @@ def metrics_rbac_objects(values: dict[str, Any], labels: dict[str, str]) -> list
     ]
 
 
+def _tls_config(secret: str, namespace: str) -> dict[str, Any]:
+    """Verify the controller's certificate against the ``ca.crt`` of its own Secret, for the
+    Service's DNS name; a self-signed certificate made at start cannot be verified."""
+    if not secret:
+        return {"insecureSkipVerify": True}
+    return {"ca": {"secret": {"name": secret, "key": "ca.crt"}}, "serverName": f"{METRICS_SERVICE}.{namespace}.svc"}
+
+
 def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[dict[str, Any]]:
     """The metrics Service, then the ServiceMonitor, the PrometheusRule and the dashboard when their values say so."""
     namespace = values["namespace"]["name"]
@@ -127,7 +135,7 @@ def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[d
             {
                 "apiVersion": "monitoring.coreos.com/v1",
                 "kind": "ServiceMonitor",
-                "metadata": {"name": SERVICE_MONITOR, "namespace": namespace, "labels": labels},
+                "metadata": {"name": SERVICE_MONITOR, "namespace": namespace, "labels": {**metrics["serviceMonitor"]["labels"], **labels}},
                 "spec": {
                     "endpoints": [
                         {
@@ -136,7 +144,7 @@ def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[d
                             "scheme": "https",
                             "bearerTokenFile": _TOKEN_FILE,
                             "honorLabels": True,
-                            "tlsConfig": {"insecureSkipVerify": True},
+                            "tlsConfig": _tls_config(metrics["certSecret"], namespace),
                         }
                     ],
                     "selector": {"matchLabels": dict(SERVICE_LABELS)},
@@ -148,7 +156,7 @@ def monitoring_objects(values: dict[str, Any], labels: dict[str, str]) -> list[d
             {
                 "apiVersion": "monitoring.coreos.com/v1",
                 "kind": "PrometheusRule",
-                "metadata": {"name": PROMETHEUS_RULE, "namespace": namespace, "labels": labels},
+                "metadata": {"name": PROMETHEUS_RULE, "namespace": namespace, "labels": {**metrics["prometheusRule"]["labels"], **labels}},
                 "spec": {"groups": alert_rule_groups()},
             }
         )

@@ -20,7 +20,7 @@ from nvcre import __version__
 from ..compose import CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT
 from ..diagnostics import CompileError, Diagnostic, error, warning
 
-__all__ = ["DEFAULT_VALUES", "FREE_FORM", "merge_values", "parse_set", "resolve_values"]
+__all__ = ["DEFAULT_VALUES", "FREE_FORM", "LABEL_MAPS", "merge_values", "parse_set", "resolve_values"]
 
 DEFAULT_VALUES: dict[str, Any] = {
     "namespace": {"name": CONTROLLER_NAMESPACE, "create": True},
@@ -43,14 +43,25 @@ DEFAULT_VALUES: dict[str, Any] = {
         "tolerations": [],
     },
     "metrics": {
-        "serviceMonitor": {"enabled": True},
-        "prometheusRule": {"enabled": True},
+        "certSecret": "",
+        "serviceMonitor": {"enabled": True, "labels": {}},
+        "prometheusRule": {"enabled": True, "labels": {}},
         "grafanaDashboard": {"enabled": True},
     },
 }
 
 #: Keys whose value is free-form (a Kubernetes structure passed through, checked by its type only).
-FREE_FORM = frozenset({("manager", "resources"), ("manager", "nodeSelector"), ("manager", "tolerations")})
+FREE_FORM = frozenset(
+    {
+        ("manager", "resources"),
+        ("manager", "nodeSelector"),
+        ("manager", "tolerations"),
+        ("metrics", "serviceMonitor", "labels"),
+        ("metrics", "prometheusRule", "labels"),
+    }
+)
+#: Free-form maps that become object labels: string keys (qualified names) and string values.
+LABEL_MAPS = (("metrics", "serviceMonitor", "labels"), ("metrics", "prometheusRule", "labels"))
 
 #: The value rules as anchored patterns. Python checks them with ``fullmatch`` (so a trailing
 #: newline never slips past ``$``); the chart's values.schema.json carries the same patterns.
@@ -60,6 +71,9 @@ DIGEST = r"^sha256:[a-f0-9]{64}$"
 TAG = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 DURATION = r"^(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|ms|s|m|h))+$"
 REPOSITORY = r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
+#: A label key: an optional DNS-subdomain prefix and a name of up to 63 characters.
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 RBAC_SCOPES = ("cluster", "namespaced")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -72,6 +86,8 @@ _DIGEST = re.compile(DIGEST)
 _TAG = re.compile(TAG)
 _DURATION = re.compile(DURATION)
 _REPOSITORY = re.compile(REPOSITORY)
+_LABEL_KEY = re.compile(LABEL_KEY)
+_LABEL_VALUE = re.compile(LABEL_VALUE)
 
 
 def merge_values(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -278,6 +294,24 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
     for key in ("namespaceAccessTimeout", "neverSchedulableTimeout", "computeDomainTimeout"):
         if not _DURATION.fullmatch(manager[key]):
             problems.append(error("FieldValueInvalid", f"manager.{key}", "expected a duration such as 10m or 90s"))
+    secret = values["metrics"]["certSecret"]
+    if secret and not _DNS_SUBDOMAIN.fullmatch(secret):
+        problems.append(error("FieldValueInvalid", "metrics.certSecret", f"{secret!r} is not a Secret name"))
+    return problems + _label_problems(values)
+
+
+def _label_problems(values: dict[str, Any]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    for path in LABEL_MAPS:
+        labels: Any = values
+        for key in path:
+            labels = labels[key]
+        for key, value in labels.items():
+            where = ".".join((*path, str(key)))
+            if not isinstance(key, str) or not _LABEL_KEY.fullmatch(key):
+                problems.append(error("FieldValueInvalid", where, f"{key!r} is not a label key"))
+            elif not isinstance(value, str) or not _LABEL_VALUE.fullmatch(value):
+                problems.append(error("FieldValueInvalid", where, f"{value!r} is not a label value (a string of up to 63 characters)"))
     return problems
 
 

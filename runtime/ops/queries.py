@@ -9,6 +9,7 @@ nodes object); fields of ours are added beside NVCRE's, never in their place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,28 +54,48 @@ def report(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
 
 
 def status(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:
-    """Result (PASSED / FAILED / RUNNING...), one entry per category, failed node names; plus our
-    ``kind``, ``status`` (the lifecycle phase) and per-category ``workflow``/``reason``/``blocked``."""
-    verdict = verdict_of(kube, kind, name, namespace)
-    return {
+    """NVCRE's status answer: result (PASSED / FAILED / RUNNING...), the run's conditions
+    (``type``, ``status``, ``reason``, ``message``), ``totalNodes`` (when known), the excluded
+    nodes and why, one entry per category and the failed node names; plus our ``kind``,
+    ``status`` (the lifecycle phase) and per-category ``workflow``/``reason``/``blocked``."""
+    got = collect_run(kube, kind, name, namespace)
+    verdict = verdict_from(got, kind, now=_now())
+    answer: dict[str, Any] = {
         "name": verdict.name,
         "namespace": verdict.namespace,
         "result": _RUNNING.get(verdict.result, verdict.result),
-        "categories": [
-            {
-                "domain": c.domain,
-                "variant": c.variant,
-                "status": _RUNNING.get(c.status, c.status),
-                "workflow": c.workflow,
-                "reason": c.failure_reason,
-                "blocked": c.blocked,
-            }
-            for c in verdict.categories
-        ],
-        "failedNodes": list(verdict.failed_node_names),
-        "kind": verdict.kind,
-        "status": verdict.status or "Pending",
+        "conditions": _conditions(got.run),
     }
+    if verdict.total_nodes:
+        answer["totalNodes"] = verdict.total_nodes
+    if verdict.excluded_nodes:
+        answer["excludedNodes"] = list(verdict.excluded_nodes)
+        if verdict.exclusion_reason:
+            answer["exclusionReason"] = verdict.exclusion_reason
+    answer["categories"] = [
+        {
+            "domain": c.domain,
+            "variant": c.variant,
+            "status": _RUNNING.get(c.status, c.status),
+            "workflow": c.workflow,
+            "reason": c.failure_reason,
+            "blocked": c.blocked,
+        }
+        for c in verdict.categories
+    ]
+    answer["failedNodes"] = list(verdict.failed_node_names)
+    answer["kind"] = verdict.kind
+    answer["status"] = verdict.status or "Pending"
+    return answer
+
+
+def _conditions(run: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The run's conditions as NVCRE's status answer lists them: type, status, reason, message."""
+    status = run.get("status")
+    rows = status.get("conditions") if isinstance(status, Mapping) else None
+    return [
+        {key: str(row.get(key) or "") for key in ("type", "status", "reason", "message")} for row in rows or [] if isinstance(row, Mapping)
+    ]
 
 
 def failed_nodes(kube: Kube, kind: str, name: str, namespace: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Build the pinned test control plane (etcd, kube-apiserver and, optionally,
-kube-scheduler and kube-controller-manager) from Go modules into a user cache.
+kube-scheduler, kube-controller-manager and kubectl) from Go modules into a user cache.
 
 Nothing is downloaded except Go modules through the ordinary ``go`` command:
 two throw-away wrapper modules are written into the cache, one depending on
@@ -14,7 +14,7 @@ by path to find or build the binaries.
 Layout of the cache (``NVCRE_CONTROLPLANE_CACHE`` overrides the root, else
 ``$XDG_CACHE_HOME/nvcre/controlplane``, else ``~/.cache/nvcre/controlplane``)::
 
-    <root>/<BUILD_ID>/bin/{etcd,kube-apiserver,kube-scheduler,kube-controller-manager}
+    <root>/<BUILD_ID>/bin/{etcd,kube-apiserver,kube-scheduler,kube-controller-manager,kubectl}
     <root>/<BUILD_ID>/src/{kube,etcd}/      generated wrapper modules
     <root>/<BUILD_ID>/build.json            what was built, with time and memory
 
@@ -97,11 +97,15 @@ COMPONENTS: dict[str, Component] = {
             "kube",
             f"{KUBERNETES_MODULE}/cmd/kube-controller-manager",
         ),
+        # The client the conformance tests drive as users do (``kubectl get -l``), from the
+        # same Kubernetes source and ldflags as the servers it talks to.
+        Component("kubectl", "kube", f"{KUBERNETES_MODULE}/cmd/kubectl"),
     )
 }
 REQUIRED_COMPONENTS = ("etcd", "kube-apiserver")
 CONTROLLER_COMPONENTS = ("kube-scheduler", "kube-controller-manager")
-DEFAULT_COMPONENTS = REQUIRED_COMPONENTS + CONTROLLER_COMPONENTS
+CLIENT_COMPONENTS = ("kubectl",)
+DEFAULT_COMPONENTS = REQUIRED_COMPONENTS + CONTROLLER_COMPONENTS + CLIENT_COMPONENTS
 
 
 class BuildError(RuntimeError):

@@ -96,6 +96,14 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "renamed-existing-namespace": {"namespace": {"name": "gpu-cert", "create": False}, "serviceAccount": {"name": "cert.runner"}},
     "no-prometheus-operator": {"metrics": {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}},
     "rules-without-monitor": {"metrics": {"serviceMonitor": {"enabled": False}}},
+    "own-metrics-cert-and-selector-labels": {
+        "namespace": {"name": "gpu-cert"},
+        "metrics": {
+            "certSecret": "nvcre-metrics-cert",
+            "serviceMonitor": {"labels": {"release": "kube-prometheus-stack", "app.kubernetes.io/part-of": "not-ours"}},
+            "prometheusRule": {"labels": {"release": "kube-prometheus-stack", "example.com/empty": ""}},
+        },
+    },
     "bare-install": {
         "crds": {"install": False},
         "logProfiles": {"install": False},
@@ -180,6 +188,9 @@ BAD_VALUES: dict[str, dict[str, Any]] = {
     "resources-not-a-map": {"manager": {"resources": ["cpu"]}},
     "service-monitor-flag-as-string": {"metrics": {"serviceMonitor": {"enabled": "yes"}}},
     "unknown-metrics-key": {"metrics": {"secure": False}},
+    "cert-secret-not-a-name": {"metrics": {"certSecret": "Not_A_Secret"}},
+    "monitor-label-not-a-string": {"metrics": {"serviceMonitor": {"labels": {"release": 1}}}},
+    "rule-labels-not-a-map": {"metrics": {"prometheusRule": {"labels": ["release=kps"]}}},
 }
 
 

@@ -1,6 +1,9 @@
 """A real Prometheus scraping the controller's secured endpoint with a ServiceAccount token bound
 to nvcre-metrics-reader and evaluating the shipped rules: a healthy certification leaves every
-alert quiet; an Xid on one node fails the next certification and its alerts fire.
+alert quiet; an Xid on one node fails the next certification and its alerts fire. After a
+training certification and a hand-applied Workflow over two racks (one with an Xid) with the
+rack as topology key, Prometheus itself holds every family docs/metrics.md lists, each with
+exactly the label names listed there.
 
 Prometheus and the controller (``python -m nvcre.runtime``) run as their own processes and are
 stopped whatever happens. Prometheus comes from tests/controlplane/build.py (``--tools-only
@@ -10,6 +13,8 @@ CI=true, where they fail).
 
 from __future__ import annotations
 
+import copy
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +27,7 @@ from integration_helpers import eventually
 from secure_metrics import ControllerProcess, must_scrape, running_controller
 
 from nvcre.compiler.install.monitoring import ALERT_RULES_FILE, alert_rule_groups
-from nvcre.runtime.kube.resources import CERTIFICATIONS
+from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
 from nvcre.runtime.reconcile import conditions as cond
 from nvcre.testing.metrics_reader import grant_metrics_reader, request_token, write_token
 from nvcre.testing.prometheus import Prometheus, ScrapeTarget
@@ -32,6 +37,17 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 #: The controller's family NVCREHardwareFailure reads.
 FAILED_NODES_FAMILY = "nvcre_job_failed_nodes"
+METRICS_DOC = REPO / "docs" / "metrics.md"
+#: Documented families this run cannot show, and why. Keep it short: every other family must be
+#: in Prometheus after the run.
+NOT_PRODUCED = {
+    "nvcre_nccl_busbw_gbs": "exists only while a bandwidth measurement holds provisional results; "
+    "a simulated NCCL run ends within one sample interval (30 s), so no provisional sample is taken",
+    "nvcre_nccl_algbw_gbs": "same as nvcre_nccl_busbw_gbs",
+}
+#: Labels Prometheus adds to every series it scrapes (``job`` is the target's unless the family
+#: carries its own, which ``honor_labels`` keeps).
+TARGET_LABELS = {"instance", "job"}
 
 
 def _prometheus_binary(request: pytest.FixtureRequest) -> Path:
@@ -94,7 +110,7 @@ def stack(request: pytest.FixtureRequest, simcluster: Any, tmp_path_factory: pyt
             token_file = write_token(token, workdir / "token")
             with running_controller(simcluster.kubeconfig, namespace, workdir / "controller.log") as controller:
                 target = ScrapeTarget(f"127.0.0.1:{controller.metrics_port}", token_file=token_file)
-                with Prometheus(binary, workdir / "prometheus", [target], [ALERT_RULES_FILE], interval="2s") as prometheus:
+                with Prometheus(binary, workdir / "prometheus", [target], [ALERT_RULES_FILE], interval="1s") as prometheus:
                     yield Stack(namespace, kube, controller, prometheus, token)
         finally:
             core.delete_namespace(namespace, propagation_policy="Background")
@@ -173,3 +189,158 @@ def test_an_xid_fires_nvcre_hardware_failure(stack: Stack, xid_run: tuple[str, s
     assert sum(float(a["value"]) for a in alerts) >= 1
     nodes = {a["labels"].get("node") for a in stack.prometheus.firing("NVCRENodeHardwareFailure")}
     assert bad in nodes or not stack.prometheus.query("nvcre_hardware_failures_detected_total"), nodes
+
+
+def documented_families(text: str) -> dict[str, tuple[str, frozenset[str]]]:
+    """``{family: (type, label names)}`` from the tables of docs/metrics.md.
+
+    A table with a Labels column gives each row's backquoted label names (``same``: the row
+    above's); a table without one (Goodput) takes them from the paragraph just before it.
+    """
+    families: dict[str, tuple[str, frozenset[str]]] = {}
+    header: list[str] = []
+    paragraph: set[str] = set()
+    prose: frozenset[str] = frozenset()
+    previous: frozenset[str] = frozenset()
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = []
+            if line.strip():
+                paragraph |= set(re.findall(r"`([a-z_]+)`", line))
+            elif paragraph:
+                prose, paragraph = frozenset(paragraph), set()
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not header:
+            header = [c.lower() for c in cells]
+            continue
+        if set(cells[0]) <= set("-: "):
+            continue
+        family = cells[0].strip("`")
+        kind = cells[header.index("type")]
+        if "labels" in header:
+            raw = cells[header.index("labels")]
+            labels = previous if raw == "same" else frozenset(re.findall(r"`([a-z_]+)`", raw))
+        else:
+            labels = prose
+        previous = labels
+        families[family] = (kind, labels)
+    return families
+
+
+def test_the_doc_tables_parse() -> None:
+    """The parser reads what the doc says (a guard against a table it silently skips)."""
+    families = documented_families(METRICS_DOC.read_text())
+    assert families["nvcre_goodput_ratio"] == ("gauge", frozenset({"namespace", "measurement", "job", "workflow"}))
+    assert families["nvcre_nccl_algbw_gbs"] == families["nvcre_nccl_busbw_gbs"]
+    assert families["nvcre_reconcile_duration_seconds"] == ("histogram", frozenset({"namespace", "job", "workflow"}))
+    assert families["nvcre_node_events_total"] == ("counter", frozenset({"result"}))
+    assert len(families) == 34 and set(NOT_PRODUCED) <= set(families)
+
+
+def _one_sample_per_second(spec: Any) -> None:
+    """Every ``goodputMeasurement`` in a Workflow spec samples each second, so the 4 s simulated
+    training is measured while it runs (its per-attempt gauges exist only then)."""
+    if isinstance(spec, dict):
+        if isinstance(spec.get("goodputMeasurement"), dict):
+            spec["goodputMeasurement"]["sampleInterval"] = "1s"
+        for value in spec.values():
+            _one_sample_per_second(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            _one_sample_per_second(value)
+
+
+RACK = "nvcre.test/rack"
+
+
+@pytest.fixture(scope="module")
+def every_kind_of_run(stack: Stack, simcluster: Any, xid_run: tuple[str, str]) -> list[str]:
+    """A training certification (goodput), then a Workflow applied by hand from its spec over
+    two racks with one-second goodput samples and the rack as topology key: an Xid fails the
+    second rack's group, so both topology families show, and provisional goodput too. Returns
+    the racks' nodes, first rack first, once both runs have finished."""
+    from kubernetes import client
+
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{stack.namespace}-tr")
+    training = _certification(stack.namespace, "training", nodes)
+    training["spec"]["categories"] = [{"domain": "training", "variant": "nemotron5-8b", "options": {"nodesPerJob": 2, "maxSteps": 30}}]
+    training["spec"]["target"] = {"nodeNames": nodes, "taintSelectors": [{"key": "nvidia.com/gpu"}]}
+    stack.kube.create(training)
+    assert _finished(stack.kube, stack.namespace, "training") == cond.SUCCEEDED
+    (workflow,) = [
+        w
+        for w in stack.kube.list(WORKFLOWS, stack.namespace).items
+        if (w["metadata"].get("labels") or {}).get("nvcre.nvidia.com/certification") == "training"
+    ]
+
+    racks = simcluster.add_nodes(profile="h100", count=4, prefix=f"{stack.namespace}-rack")
+    with simcluster.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        for index, node in enumerate(racks):
+            core.patch_node(node, {"metadata": {"labels": {RACK: f"rack-{index // 2}"}}})
+    simcluster.set_fault(racks[3], "xid")
+    spec = copy.deepcopy(workflow["spec"])
+    spec["orchestration"]["target"]["nodeNames"] = racks
+    spec["orchestration"]["topology"] = {"topologyKey": RACK}
+    _one_sample_per_second(spec)
+    manifest = {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "by-hand", "namespace": stack.namespace},
+    }
+    stack.kube.create({**manifest, "spec": spec})
+
+    def workflow_done() -> str | None:
+        life = cond.lifecycle(stack.kube.get(WORKFLOWS, "by-hand", stack.namespace).get("status") or {})
+        return life if life in (cond.SUCCEEDED, cond.FAILED) else None
+
+    eventually(workflow_done, timeout=240, what="the hand-applied Workflow to finish")
+    time.sleep(3)  # the last state the controller serves, scraped at least twice
+    return racks
+
+
+def _stored_names(family: str, kind: str) -> list[str]:
+    """The series names Prometheus stores for one family of the text format."""
+    return [f"{family}_bucket", f"{family}_sum", f"{family}_count"] if kind == "histogram" else [family]
+
+
+def test_prometheus_holds_every_documented_family_with_nvcres_label_names(stack: Stack, every_kind_of_run: list[str]) -> None:
+    documented = documented_families(METRICS_DOC.read_text())
+    held = stack.prometheus.series('{__name__=~"nvcre_.+"}')
+    by_name: dict[str, list[dict[str, str]]] = {}
+    for labels in held:
+        by_name.setdefault(labels["__name__"], []).append(labels)
+
+    missing, wrong = [], []
+    for family, (kind, labels) in sorted(documented.items()):
+        if family in NOT_PRODUCED:
+            continue
+        for name in _stored_names(family, kind):
+            series = by_name.get(name, [])
+            if not series:
+                missing.append(name)
+                continue
+            expected = set(labels) | TARGET_LABELS | ({"le"} if name.endswith("_bucket") else set())
+            # Prometheus stores a label with an empty value as no label (a Workflow outside any
+            # Certification has certification=""), so a series may lack a documented label, but
+            # every documented label is on some series and no series has another.
+            found = {frozenset(set(s) - {"__name__"}) for s in series}
+            if frozenset().union(*found) != expected or not all(f <= expected for f in found):
+                wrong.append(f"{name}: {sorted(map(sorted, found))}, documented {sorted(expected)}")
+            elif "job" not in labels and {s["job"] for s in series} != {"nvcre-metrics-service"}:
+                wrong.append(f"{name}: a job label of its own, none documented")
+    assert not missing, f"documented families Prometheus never received: {missing}"
+    assert not wrong, "label names other than documented:\n" + "\n".join(wrong)
+
+    # And nothing NVCRE-named that the doc does not list (no ``_created`` companions either:
+    # NVCRE's Go client writes none, and the controller switches the Python client's off).
+    stored = {n for family, (kind, _) in documented.items() for n in _stored_names(family, kind)}
+    assert set(by_name) - stored == set()
+    assert set(stack.prometheus.metric_names()) >= set(by_name)
+
+    # The topology series name the racks as NVCRE does: one series per node, its rack the domain.
+    racks = every_kind_of_run
+    validated = {s["node"]: s["domain"] for s in by_name["nvcre_topology_validated_nodes"] if s["workflow"] == "by-hand"}
+    failed = {s["node"]: s["domain"] for s in by_name["nvcre_topology_failed_nodes"] if s["workflow"] == "by-hand"}
+    assert validated == {racks[0]: "rack-0", racks[1]: "rack-0"} and failed == {racks[2]: "rack-1", racks[3]: "rack-1"}
