@@ -48,9 +48,10 @@ test-tools:
 test: setup lint typecheck controlplane go-tools test-tools
 	$(BIN)/python -m pytest
 
-# The quick lane for local work: lint, types, and every test not marked integration or slow.
+# The quick lane for local work: lint, types, and every test not marked integration or slow,
+# spread over the machine's cores (pytest-xdist). The full lane stays serial.
 test-fast: setup lint typecheck
-	$(BIN)/python -m pytest -q -m "not integration and not slow"
+	$(BIN)/python -m pytest -q -n auto -m "not integration and not slow"
 
 lint: setup
 	$(BIN)/ruff check $(LINT_PATHS)
