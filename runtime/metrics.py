@@ -215,7 +215,7 @@ class ControllerMetrics:
     ) -> None:
         # NVCRE's Go client writes no ``<name>_created`` series beside counters and histograms;
         # neither do we (a process-wide switch of the client, set before any metric is made).
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the client leaves this one unannotated
         self.registry = CollectorRegistry()
         self.queue_wait = Histogram(
             "nvcre_workqueue_queue_duration_seconds",

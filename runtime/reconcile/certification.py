@@ -25,7 +25,6 @@ from ..kube.resources import CERTIFICATIONS, NODES, RESOURCE_SLICES, WORKFLOWS
 from . import conditions as cond
 from .common import (
     create_or_adopt,
-    lifecycle_gate,
     meta,
     name_of,
     namespace_of,
@@ -33,6 +32,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .tier import StatusTier
 
 __all__ = ["FINALIZER", "CertificationReconciler", "waiting_for_nodes_message"]
 
@@ -59,8 +59,11 @@ def _label(category: Mapping[str, Any]) -> str:
     return f"{category.get('domain')}/{category.get('variant')}"
 
 
-class CertificationReconciler:
+class CertificationReconciler(StatusTier):
     """Reconciles Certifications."""
+
+    resource = CERTIFICATIONS
+    finalizer = FINALIZER
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -71,24 +74,13 @@ class CertificationReconciler:
 
     # ------------------------------------------------------------------ entry
 
-    def reconcile(self, namespace: str, name: str) -> Result:
-        ctx = self.ctx
-        # The status below is rewritten whole, but only over the version it was computed from
-        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
-        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
-        cert = ctx.read(CERTIFICATIONS, name, namespace)
-        gate = lifecycle_gate(ctx, CERTIFICATIONS, cert, FINALIZER, self._finalize)
-        if gate is not None or cert is None:
-            return gate or Result()
+    def step(self, cert: dict[str, Any]) -> Result:
         status = copy.deepcopy(dict(cert.get("status") or {}))
         if cond.is_terminal(status):
             return self._recover_if_running(cert, status)
         if not status.get("categoryStatuses"):
             return self._start(cert, status)
         return self._advance(cert, status)
-
-    def _write(self, cert: Mapping[str, Any], status: dict[str, Any]) -> None:
-        self.ctx.write_status(CERTIFICATIONS, cert, lambda _old: copy.deepcopy(status), based_on=cert)
 
     # ------------------------------------------------------------------ starting
 

@@ -35,7 +35,7 @@ from ..kube.errors import ApiError
 from ..kube.resources import GOODPUT_MEASUREMENTS, JOBS, PODS, TRAINJOBS
 from . import conditions as cond
 from . import restarts, verdicts
-from .common import lifecycle_gate, meta, name_of, namespace_of, remove_finalizer
+from .common import meta, name_of, namespace_of, remove_finalizer
 from .context import SAFETY_NET_POLLS, Result, owned_by
 from .job_base import trainjob_phase, workflow_label, workload_name
 from .job_create import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS, JobWorkloadCreation
@@ -68,14 +68,12 @@ class JobReconciler(JobWorkloadCreation):
     """Reconciles ``nvcre.nvidia.com`` Jobs (creation, restarts and verdicts live in the parts
     it is built from: :mod:`.job_create`, :mod:`.job_restart`, :mod:`.job_verdicts`)."""
 
+    resource = JOBS
+    finalizer = FINALIZER
+
     # ------------------------------------------------------------------ entry
 
-    def reconcile(self, namespace: str, name: str) -> Result:
-        ctx = self.ctx
-        job = ctx.read(JOBS, name, namespace)
-        gate = lifecycle_gate(ctx, JOBS, job, FINALIZER, self._finalize)
-        if gate is not None or job is None:
-            return gate or Result()
+    def step(self, job: dict[str, Any]) -> Result:
         status = job.get("status") or {}
         life = cond.lifecycle(status)
         if life == cond.SUCCEEDED:

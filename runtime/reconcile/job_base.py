@@ -18,6 +18,7 @@ from . import conditions as cond
 from . import restarts
 from .common import meta, name_of, namespace_of
 from .context import Context
+from .tier import StatusTier
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, job_pods
 
 __all__ = ["JobTierBase", "trainjob_phase", "workflow_label", "workload_name"]
@@ -45,7 +46,7 @@ def trainjob_phase(trainjob: Mapping[str, Any]) -> tuple[str, str]:
     return "Running", ""
 
 
-class JobTierBase:
+class JobTierBase(StatusTier):
     """The context and the shared reads of the Job tier's parts."""
 
     def __init__(self, ctx: Context) -> None:

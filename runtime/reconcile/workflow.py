@@ -31,7 +31,7 @@ from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE
 from ..clock import parse_time
 from ..kube.resources import JOBS, WORKFLOWS
 from . import conditions as cond
-from .common import lifecycle_gate, namespace_of
+from .common import name_of, namespace_of
 from .context import Context, Result
 from .diagnose import DiagnoseRounds
 from .ports import JobVerdicts
@@ -49,6 +49,9 @@ class WorkflowReconciler(WorkflowDeletion, WorkflowVerdict, WorkflowGroups, Work
     parts it is built from: :mod:`.workflow_launch`, :mod:`.workflow_groups`,
     :mod:`.workflow_verdict`, :mod:`.workflow_delete`)."""
 
+    resource = WORKFLOWS
+    finalizer = FINALIZER
+
     def __init__(self, ctx: Context, jobs: JobVerdicts) -> None:
         self.ctx = ctx
         self.jobs = jobs
@@ -57,17 +60,8 @@ class WorkflowReconciler(WorkflowDeletion, WorkflowVerdict, WorkflowGroups, Work
 
     # ------------------------------------------------------------------ entry
 
-    def reconcile(self, namespace: str, name: str) -> Result:
-        ctx = self.ctx
-        # The status below is rewritten whole, but only over the version it was computed from
-        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
-        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
-        wf = ctx.read(WORKFLOWS, name, namespace)
-        gate = lifecycle_gate(ctx, WORKFLOWS, wf, FINALIZER, self._finalize)
-        if gate is not None or wf is None:
-            if wf is None:
-                self.forget(namespace, name)  # deleted: nothing remembered of it stays
-            return gate or Result()
+    def step(self, wf: dict[str, Any]) -> Result:
+        namespace, name = namespace_of(wf), name_of(wf)
         if cond.is_terminal(wf.get("status") or {}):
             self.forget(namespace, name)
             return Result()

@@ -18,6 +18,7 @@ from ..kube.errors import ApiError
 from ..kube.resources import CONFIGMAPS, NODES, RESOURCE_SLICES, WORKFLOWS
 from .common import name_of, namespace_of, uid_of
 from .context import Context, referenced_by
+from .tier import StatusTier
 from .diagnose import DiagnoseRounds, is_diagnose
 from .ports import JobVerdicts
 
@@ -66,7 +67,7 @@ def progress_text(wf: Mapping[str, Any], iteration: int) -> str:
     return f"Iteration {iteration}/{iterations_of(wf)}"
 
 
-class WorkflowTierBase:
+class WorkflowTierBase(StatusTier):
     """What the parts of the Workflow tier share: the context, the Job tier's verdicts (a
     Protocol, never an import of the Job tier), the diagnose rounds, and the common steps."""
 

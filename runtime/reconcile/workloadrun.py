@@ -25,7 +25,6 @@ from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
 from . import conditions as cond
 from .common import (
     create_or_adopt,
-    lifecycle_gate,
     meta,
     name_of,
     namespace_of,
@@ -33,6 +32,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .tier import StatusTier
 
 __all__ = ["FINALIZER", "WorkloadRunReconciler"]
 
@@ -45,30 +45,22 @@ def _lifecycle(status: Mapping[str, Any], type_: str, reason: str, message: str,
     return cond.set_lifecycle(status, type_, reason, message, now, inactive_reason=SUPERSEDED)
 
 
-class WorkloadRunReconciler:
+class WorkloadRunReconciler(StatusTier):
     """Reconciles WorkloadRuns."""
+
+    resource = WORKLOADRUNS
+    finalizer = FINALIZER
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def reconcile(self, namespace: str, name: str) -> Result:
-        ctx = self.ctx
-        # The status below is rewritten whole, but only over the version it was computed from
-        # (``based_on``): a copy the cache had not brought up to date yet ends in a Conflict and
-        # the reconcile runs again. ``ctx.read`` also knows this process's own latest write.
-        run = ctx.read(WORKLOADRUNS, name, namespace)
-        gate = lifecycle_gate(ctx, WORKLOADRUNS, run, FINALIZER, self._finalize)
-        if gate is not None or run is None:
-            return gate or Result()
+    def step(self, run: dict[str, Any]) -> Result:
         status = copy.deepcopy(dict(run.get("status") or {}))
         if cond.is_terminal(status):
             return Result()
         if not status.get("workflowRef"):
             return self._create(run, status)
         return self._poll(run, status)
-
-    def _write(self, run: Mapping[str, Any], status: dict[str, Any]) -> None:
-        self.ctx.write_status(WORKLOADRUNS, run, lambda _old: copy.deepcopy(status), based_on=run)
 
     def _create(self, run: dict[str, Any], status: dict[str, Any]) -> Result:
         ctx = self.ctx
