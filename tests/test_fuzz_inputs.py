@@ -192,7 +192,7 @@ def run_example(case: Case, subject: Any) -> Result:
             facts_docs = subject if case.target == "facts" else case.facts
             facts = facts_from_documents(facts_docs if isinstance(facts_docs, list) else [facts_docs], source="facts.yaml")
         if case.target == "facts":
-            from nvcre.cli.cluster import cluster_info, render_text
+            from nvcre.runtime.ops.cluster_info import cluster_info, render_text
 
             summary, _ = cluster_info(facts)
             if summary is not None:
