@@ -6,8 +6,11 @@ with measurement noise: median rounds, jobs, node-units and wall minutes, false 
 nodes blamed), false negatives, links named exactly, and the information-theoretic bound
 ``log2 C(N, k)`` bits. Then a noise sweep of 10,000 seeded trials counting healthy nodes blamed.
 Prints a Markdown table; ``--png PATH`` also draws rounds and node-units (needs matplotlib).
+``--prior-only`` prints only the table of a diagnose that follows a failed run (N = 64): a flaky
+node (p = 0.3), two and three bad links, and a healthy cluster, each planner with and without
+the failed run's groups as its prior.
 
-    python benchmarks/diagnose_bench.py [--trials 200] [--noise-trials 10000] [--png docs/diagnose.png]
+    python benchmarks/diagnose_bench.py [--trials 200] [--noise-trials 10000] [--png docs/diagnose.png] [--prior-only]
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from diagnose_sim import make_scenario, simulate  # noqa: E402
+from diagnose_sim import Scenario, make_scenario, run_group, simulate  # noqa: E402
 
-from nvcre.compiler.diagnose import Options, planner  # noqa: E402
+from nvcre.compiler.diagnose import Options, Prior, PriorGroup, planner  # noqa: E402
 
 SIZES = (8, 16, 64, 512, 2000)
 KS = (0, 1, 2, 4)
@@ -34,7 +37,7 @@ KINDS = ("slow", "crash", "link", "flaky")
 def _cell(name: str, n: int, kind: str, k: int, trials: int, noise: float, options: Options) -> dict:
     outs = []
     for seed in range(trials):
-        rng = random.Random(hash((n, kind, k, seed)) & 0xFFFFFFFF)
+        rng = random.Random(f"{n}/{kind}/{k}/{seed}")  # a str seed is stable across processes
         outs.append(simulate(planner(name), make_scenario(n, kind, k, rng, noise=noise), options, seed))
     bad = k if kind != "link" else 0
     return {
@@ -49,14 +52,73 @@ def _cell(name: str, n: int, kind: str, k: int, trials: int, noise: float, optio
     }
 
 
+#: the failed run's workload groups: this many nodes each, in node order
+PRIOR_GROUP = 8
+
+
+def _prior(scenario: Scenario, rng: random.Random) -> Prior:
+    """The run that led to the diagnose: groups of ``PRIOR_GROUP`` run once each, drawn again
+    until one fails (a diagnose follows a failed run). On a fault-free cluster one group is
+    marked failed at random: the failure that started the diagnose was transient."""
+    chunks = [scenario.nodes[i : i + PRIOR_GROUP] for i in range(0, len(scenario.nodes), PRIOR_GROUP)]
+    for _ in range(200):
+        verdicts = [run_group(scenario, chunk, rng)[0] for chunk in chunks]
+        if not all(verdicts):
+            return Prior(tuple(PriorGroup(c, v) for c, v in zip(chunks, verdicts, strict=True)))
+    failed = rng.randrange(len(chunks))
+    return Prior(tuple(PriorGroup(c, i != failed) for i, c in enumerate(chunks)))
+
+
+def _prior_cell(name: str, kind: str, k: int, trials: int, noise: float, with_prior: bool) -> dict:
+    outs = []
+    for seed in range(trials):
+        rng = random.Random(f"prior/{kind}/{k}/{seed}")  # a str seed is stable across processes
+        scenario = make_scenario(64, kind, k, rng, noise=noise)
+        options = Options(prior=_prior(scenario, rng)) if with_prior else Options()
+        outs.append(simulate(planner(name), scenario, options, seed))
+    bad = k if kind in ("flaky", "slow", "crash") else 0
+    return {
+        "rounds": statistics.median(o.rounds for o in outs),
+        "units": statistics.median(o.node_units for o in outs),
+        "minutes": statistics.median(o.minutes for o in outs),
+        "found": (sum(1 for o in outs if o.false_negatives == 0) / trials) if bad else None,
+        "links": (sum(o.links_exact for o in outs) / max(sum(o.links_total for o in outs), 1)) if kind == "link" else None,
+        "all_links": (sum(1 for o in outs if o.links_exact == o.links_total) / trials) if kind == "link" else None,
+        "fp": sum(o.false_positives for o in outs),
+    }
+
+
+def prior_table(trials: int, noise: float) -> None:
+    """N = 64: each planner with and without the failed run's groups as its prior."""
+    print("| fault | k | planner | prior | rounds | node-units | minutes | found | links named | all links named | FP |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for kind, k in (("flaky", 1), ("link", 2), ("link", 3), ("none", 0)):
+        for name in ("baseline", "adaptive"):
+            for with_prior in (False, True):
+                c = _prior_cell(name, kind, k, trials, noise, with_prior)
+                found = "-" if c["found"] is None else f"{c['found']:.0%}"
+                links = "-" if c["links"] is None else f"{c['links']:.0%}"
+                every = "-" if c["all_links"] is None else f"{c['all_links']:.0%}"
+                label = "flaky p=0.3" if kind == "flaky" else kind
+                print(
+                    f"| {label} | {k} | {name} | {'yes' if with_prior else 'no'} | {c['rounds']:g} | {c['units']:g} | "
+                    f"{c['minutes']:g} | {found} | {links} | {every} | {c['fp']} |"
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200, help="trials per cell for N <= 64 (a tenth above)")
     parser.add_argument("--noise-trials", type=int, default=10_000)
     parser.add_argument("--noise", type=float, default=0.05)
     parser.add_argument("--png", type=Path)
+    parser.add_argument("--prior-only", action="store_true", help="only the table of diagnoses that follow a failed run")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.prior_only:
+        prior_table(args.trials, args.noise)
+        print(f"\n({time.monotonic() - started:.0f} s)")
+        return 0
     configs = (("baseline", Options()), ("adaptive", Options()), ("adaptive x6", Options(screen_cycles=6, retests=10)))
     rows = []
     print("| N | fault | k | bound (bits) | planner | rounds | jobs | node-units | minutes | found | links exact | FP | FN |")
@@ -91,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             scenario = make_scenario(64, kind, 0 if kind == "none" else 1, rng, noise=2 * args.noise)
             blamed += simulate(planner(name), scenario, Options(), seed).false_positives
         print(f"- {name}: {blamed} healthy nodes blamed")
+    print("\nA diagnose that follows a failed run (N = 64), with and without its groups as the prior:\n")
+    prior_table(args.trials, args.noise)
     print(f"\n({time.monotonic() - started:.0f} s)")
     if args.png:
         _plot(rows, args.png)

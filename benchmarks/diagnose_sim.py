@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Planner, Round
 
-__all__ = ["Outcome", "Scenario", "make_scenario", "simulate"]
+__all__ = ["Outcome", "Scenario", "make_scenario", "run_group", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def make_scenario(n: int, kind: str, k: int, rng: random.Random, *, noise: float
     )
 
 
-def _run_group(scenario: Scenario, nodes: Sequence[str], rng: random.Random) -> tuple[bool, float | None]:
+def run_group(scenario: Scenario, nodes: Sequence[str], rng: random.Random) -> tuple[bool, float | None]:
+    """One job on ``nodes``: (passed, bus bandwidth or None for a crash)."""
     members = set(nodes)
     if members & scenario.crash:
         return False, None
@@ -111,7 +112,7 @@ def simulate(planner: Planner, scenario: Scenario, options: Options, seed: int, 
             if seen & set(group.nodes):
                 raise AssertionError(f"{planner.name}: a node is in two groups of one round: {group.name}")
             seen.update(group.nodes)
-            passed, bandwidth = _run_group(scenario, group.nodes, rng)
+            passed, bandwidth = run_group(scenario, group.nodes, rng)
             results.append(GroupResult(group.name, group.nodes, passed, bandwidth))
             longest = max(longest, scenario.pass_minutes if passed else scenario.fail_minutes)
             out.jobs += 1

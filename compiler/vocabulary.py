@@ -13,6 +13,7 @@ __all__ = [
     "ANNOTATION_CLEANUP_RETRY",
     "ANNOTATION_INSTALLED_VERSION",
     "ANNOTATION_DIAGNOSE_PLANNER",
+    "ANNOTATION_DIAGNOSE_PRIOR",
     "ANNOTATION_GOODPUT_PRIOR_ATTEMPTS",
     "ANNOTATION_GROUP_NODES",
     "ANNOTATION_JOB_UID",
@@ -74,6 +75,8 @@ ANNOTATION_WORKFLOW_UID = f"{GROUP}/workflow-uid"
 ANNOTATION_REQUESTED_TEST_SCALE = f"{GROUP}/requested-test-scale"
 #: on a diagnose Workflow: the planner that chooses its rounds
 ANNOTATION_DIAGNOSE_PLANNER = f"{GROUP}/diagnose-planner"
+#: on a diagnose Workflow: the groups of the failed run it follows, JSON ``{"groups": [{nodes, passed}]}``
+ANNOTATION_DIAGNOSE_PRIOR = f"{GROUP}/diagnose-prior"
 #: on a rendered Workflow: the platform overlays that matched, in order
 ANNOTATION_APPLIED_OVERLAYS = f"{GROUP}/applied-overlays"
 #: on a rendered Workflow: the cluster facts the render used

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Round, planner
+from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Prior, PriorGroup, Round, planner
 from nvcre.compiler.diagnose.session import Outcome, replay
 
 SEQUENCES = 10_000
@@ -50,8 +50,21 @@ def _case(seed: int) -> Case:
         screen_cycles=rng.randint(1, 3),
         expect_fault=rng.random() < 0.3,
         max_group_size=rng.choice([2, 3, 8, 4096]),
+        prior=_prior(rng, nodes) if rng.random() < 0.5 else None,
     )
     return Case(rng.choice(["adaptive", "baseline"]), nodes, topology, options, MODES[seed % len(MODES)], seed)
+
+
+def _prior(rng: random.Random, nodes: tuple[str, ...]) -> Prior:
+    """A failed run's groups: random sizes, random verdicts, sometimes naming nodes not in this run."""
+    pool = [*nodes, "gone-0", "gone-1"]
+    rng.shuffle(pool)
+    groups, at = [], 0
+    while at < len(pool):
+        size = rng.randint(1, 6)
+        groups.append(PriorGroup(tuple(pool[at : at + size]), rng.random() < 0.5))
+        at += size
+    return Prior(tuple(groups), exposures=rng.randint(1, 6))
 
 
 def _outcome(rng: random.Random, mode: str) -> Outcome:

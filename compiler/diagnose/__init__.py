@@ -13,9 +13,9 @@ Two planners share that interface:
   before blame, then a path screen and a link search that names both ends of a bad link.
 """
 
-from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Round, RoundGroup
+from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Prior, PriorGroup, Round, RoundGroup
 
-__all__ = ["Diagnosis", "GroupResult", "InfrastructureFault", "Options", "Planner", "Round", "RoundGroup", "planner"]
+__all__ = ["Diagnosis", "GroupResult", "InfrastructureFault", "Options", "Planner", "Prior", "PriorGroup", "Round", "RoundGroup", "planner"]
 
 
 def planner(name: str) -> Planner:

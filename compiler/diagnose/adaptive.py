@@ -21,6 +21,12 @@ When node faults are confirmed the path screen is skipped (repair the nodes firs
 over a broken node would chase it); the diagnosis says so. ``screen_cycles`` > 1 repeats steps 1
 and 3 while nothing is found, for intermittent faults.
 
+With a :class:`~.model.Prior` (the failed run that led to the diagnose), the nodes of its failed
+groups are suspects: each runs alone until it has had ``prior.exposures`` single-node runs, so a
+flaky node gets several chances to show; and the path screen starts from the failed groups
+themselves, each searched on its own, so links in different groups are separated from the start.
+Only when those groups pass does the full path screen run.
+
 What a threshold means here. The category's threshold is written for its workload, a group of
 nodes, so it judges only the multi-node rounds. A single-node screen is judged against its peers:
 a run that measured a bandwidth fails below ``PEER_PASS`` of the median of its screen, and counts
@@ -76,6 +82,12 @@ class _State:
     pending: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: for link-search rounds: group name -> (search index, role)
     roles: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    #: 0: no path screened yet; 1: the prior's failed groups screened; 2: the full path screen run
+    path_phase: int = 0
+    #: the links the last re-check screens were planned for, and how many re-check rounds have run
+    recheck_links: tuple[tuple[str, str], ...] = ()
+    recheck: int = 0
+    rechecks_run: int = 0
 
 
 def _halves(nodes: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -199,6 +211,33 @@ def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
     return trial, blamed, unresolved
 
 
+def _underexposed(state: _State) -> list[str]:
+    """Prior suspects, never failed alone, with fewer single-node runs than the prior asks for."""
+    prior = state.options.prior
+    if prior is None:
+        return []
+    return [n for n in prior.suspects(state.nodes) if not state.fails.get(n, 0) and state.tests.get(n, 0) < prior.exposures]
+
+
+def _prior_path_screen(state: _State) -> tuple[_State, Round] | None:
+    """The prior's failed multi-node groups, restricted to this run's nodes, as the first path screen."""
+    prior = state.options.prior
+    if prior is None or state.path_phase:
+        return None
+    members, used = set(state.nodes), set[str]()
+    groups: list[RoundGroup] = []
+    for group in prior.groups:
+        nodes = tuple(sorted({n for n in group.nodes if n in members} - used))
+        if group.passed or len(nodes) < 2:
+            continue
+        used.update(nodes)
+        groups.append(RoundGroup(f"prior-{len(groups)}", nodes))
+    if not groups:
+        return None
+    message = f"Screening the paths of the failed run's {len(groups)} failed group(s)"
+    return _emit(replace(state, path_phase=1), "path-screen", groups, message)
+
+
 def _finish_nodes(state: _State) -> tuple[_State, Round | Diagnosis]:
     """After local evidence is settled: blame, or go on to the paths, or screen again."""
     if state.blamed:
@@ -211,22 +250,25 @@ def _finish_nodes(state: _State) -> tuple[_State, Round | Diagnosis]:
             healthy_nodes=tuple(n for n in state.nodes if n not in state.blamed and n not in state.unresolved),
             unresolved=state.unresolved,
         )
-    return _path_screen(state)
+    return _prior_path_screen(state) or _path_screen(state)
 
 
 def _path_screen(state: _State) -> tuple[_State, Round]:
     size = max(state.options.max_group_size, 2)
     order = state.order
     groups = [RoundGroup(f"path-{i}", tuple(sorted(order[s : s + size]))) for i, s in enumerate(range(0, len(order), size))]
+    state = replace(state, path_phase=2)
     return _emit(state, "path-screen", groups, f"Screening the paths between {len(order)} nodes in {len(groups)} group(s)")
 
 
 def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
+    if state.path_phase == 1 and not state.links:
+        return _path_screen(state)  # the failed run's groups hold no link: screen every path
     if state.cycle < state.options.screen_cycles:
         state = replace(state, cycle=state.cycle + 1)
         return _local_round(state, state.nodes, "local-screen", f"Screening cycle {state.cycle}")
     if state.links:
-        return _links_found(state)
+        return _after_links(state)
     return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes, unresolved=state.unresolved)
 
 
@@ -238,6 +280,34 @@ def _threshold_unmet(state: _State) -> tuple[_State, Diagnosis]:
         "no node is blamed"
     )
     return state, Diagnosis(True, message, healthy_nodes=state.nodes, unresolved=state.unresolved, threshold_unmet=True)
+
+
+#: re-check rounds a run may spend looking for further links once some are named
+_MAX_RECHECKS = 8
+
+
+def _after_links(state: _State) -> tuple[_State, Round | Diagnosis]:
+    """Once links are named, screen the paths again with one end of every named link left out.
+
+    A search that found one link stops at it; another link whose ends the search split is never
+    searched again. Two re-check rounds (all nodes but the first ends, then all but the second
+    ends) hold no named link, so a failure there is a further link, searched as before.
+    """
+    if state.recheck_links != state.links:
+        state = replace(state, recheck_links=state.links, recheck=0)
+    while state.recheck < 2 and state.rechecks_run < _MAX_RECHECKS:
+        side = state.recheck
+        left_out = {link[1 - side] for link in state.links}
+        nodes = tuple(n for n in state.order if n not in left_out)
+        state = replace(state, recheck=side + 1)
+        if len(nodes) < 2:
+            continue
+        size = max(state.options.max_group_size, 2)
+        groups = [RoundGroup(f"recheck-{i}", tuple(sorted(nodes[s : s + size]))) for i, s in enumerate(range(0, len(nodes), size))]
+        state = replace(state, rechecks_run=state.rechecks_run + 1)
+        message = f"Re-screening the paths of {len(nodes)} nodes without one end of each of {len(state.links)} named link(s)"
+        return _emit(state, "path-screen", groups, message)
+    return _links_found(state)
 
 
 def _links_found(state: _State) -> tuple[_State, Diagnosis]:
@@ -345,6 +415,9 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         state = replace(state, blamed=tuple(sorted({*state.blamed, *blamed})), unresolved=tuple(sorted({*state.unresolved, *unresolved})))
         if trial:
             return _local_round(state, trial, "confirm", f"Re-running {len(trial)} node(s) that failed on their own")
+        exposed = _underexposed(state)
+        if exposed:
+            return _local_round(state, exposed, "confirm", f"Re-running {len(exposed)} node(s) of the failed run's groups alone")
         return _finish_nodes(state)
 
     if state.stage == "path-screen":
@@ -378,7 +451,7 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         if state.candidates:
             return _confirm_links(state)
         if state.links:
-            return _links_found(state)
+            return _after_links(state)
         return _clean_bill(state)
 
     raise ValueError(f"unknown diagnose stage {state.stage!r}")

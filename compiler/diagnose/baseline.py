@@ -160,117 +160,146 @@ def _after_bisection_or_probes(state: _State) -> tuple[_State, Round | Diagnosis
     return _confirm(state)
 
 
-def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Round | Diagnosis]:
-    """Fold a round's results into the state and plan the next round, or conclude."""
-    outcome = _results(state, results)
-    stage = state.stage
-
-    if stage in ("intra-screening", "intra-screening-no-nvl"):
-        healthy, suspects, no_nvl, failed_domains = (
-            list(state.healthy),
-            list(state.suspects),
-            list(state.no_nvl_suspects),
-            list(state.failed_domains),
-        )
-        for name, nodes, domain in state.pending:
-            if outcome[name]:
-                if stage == "intra-screening":
-                    healthy.extend(nodes)
-            else:
-                suspects.extend(nodes)
-                failed_domains.append(domain)
-                if stage == "intra-screening-no-nvl":
-                    no_nvl.extend(nodes)
-                    healthy = list(_minus(healthy, nodes))
-        state = replace(
-            state,
-            healthy=_sorted(healthy),
-            suspects=_sorted(suspects),
-            no_nvl_suspects=_sorted(no_nvl),
-            failed_domains=tuple(dict.fromkeys(failed_domains)),
-            pending=(),
-        )
-        if stage == "intra-screening" and state.options.mnnvl:
-            groups = [(f"screen-no-nvl-{domain}", members, domain, True) for domain, members in state.domains]
-            return _round(state, "intra-screening-no-nvl", groups, "Re-screening with multi-node NVLink off")
-        failed = [members for domain, members in state.domains if domain in state.failed_domains]
-        reps = [next(n for n in members if n in state.healthy) for _, members in state.domains if any(n in state.healthy for n in members)]
-        if len(reps) < 2:
-            if not state.suspects:
-                return state, Diagnosis(False, "All domains healthy, no faults detected", healthy_nodes=state.healthy)
-            state = replace(state, to_split=tuple(_sorted(m) for m in failed))
-            return _bisect_round(state)
-        state = replace(state, to_split=tuple(_sorted(m) for m in failed))
-        return _round(
-            state,
-            "inter-screening",
-            [("inter-domain", _sorted(reps), "inter", False)],
-            f"Screening {len(reps)} domain representatives together",
-        )
-
-    if stage == "inter-screening":
-        ((name, nodes, _),) = state.pending
-        to_split = list(state.to_split)
-        suspects = list(state.suspects)
-        if not outcome[name]:
-            to_split.append(nodes)
+def _after_screening(state: _State, outcome: Mapping[str, bool], stage: str) -> tuple[_State, Round | Diagnosis]:
+    """The intra-domain screens (with or without multi-node NVLink) are in: re-screen, bisect or go on."""
+    healthy, suspects, no_nvl, failed_domains = (
+        list(state.healthy),
+        list(state.suspects),
+        list(state.no_nvl_suspects),
+        list(state.failed_domains),
+    )
+    for name, nodes, domain in state.pending:
+        if outcome[name]:
+            if stage == "intra-screening":
+                healthy.extend(nodes)
+        else:
             suspects.extend(nodes)
-        state = replace(state, to_split=tuple(to_split), suspects=_sorted(suspects), pending=())
-        if not state.to_split:
-            return state, Diagnosis(False, "All screening passed, no faults detected", healthy_nodes=state.healthy)
+            failed_domains.append(domain)
+            if stage == "intra-screening-no-nvl":
+                no_nvl.extend(nodes)
+                healthy = list(_minus(healthy, nodes))
+    state = replace(
+        state,
+        healthy=_sorted(healthy),
+        suspects=_sorted(suspects),
+        no_nvl_suspects=_sorted(no_nvl),
+        failed_domains=tuple(dict.fromkeys(failed_domains)),
+        pending=(),
+    )
+    if stage == "intra-screening" and state.options.mnnvl:
+        groups = [(f"screen-no-nvl-{domain}", members, domain, True) for domain, members in state.domains]
+        return _round(state, "intra-screening-no-nvl", groups, "Re-screening with multi-node NVLink off")
+    failed = [members for domain, members in state.domains if domain in state.failed_domains]
+    reps = [next(n for n in members if n in state.healthy) for _, members in state.domains if any(n in state.healthy for n in members)]
+    if len(reps) < 2:
+        if not state.suspects:
+            return state, Diagnosis(False, "All domains healthy, no faults detected", healthy_nodes=state.healthy)
+        state = replace(state, to_split=tuple(_sorted(m) for m in failed))
         return _bisect_round(state)
+    state = replace(state, to_split=tuple(_sorted(m) for m in failed))
+    return _round(
+        state,
+        "inter-screening",
+        [("inter-domain", _sorted(reps), "inter", False)],
+        f"Screening {len(reps)} domain representatives together",
+    )
 
-    if stage == "bisection":
-        healthy, suspects, to_split = list(state.healthy), list(state.suspects), list(state.to_split)
-        probes = list(state.probes)
-        siblings: dict[str, list[tuple[str, tuple[str, ...], bool]]] = {}
-        for name, nodes, key in state.pending:
-            siblings.setdefault(key, []).append((name, nodes, outcome[name]))
-        for key, members in siblings.items():
-            if key.startswith("pair-") and len(members) == 2 and all(passed for _, _, passed in members):
-                a, b = members[0][1], members[1][1]
-                healthy = list(_minus(healthy, (*a, *b)))
-                probes.append(_Probe(a, b))
-                continue
-            for _, nodes, passed in members:
-                if passed:
-                    healthy.extend(nodes)
-                    suspects = list(_minus(suspects, nodes))
-                elif len(nodes) <= state.options.min_group_size:
-                    suspects.extend(nodes)
-                else:
-                    to_split.append(nodes)
-        state = replace(
-            state, healthy=_sorted(healthy), suspects=_sorted(suspects), to_split=tuple(to_split), probes=tuple(probes), pending=()
-        )
-        return _after_bisection_or_probes(state)
 
-    if stage == "cross-boundary":
-        healthy, faults, probes = list(state.healthy), list(state.faults), []
-        for i, probe in enumerate(state.probes):
-            mix0 = outcome.get(f"cross-{i}-mix0", True)
-            mix1 = outcome.get(f"cross-{i}-mix1", True)
-            a, b = probe.side_a, probe.side_b
-            if mix0 and mix1:
-                healthy.extend((*a, *b))
-                continue
-            if not mix0 and not mix1:
-                faults.append(InfrastructureFault(a, b, "cross-boundary"))
-                continue
-            cut_a, cut_b = max(len(a) // 2, 1), max(len(b) // 2, 1)
-            na, nb = (a[:cut_a], b[:cut_b]) if not mix0 else (a[cut_a:], b[cut_b:])
-            nxt = _Probe(tuple(na), tuple(nb), probe.probe_round + 1)
-            if nxt.probe_round > _MAX_PROBE_ROUNDS or (len(na) <= 2 and len(nb) <= 2):
-                faults.append(InfrastructureFault(nxt.side_a, nxt.side_b, "cross-boundary"))
+def _after_inter_screening(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+    """The domain representatives ran together: conclude healthy, or bisect what failed."""
+    ((name, nodes, _),) = state.pending
+    to_split = list(state.to_split)
+    suspects = list(state.suspects)
+    if not outcome[name]:
+        to_split.append(nodes)
+        suspects.extend(nodes)
+    state = replace(state, to_split=tuple(to_split), suspects=_sorted(suspects), pending=())
+    if not state.to_split:
+        return state, Diagnosis(False, "All screening passed, no faults detected", healthy_nodes=state.healthy)
+    return _bisect_round(state)
+
+
+def _after_bisection(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+    """A bisection round is in: split further, probe across the halves, or confirm."""
+    healthy, suspects, to_split = list(state.healthy), list(state.suspects), list(state.to_split)
+    probes = list(state.probes)
+    siblings: dict[str, list[tuple[str, tuple[str, ...], bool]]] = {}
+    for name, nodes, key in state.pending:
+        siblings.setdefault(key, []).append((name, nodes, outcome[name]))
+    for key, members in siblings.items():
+        if key.startswith("pair-") and len(members) == 2 and all(passed for _, _, passed in members):
+            a, b = members[0][1], members[1][1]
+            healthy = list(_minus(healthy, (*a, *b)))
+            probes.append(_Probe(a, b))
+            continue
+        for _, nodes, passed in members:
+            if passed:
+                healthy.extend(nodes)
+                suspects = list(_minus(suspects, nodes))
+            elif len(nodes) <= state.options.min_group_size:
+                suspects.extend(nodes)
             else:
-                probes.append(nxt)
-        state = replace(state, healthy=_sorted(healthy), faults=tuple(faults), probes=tuple(probes), pending=())
-        if state.probes:
-            return _after_bisection_or_probes(state)
-        if state.to_split:
-            return _bisect_round(state)
-        if state.suspects and _minus(state.suspects, state.healthy):
-            return _confirm(state)
+                to_split.append(nodes)
+    state = replace(state, healthy=_sorted(healthy), suspects=_sorted(suspects), to_split=tuple(to_split), probes=tuple(probes), pending=())
+    return _after_bisection_or_probes(state)
+
+
+def _after_cross_boundary(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+    """The cross-boundary probes are in: bisect again, confirm, or conclude."""
+    healthy, faults, probes = list(state.healthy), list(state.faults), []
+    for i, probe in enumerate(state.probes):
+        mix0 = outcome.get(f"cross-{i}-mix0", True)
+        mix1 = outcome.get(f"cross-{i}-mix1", True)
+        a, b = probe.side_a, probe.side_b
+        if mix0 and mix1:
+            healthy.extend((*a, *b))
+            continue
+        if not mix0 and not mix1:
+            faults.append(InfrastructureFault(a, b, "cross-boundary"))
+            continue
+        cut_a, cut_b = max(len(a) // 2, 1), max(len(b) // 2, 1)
+        na, nb = (a[:cut_a], b[:cut_b]) if not mix0 else (a[cut_a:], b[cut_b:])
+        nxt = _Probe(tuple(na), tuple(nb), probe.probe_round + 1)
+        if nxt.probe_round > _MAX_PROBE_ROUNDS or (len(na) <= 2 and len(nb) <= 2):
+            faults.append(InfrastructureFault(nxt.side_a, nxt.side_b, "cross-boundary"))
+        else:
+            probes.append(nxt)
+    state = replace(state, healthy=_sorted(healthy), faults=tuple(faults), probes=tuple(probes), pending=())
+    if state.probes:
+        return _after_bisection_or_probes(state)
+    if state.to_split:
+        return _bisect_round(state)
+    if state.suspects and _minus(state.suspects, state.healthy):
+        return _confirm(state)
+    if state.faults:
+        return state, Diagnosis(
+            True,
+            f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+            infrastructure_faults=state.faults,
+            healthy_nodes=state.healthy,
+        )
+    return state, Diagnosis(False, "Cross-boundary probing complete: no faults confirmed", healthy_nodes=state.healthy)
+
+
+def _after_confirmation(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+    """The suspects ran beside healthy references: blame, confirm the rest, or clear them."""
+    healthy, confirmed = list(state.healthy), list(state.confirmed)
+    for name, _nodes, suspect in state.pending:
+        if outcome[name]:
+            healthy.append(suspect)
+        else:
+            confirmed.append(suspect)
+    tried = {suspect for _, _, suspect in state.pending}
+    state = replace(
+        state,
+        healthy=_sorted(healthy),
+        confirmed=_sorted(confirmed),
+        suspects=tuple(s for s in state.suspects if s not in tried),
+        pending=(),
+    )
+    if _minus(state.suspects, state.healthy):
+        return _confirm(state)
+    if not state.confirmed:
         if state.faults:
             return state, Diagnosis(
                 True,
@@ -278,43 +307,31 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
                 infrastructure_faults=state.faults,
                 healthy_nodes=state.healthy,
             )
-        return state, Diagnosis(False, "Cross-boundary probing complete: no faults confirmed", healthy_nodes=state.healthy)
+        return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
+    message = f"Diagnosis complete: {len(state.confirmed)} faulty nodes confirmed"
+    return state, Diagnosis(
+        True,
+        message,
+        faulty_nodes={n: message for n in state.confirmed},
+        infrastructure_faults=state.faults,
+        healthy_nodes=state.healthy,
+    )
 
+
+def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Round | Diagnosis]:
+    """Fold a round's results into the state and plan the next round, or conclude."""
+    outcome = _results(state, results)
+    stage = state.stage
+    if stage in ("intra-screening", "intra-screening-no-nvl"):
+        return _after_screening(state, outcome, stage)
+    if stage == "inter-screening":
+        return _after_inter_screening(state, outcome)
+    if stage == "bisection":
+        return _after_bisection(state, outcome)
+    if stage == "cross-boundary":
+        return _after_cross_boundary(state, outcome)
     if stage == "confirmation":
-        healthy, confirmed = list(state.healthy), list(state.confirmed)
-        for name, _nodes, suspect in state.pending:
-            if outcome[name]:
-                healthy.append(suspect)
-            else:
-                confirmed.append(suspect)
-        tried = {suspect for _, _, suspect in state.pending}
-        state = replace(
-            state,
-            healthy=_sorted(healthy),
-            confirmed=_sorted(confirmed),
-            suspects=tuple(s for s in state.suspects if s not in tried),
-            pending=(),
-        )
-        if _minus(state.suspects, state.healthy):
-            return _confirm(state)
-        if not state.confirmed:
-            if state.faults:
-                return state, Diagnosis(
-                    True,
-                    f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                    infrastructure_faults=state.faults,
-                    healthy_nodes=state.healthy,
-                )
-            return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
-        message = f"Diagnosis complete: {len(state.confirmed)} faulty nodes confirmed"
-        return state, Diagnosis(
-            True,
-            message,
-            faulty_nodes={n: message for n in state.confirmed},
-            infrastructure_faults=state.faults,
-            healthy_nodes=state.healthy,
-        )
-
+        return _after_confirmation(state, outcome)
     raise ValueError(f"unknown diagnose stage {stage!r}")
 
 

@@ -12,9 +12,37 @@ __all__ = [
     "InfrastructureFault",
     "Options",
     "Planner",
+    "Prior",
+    "PriorGroup",
     "Round",
     "RoundGroup",
 ]
+
+
+@dataclass(frozen=True)
+class PriorGroup:
+    """One group of the run that led to the diagnose, and whether it passed."""
+
+    nodes: tuple[str, ...]
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the failed run before the diagnose already showed: its groups and their verdicts.
+
+    A pure, serialisable input: the same prior always plans the same rounds. Nodes of failed groups
+    are suspects; the adaptive planner gives them ``exposures`` single-node runs in all (a flaky
+    node needs several chances to show) and screens the failed groups' paths first.
+    """
+
+    groups: tuple[PriorGroup, ...] = ()
+    exposures: int = 6
+
+    def suspects(self, nodes: Sequence[str]) -> tuple[str, ...]:
+        """Nodes of ``nodes`` that were in a failed group, in order."""
+        failed = {n for g in self.groups if not g.passed for n in g.nodes}
+        return tuple(n for n in nodes if n in failed)
 
 
 @dataclass(frozen=True)
@@ -36,6 +64,8 @@ class Options:
     expect_fault: bool = False
     #: the largest group the workload runs (the path screen and link search never exceed it)
     max_group_size: int = 4096
+    #: the failed run of the same Workflow that led to this diagnose, when there was one
+    prior: Prior | None = None
 
 
 @dataclass(frozen=True)
