@@ -15,6 +15,7 @@ from .diagnostics import CompileError, Diagnostic, attributed, error
 from .overlays import OverlaySet, load_overlays
 from .pipeline import run_passes
 from .unit import ClusterView, Context, GangSpec, Unit
+from .vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
 
 __all__ = ["Rendered", "render_certification", "cluster_view", "gang_spec", "validate_kind", "decide_cluster", "dedupe"]
 
@@ -51,6 +52,13 @@ def cluster_view(detection: Any, facts: Any = None) -> ClusterView:
         provenance={name: dict(value) for name, value in sorted(detection.provenance.items())},
         extras=dict(detection.extras),
     )
+
+
+def passed_on_annotations(document: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The Certification annotations its diagnose Workflows carry on: the planner and the prior."""
+    annotations = (document.get("metadata") or {}).get("annotations") or {}
+    keys = (ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR)
+    return tuple((key, annotations[key]) for key in keys if isinstance(annotations.get(key), str))
 
 
 def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], list[Diagnostic]]:
@@ -107,6 +115,7 @@ def render_certification(
     overlays = overlays or load_overlays()
     spec = document["spec"]
     name = document["metadata"]["name"]
+    diagnose_annotations = passed_on_annotations(document)
 
     categories = spec.get("categories") or []
     unknown = [
@@ -143,6 +152,7 @@ def render_certification(
             gang=gang,
             catalog=catalog,
             overlays=overlays,
+            diagnose_annotations=diagnose_annotations,
         )
         unit, found = run_passes(Unit(category=category), ctx, check_purity=check_purity)
         diagnostics.extend(found)

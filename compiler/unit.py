@@ -94,6 +94,8 @@ class Context:
     catalog: Any = None
     #: the loaded overlay set (``nvcre.compiler.overlays.OverlaySet``)
     overlays: Any = None
+    #: annotations of the source a diagnose Workflow carries on (the planner and the prior)
+    diagnose_annotations: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

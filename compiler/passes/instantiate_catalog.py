@@ -94,5 +94,8 @@ def instantiate_catalog(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic
     requested_scale = (unit.category.get("options") or {}).get("testScale") or ctx.spec.get("testScale")
     if requested_scale:
         metadata["annotations"] = {ANNOTATION_REQUESTED_TEST_SCALE: requested_scale}
+    if requested_scale == "diagnose" and ctx.diagnose_annotations:
+        # the planner and the failed run's groups, as the user set them on the Certification
+        metadata["annotations"].update(dict(ctx.diagnose_annotations))
     workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
     return replace(unit, workflow=workflow).with_provenance({"decision": "catalogEntry", "value": entry.key}), []
