@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,7 +31,7 @@ from typing import Any, Protocol
 
 from .accounting import RequestCounter, classify
 from .errors import ApiError, ApiNotServed, Conflict, NotFound, error_for
-from .resources import EVENTS, WELL_KNOWN, Resource, split_api_version
+from .resources import EVENTS_V1, WELL_KNOWN, Resource, split_api_version
 
 __all__ = [
     "FIELD_MANAGER",
@@ -45,6 +47,10 @@ __all__ = [
 FIELD_MANAGER = "nvcre-controller"
 _STATUS_RETRIES = 8
 EVENT_NOTE_LIMIT = 1024
+#: the events.k8s.io/v1 bound on an Event's action, reason and reporting instance
+EVENT_FIELD_LIMIT = 128
+#: what the controller was doing when it wrote an Event (events.k8s.io/v1 requires one)
+EVENT_ACTION = "Reconcile"
 _TRUNCATED = "... [truncated]"
 
 #: Called with a deep copy of the live status (``{}`` when absent); returns the new status,
@@ -146,8 +152,16 @@ def object_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     return ref
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _event_name(regarding: str) -> str:
+    """``<object>.<nanoseconds><random>`` in hex, as the events API wants a DNS subdomain (no
+    ``generateName`` ending in a dot): unique per emission, the object's name first."""
+    suffix = f"{time.time_ns():x}{secrets.token_hex(2)}"
+    return f"{regarding[: 253 - len(suffix) - 1]}.{suffix}"
+
+
+def _micro_now() -> str:
+    """Now as the API's MicroTime (an Event's ``eventTime``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _cap_note(message: str) -> str:
@@ -470,24 +484,23 @@ class ApiServerClient:
         return True
 
     def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None:
+        # An events.k8s.io/v1 Event, as NVCRE's recorder writes them: ``kubectl describe`` and
+        # core/v1 readers see the same object (regarding -> involvedObject, note -> message).
         ref = object_ref(involved)
         namespace = str(ref.get("namespace") or "default")
-        now = _now()
-        event = {
-            "metadata": {"generateName": f"{ref.get('name', 'object')}.", "namespace": namespace},
-            "involvedObject": ref,
-            "reason": reason,
-            "message": _cap_note(message),
+        event = {  # the endpoint names the type: no apiVersion or kind in the body
+            "metadata": {"name": _event_name(str(ref.get("name") or "object")), "namespace": namespace},
+            "eventTime": _micro_now(),
+            "reportingController": component,
+            "reportingInstance": (self.instance or component)[:EVENT_FIELD_LIMIT],
+            "action": EVENT_ACTION,
+            "reason": reason[:EVENT_FIELD_LIMIT],
+            "regarding": ref,
+            "note": _cap_note(message),
             "type": type,
-            "source": {"component": component},
-            "reportingComponent": component,
-            "reportingInstance": self.instance or component,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
         }
         try:
-            self._json("POST", EVENTS.path(namespace), body=event)
+            self._json("POST", EVENTS_V1.path(namespace), body=event)
         except ApiError:
             # An Event is a courtesy to the reader; losing one must never fail a reconcile.
             pass

@@ -16,6 +16,7 @@ __all__ = [
     "CERTIFICATIONS",
     "CONFIGMAPS",
     "EVENTS",
+    "EVENTS_V1",
     "GOODPUT_MEASUREMENTS",
     "JOBS",
     "JOBSETS",
@@ -91,6 +92,8 @@ PODS = Resource("", "v1", "pods", "Pod")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 EVENTS = Resource("", "v1", "events", "Event")
+#: the Events API the controller writes through; the same objects read back as core/v1 ``EVENTS``
+EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
 PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)

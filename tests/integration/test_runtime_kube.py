@@ -233,3 +233,22 @@ def test_a_standby_controller_starts_reconciling_when_the_leader_dies(kube, name
     finally:
         first.stop()
         second.stop()
+
+
+def test_an_event_goes_through_the_events_api_and_reads_back_as_core_v1(kube, namespace):
+    from nvcre.runtime.kube.resources import EVENTS, EVENTS_V1
+
+    kube.apply(_configmap(namespace, "watched"))
+    watched = kube.get(CONFIGMAPS, "watched", namespace)
+    kube.emit_event(watched, type="Warning", reason="Probe", message="é" * 2000, component="nvcre-controller")
+    # a cluster-scoped object with the longest name a Node may have: the Event lands in default
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n" * 253, "uid": unique("uid")}}
+    kube.emit_event(node, type="Normal", reason="NodeProbe", message="hello", component="nvcre-controller")
+
+    (written,) = [e for e in kube.list(EVENTS_V1, namespace).items if e.get("reason") == "Probe"]
+    assert written["reportingController"] == "nvcre-controller" and written["action"] == "Reconcile"
+    assert written["regarding"]["name"] == "watched" and written["type"] == "Warning"
+    assert len(written["note"].encode("utf-8")) <= 1024 and written["note"].endswith("[truncated]")
+    (legacy,) = [e for e in kube.list(EVENTS, namespace).items if e.get("reason") == "Probe"]
+    assert legacy["involvedObject"]["uid"] == watched["metadata"]["uid"] and legacy["message"] == written["note"]
+    assert [e["regarding"]["kind"] for e in kube.list(EVENTS_V1, "default").items if e.get("reason") == "NodeProbe"] == ["Node"]

@@ -28,6 +28,7 @@ from nvcre.runtime.metrics import ControllerMetrics
         ("PATCH", "/apis/nvcre.nvidia.com/v1alpha1/namespaces/ns/jobs/j1", (), "application/merge-patch+json", ("patch", "jobs")),
         ("PATCH", "/api/v1/namespaces/ns/configmaps/c", (), "application/apply-patch+yaml", ("apply", "configmaps")),
         ("POST", "/api/v1/namespaces/ns/events", (), "application/json", ("create", "events")),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/ns/events", (), "application/json", ("create", "events")),
         ("DELETE", "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ns/trainjobs/t", (), "", ("delete", "trainjobs")),
         ("GET", "/apis/nvcre.nvidia.com/v1alpha1", (), "", ("get", "discovery")),
         ("GET", "/api/v1/namespaces", (), "", ("list", "namespaces")),
