@@ -110,6 +110,8 @@ def _check(case: Case) -> Diagnosis:
     return diagnosis
 
 
+# About 5 s: 10,000 outcome sequences, each replayed; the full lane (make test) runs it.
+@pytest.mark.slow
 def test_every_outcome_sequence_ends_in_a_diagnosis_that_replays() -> None:
     for seed in range(SEQUENCES):
         _check(_case(seed))
