@@ -117,16 +117,21 @@ def _probe_groups(state: _State) -> list[tuple[str, tuple[str, ...], str, bool]]
     return groups
 
 
+def _faults_found(state: _State) -> Diagnosis:
+    """The ending when no node is left to confirm but infrastructure faults were found."""
+    return Diagnosis(
+        True,
+        f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
+        infrastructure_faults=state.faults,
+        healthy_nodes=state.healthy,
+    )
+
+
 def _confirm(state: _State) -> tuple[_State, Round | Diagnosis]:
     suspects = _minus(state.suspects, state.healthy)
     if not suspects:
         if state.faults:
-            return state, Diagnosis(
-                True,
-                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                infrastructure_faults=state.faults,
-                healthy_nodes=state.healthy,
-            )
+            return state, _faults_found(state)
         return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
     if not state.healthy:
         message = f"No healthy reference node; {len(suspects)} suspects marked failed"
@@ -150,12 +155,7 @@ def _after_bisection_or_probes(state: _State) -> tuple[_State, Round | Diagnosis
         return _bisect_round(state)
     if not state.suspects:
         if state.faults:
-            return state, Diagnosis(
-                True,
-                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                infrastructure_faults=state.faults,
-                healthy_nodes=state.healthy,
-            )
+            return state, _faults_found(state)
         return state, Diagnosis(False, "Bisection complete: all groups passed", healthy_nodes=state.healthy)
     return _confirm(state)
 
@@ -272,12 +272,7 @@ def _after_cross_boundary(state: _State, outcome: Mapping[str, bool]) -> tuple[_
     if state.suspects and _minus(state.suspects, state.healthy):
         return _confirm(state)
     if state.faults:
-        return state, Diagnosis(
-            True,
-            f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-            infrastructure_faults=state.faults,
-            healthy_nodes=state.healthy,
-        )
+        return state, _faults_found(state)
     return state, Diagnosis(False, "Cross-boundary probing complete: no faults confirmed", healthy_nodes=state.healthy)
 
 
@@ -301,12 +296,7 @@ def _after_confirmation(state: _State, outcome: Mapping[str, bool]) -> tuple[_St
         return _confirm(state)
     if not state.confirmed:
         if state.faults:
-            return state, Diagnosis(
-                True,
-                f"Diagnosis complete: {len(state.faults)} infrastructure faults detected",
-                infrastructure_faults=state.faults,
-                healthy_nodes=state.healthy,
-            )
+            return state, _faults_found(state)
         return state, Diagnosis(False, "All suspects cleared, no faults confirmed", healthy_nodes=state.healthy)
     message = f"Diagnosis complete: {len(state.confirmed)} faulty nodes confirmed"
     return state, Diagnosis(
