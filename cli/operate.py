@@ -1,10 +1,11 @@
-"""``nvcrectl certification run | report | status | delete``: the operator's day on a live cluster.
+"""``nvcrectl certification run | report | status | delete | diagnose``: the operator's day on a live cluster.
 
 ``run`` composes (or reads) a Certification, optionally installs the controller first
 (``--setup``), creates its namespace and the controller's access there, submits it and, with
 ``--wait``, shows progress on stderr until it ends, then prints the report. ``--cleanup`` then
 deletes what the run made (the run object, a namespace it created, with ``--setup`` the install),
-on every way out. ``report`` prints the same report later. Exit codes: 0 PASSED, 1 FAILED (or
+on every way out. ``report`` prints the same report later; ``diagnose`` prints the Certification
+that diagnoses a failed category, starting from the groups that failed. Exit codes: 0 PASSED, 1 FAILED (or
 still running for ``report``), 2 invalid input, 3 the wait timed out, 130 interrupted. Ctrl-C
 stops waiting and, without ``--cleanup``, never deletes the run; with ``--setup`` or
 ``--cleanup`` SIGTERM is handled the same way, so the cleanup still runs.
@@ -32,11 +33,12 @@ JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write th
 
 
 def register(app: typer.Typer) -> None:
-    """Mount ``run``, ``report``, ``status`` and ``delete`` on the ``certification`` group."""
+    """Mount ``run``, ``report``, ``status``, ``delete`` and ``diagnose`` on the ``certification`` group."""
     app.command("run")(run_command_for("Certification"))
     app.command("report")(report_command)
     app.command("status")(status_command)
     app.command("delete")(delete_command)
+    app.command("diagnose")(diagnose_command)
 
 
 @guarded
@@ -130,6 +132,33 @@ def delete_command(
     gone = delete_object(kube, "Certification", name, namespace, wait=wait, say=stderr_lines())
     if not gone:
         raise typer.Exit(EXIT_FAILURE)
+
+
+@guarded
+def diagnose_command(
+    name: Annotated[str, typer.Argument(help="The failed Certification.")],
+    namespace: NamespaceOption = "default",
+    category: Annotated[
+        str | None, typer.Option("--category", help="domain/variant of the failed category (needed when several failed).")
+    ] = None,
+    new_name: Annotated[str | None, typer.Option("--name", help="Name of the diagnose Certification (default <name>-diagnose).")] = None,
+    kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
+) -> None:
+    """Print the diagnose Certification that follows a failed category, its failed groups as the prior.
+
+    Apply it with ``kubectl apply -f -`` or save it for ``certification run --cert-file``."""
+    from nvcre.compiler.compose_diagnose import compose_diagnose
+    from nvcre.compiler.emit import dump_yaml
+    from nvcre.runtime.ops.collect import RunNotFound, collect_run
+
+    kube = common.kube_client(kubeconfig, context)
+    try:
+        got = collect_run(kube, "Certification", name, namespace)
+    except RunNotFound as exc:
+        raise run_not_found(kube, exc, "Certification", name, namespace) from None
+    document = compose_diagnose(got.run, got.workflows, category=category, name=new_name)
+    sys.stdout.write(dump_yaml(document))
 
 
 # ------------------------------------------------------------------ workloadrun
