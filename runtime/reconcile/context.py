@@ -15,14 +15,16 @@ from typing import Any
 
 from ..clock import Clock
 from ..job_metrics import JobEventSeries
+from ..judge.health import HealthCheck
 from ..kube.client import Kube
 from ..kube.errors import Conflict, NotFound
 from ..kube.informers import Store
+from ..kube.memo import HealthMemo
+from ..kube.recent import RecentWrites
 from ..kube.resources import Resource
 from ..measure.windows import DEFAULT_MAX_WINDOWS, DEFAULT_WINDOW_BYTES
 from . import conditions as cond
 from .access import NamespaceAccess
-from .recent import RecentWrites
 
 __all__ = ["SAFETY_NET_POLLS", "Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
 
@@ -95,6 +97,8 @@ class Context:
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
     access: NamespaceAccess = field(default_factory=NamespaceAccess)
     recent: RecentWrites = field(default_factory=RecentWrites)
+    #: node health verdicts of unchanged nodes, shared by every Job of this controller
+    health: HealthMemo[HealthCheck] = field(default_factory=HealthMemo)
     job_events: JobEventSeries = field(default_factory=JobEventSeries)
 
     def store(self, resource: Resource) -> Store:
@@ -102,7 +106,7 @@ class Context:
 
     def cached(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any] | None:
         """The cached object, or the one this process's status write returned while the cache
-        still shows the version that write replaced (see :mod:`.recent`)."""
+        still shows the version that write replaced (see :mod:`nvcre.runtime.kube.recent`)."""
         return self.recent.overlay(resource.plural, name, namespace, self.store(resource).get(name, namespace))
 
     def live(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any] | None:

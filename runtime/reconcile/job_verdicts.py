@@ -47,7 +47,7 @@ class JobVerdicts(JobTierBase):
         if not nodes:
             return  # no pod on a node yet: nothing to evaluate
         node_objs = {n: o for n in nodes if (o := ctx.cached(NODES, n, None)) is not None}
-        unhealthy = verdicts.unhealthy_nodes(expression, node_objs)
+        unhealthy = verdicts.unhealthy_nodes(expression, node_objs, self.ctx.health)
         namespace, name, workflow = namespace_of(job), name_of(job), workflow_label(job)
         ctx.job_events.health_checked(namespace, name, workflow, time.perf_counter() - began, len(node_objs))
         if not unhealthy:

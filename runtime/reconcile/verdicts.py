@@ -19,7 +19,7 @@ from ..judge import attribution, health, thresholds
 from ..kube.client import Kube
 from ..kube.errors import ApiError
 from . import conditions as cond
-from .health_memo import HealthMemo
+from ..kube.memo import HealthMemo
 
 __all__ = [
     "drain_anchor",
@@ -33,18 +33,19 @@ __all__ = [
 
 log = logging.getLogger("nvcre.runtime.reconcile.verdicts")
 
-#: verdicts of unchanged nodes, shared by every Job (a verdict depends on the node alone)
-_HEALTH_MEMO = HealthMemo()
 
-
-def unhealthy_nodes(expression: str, nodes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+def unhealthy_nodes(
+    expression: str, nodes: Mapping[str, Mapping[str, Any]], memo: HealthMemo[health.HealthCheck] | None = None
+) -> list[dict[str, str]]:
     """Failed-node entries for the ``nodes`` the monitor marks unhealthy, each with the detector's
     own message (a matching Node condition's message) when it has one; evaluation errors are
-    logged, never fatal."""
+    logged, never fatal. ``memo`` (the controller's, shared by every Job: a verdict depends on
+    the node alone) answers for nodes that did not change since they were last evaluated."""
     monitor = health.compile_monitor(expression)
     flagged: list[dict[str, str]] = []
     for name in sorted(nodes):
-        check = _HEALTH_MEMO.check(expression, nodes[name], monitor.check)
+        node = nodes[name]
+        check = memo.check(expression, node, monitor.check) if memo is not None else monitor.check(node)
         if check.error:
             log.warning("node health check failed to evaluate", extra={"node": name, "error": check.error})
         elif check.unhealthy:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre.runtime.judge.health import HealthCheck, compile_monitor
-from nvcre.runtime.reconcile.health_memo import HealthMemo
+from nvcre.runtime.kube.memo import HealthMemo
 
 EXPRESSION = "node.spec.unschedulable == true"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.runtime.reconcile.recent import RecentWrites
+from nvcre.runtime.kube.recent import RecentWrites
 
 
 class Ticking:

@@ -1,4 +1,6 @@
-"""Node health verdicts remembered by (expression, node name, node resourceVersion).
+"""Answers about a node remembered by (expression, node name, node resourceVersion).
+
+The Job tier keeps its node health verdicts here (``HealthMemo[HealthCheck]``).
 
 Every Job reconcile evaluates its monitor on the nodes its pods are bound to, and a Node event
 brings every Job on that node back; most of those evaluations see a node that has not changed
@@ -12,28 +14,27 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from ..judge.health import HealthCheck
+from typing import Any, Generic, TypeVar
 
 __all__ = ["HealthMemo"]
 
 _Key = tuple[str, str, str]
+V = TypeVar("V")
 
 
-class HealthMemo:
+class HealthMemo(Generic[V]):
     """At most ``size`` verdicts; thread-safe."""
 
     def __init__(self, size: int = 16384) -> None:
         self._size = size
-        self._items: OrderedDict[_Key, HealthCheck] = OrderedDict()
+        self._items: OrderedDict[_Key, V] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
 
-    def check(self, expression: str, node: Mapping[str, Any], evaluate: Callable[[Mapping[str, Any]], HealthCheck]) -> HealthCheck:
+    def check(self, expression: str, node: Mapping[str, Any], evaluate: Callable[[Mapping[str, Any]], V]) -> V:
         """``evaluate(node)``, or its remembered answer for this version of the node. A node
         without a resourceVersion is always evaluated."""
         meta = node.get("metadata") or {}
