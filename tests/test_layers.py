@@ -180,7 +180,7 @@ TIER_PARTS = {
         "certification": ("certification",),
         "workflow": ("workflow", "workflow_base", "workflow_launch", "workflow_groups", "workflow_verdict", "workflow_delete", "reclaim"),
         "job": ("job", "job_base", "job_create", "job_restart", "job_verdicts"),
-        "measurement": ("measurement",),
+        "measurement": ("measurement", "measurement_kinds"),
         "workloadrun": ("workloadrun",),
     }.items()
 }

@@ -40,13 +40,14 @@ from ..kube.resources import (
     PODS,
     Resource,
 )
-from ..measure import attempts, nccl, training
+from ..measure import nccl
 from ..measure.cursor import LogCursor, advance
 from ..measure.windows import LogWindows
 from ..measure.profile import PatternError
 from . import conditions as cond
 from .common import annotations_of, meta, name_of, namespace_of, uid_of
 from .context import SAFETY_NET_POLLS, Context, Result
+from .measurement_kinds import KINDS, MeasurementKind, transports
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 __all__ = ["MeasurementReconciler"]
@@ -56,10 +57,6 @@ log = logging.getLogger("nvcre.runtime.reconcile.measurement")
 JOB_UID_ANNOTATION = ANNOTATION_JOB_UID
 MEASURING = "Measuring"
 COMPLETE = "Complete"
-#: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as
-#: NVCRE merges them, within the CRD's bounds: at most 16 names of at most 63 characters
-MAX_TRANSPORTS = 16
-MAX_TRANSPORT_LENGTH = 63
 DEFAULT_SAMPLE_INTERVAL = 60.0
 #: provisional BandwidthMeasurement log reads per second, across every running measurement
 PROVISIONAL_READS_PER_SECOND = 5.0
@@ -67,11 +64,6 @@ PROVISIONAL_READS_PER_SECOND = 5.0
 IDLE_RESYNC_POLLS = SAFETY_NET_POLLS
 #: a provisional read goes back at most this far, however old its cursor (NVCRE's maxLogLookback)
 MAX_LOG_LOOKBACK_SECONDS = 1800.0
-
-
-def _transports(names: Any) -> list[str]:
-    """The network names to record, sorted, within the CRD's bounds."""
-    return sorted({str(t) for t in names if t and len(str(t)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
 
 
 @dataclass(frozen=True)
@@ -148,15 +140,16 @@ class MeasurementReconciler:
         return len(self._reading) / PROVISIONAL_READS_PER_SECOND
 
     def reconcile_bandwidth(self, namespace: str, name: str) -> Result:
-        return self._reconcile(BANDWIDTH_MEASUREMENTS, namespace, name)
+        return self._reconcile(KINDS[BANDWIDTH_MEASUREMENTS.plural], namespace, name)
 
     def reconcile_goodput(self, namespace: str, name: str) -> Result:
-        return self._reconcile(GOODPUT_MEASUREMENTS, namespace, name)
+        return self._reconcile(KINDS[GOODPUT_MEASUREMENTS.plural], namespace, name)
 
     # ------------------------------------------------------------------ shared flow
 
-    def _reconcile(self, resource: Resource, namespace: str, name: str) -> Result:
+    def _reconcile(self, kind: MeasurementKind, namespace: str, name: str) -> Result:
         ctx = self.ctx
+        resource = kind.resource
         measurement = ctx.read(resource, name, namespace)
         if measurement is None or meta(measurement).get("deletionTimestamp") or cond.is_true(measurement.get("status"), COMPLETE):
             self._forget((namespace, name))
@@ -169,17 +162,17 @@ class MeasurementReconciler:
             return Result()
         life = cond.lifecycle(job.get("status"))
         if life not in (cond.SUCCEEDED, cond.FAILED):
-            return self._sample_running(resource, measurement, job)
+            return self._sample_running(kind, measurement, job)
         profile = self._profile(measurement)
         if profile is None:
             ref = (measurement.get("spec") or {}).get("logProfileRef")
             message = f"LogProfile {ref} not found"
             self._measuring(resource, measurement, "False", "LogProfileNotFound", message, warn=True)
             return Result(ctx.settings.poll_interval)
-        text = self._read_log(job, profile, resource is GOODPUT_MEASUREMENTS, _attempt_start(measurement))
+        text = self._read_log(job, profile, kind.training_log, _attempt_start(measurement))
         completed_at = _job_terminal_time(job)
         if life == cond.FAILED:
-            fields = self._fields(resource, profile, text, completed_at, measurement) if text else {}
+            fields = self._fields(kind, profile, text, completed_at, measurement) if text else {}
             self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
             return Result()
         if text is None:
@@ -199,17 +192,12 @@ class MeasurementReconciler:
             self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
             return Result()
         try:
-            fields = self._fields(resource, profile, text, completed_at, measurement)
+            fields = self._fields(kind, profile, text, completed_at, measurement)
         except PatternError as exc:
             self._complete(resource, measurement, "NoDataCollected", f"LogProfile cannot parse the log: {exc}", completed_at, {})
             return Result()
         if not fields:
-            message = (
-                "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
-                if resource is BANDWIDTH_MEASUREMENTS
-                else "Job succeeded but no training step was parsed; check spec.logProfileRef"
-            )
-            self._complete(resource, measurement, "NoDataCollected", message, completed_at, {})
+            self._complete(resource, measurement, "NoDataCollected", kind.no_data, completed_at, {})
             return Result()
         self._complete(resource, measurement, "JobSucceeded", _final_read_message(text), completed_at, fields)
         return Result()
@@ -225,7 +213,7 @@ class MeasurementReconciler:
 
     # Long: the pass's pacing entry (``_sampled``) is read, advanced by what the read found and
     # read again for the requeue around one status write; split, that state would be handed around.
-    def _sample_running(self, resource: Resource, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
+    def _sample_running(self, kind: MeasurementKind, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
         """While the Job runs: every sampleInterval, read the log so far and record provisional
         numbers (the final read replaces them; thresholds never read them, stall detection
         reads the last step)."""
@@ -237,30 +225,23 @@ class MeasurementReconciler:
         # Between a checkpoint restart and the next workload there is no log to read.
         job_status = job.get("status") or {}
         has_workload = bool(job_status.get("workloadRef"))
-        if resource is GOODPUT_MEASUREMENTS and int(job_status.get("restartCount") or 0) > int(
-            (measurement.get("status") or {}).get("interruptionCount") or 0
-        ):
+        if kind.waits_for_restart(job_status, measurement):
             has_workload = False  # the restart is not folded into this measurement yet
         last, gap = self._sampled.get(key, (float("-inf"), interval))
         if has_workload and now - last >= gap:
             profile = self._profile(measurement)
-            training_log = resource is GOODPUT_MEASUREMENTS
-            pod = self._log_pod(job, profile, training_log, _attempt_start(measurement)) if profile is not None else None
+            pod = self._log_pod(job, profile, kind.training_log, _attempt_start(measurement)) if profile is not None else None
             # A pod that has not started has no log: reading it would only be refused.
             started = pod is not None and str((pod.get("status") or {}).get("phase") or "Pending") != "Pending"
             self._sampled[key] = (now, gap) if started else (float("-inf"), interval)
-            if started and resource is BANDWIDTH_MEASUREMENTS:
+            if started and kind.budgeted:
                 self._reading.add(key)
             if started and pod is not None and profile is not None:
                 try:
-                    if resource is BANDWIDTH_MEASUREMENTS:
-                        fields = self._sample_bandwidth(key, profile, pod)
-                    else:
-                        windows = self._log_windows(pod)
-                        fields = self._fields(resource, profile, windows, None, measurement) if windows else {}
+                    fields = self._sample(kind, key, profile, pod, measurement)
                 except PatternError:
                     fields = {}
-            if started and resource is BANDWIDTH_MEASUREMENTS:
+            if started and kind.budgeted:
                 # Provisional bandwidth rows only feed the gauges: while a sample adds nothing
                 # to what status holds, wait twice as long for the next one (at most 8x).
                 status = measurement.get("status") or {}
@@ -283,7 +264,7 @@ class MeasurementReconciler:
                     return new
             return cond.set_condition(new, MEASURING, "True", "JobRunning", message, stamp)
 
-        self.ctx.write_status(resource, measurement, mutate)
+        self.ctx.write_status(kind.resource, measurement, mutate)
         last, gap = self._sampled.get(key, (float("-inf"), interval))
         if last == float("-inf"):
             # Nothing to read yet (no workload, or its pod has not started): the Job's and the
@@ -292,6 +273,20 @@ class MeasurementReconciler:
         return Result(max(1.0, last + gap - now))
 
     # ------------------------------------------------------------------ reading
+
+    def _sample(
+        self,
+        kind: MeasurementKind,
+        key: tuple[str, str],
+        profile: Mapping[str, Any],
+        pod: Mapping[str, Any],
+        measurement: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """A provisional read: bandwidth from where its last read stopped, goodput the whole log."""
+        if kind.budgeted:
+            return self._sample_bandwidth(key, profile, pod)
+        windows = self._log_windows(pod)
+        return self._fields(kind, profile, windows, None, measurement) if windows else {}
 
     def _sample_bandwidth(self, key: tuple[str, str], profile: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any]:
         """A provisional read of only what the pod logged since the last one (``sinceTime``),
@@ -321,7 +316,7 @@ class MeasurementReconciler:
         if not tail.rows:
             return {}
         fields: dict[str, Any] = {"results": [row.to_status() for row in tail.rows]}
-        transport = _transports(tail.transports)
+        transport = transports(tail.transports)
         if transport:
             fields["transport"] = transport
         return fields
@@ -395,49 +390,13 @@ class MeasurementReconciler:
 
     def _fields(
         self,
-        resource: Resource,
+        kind: MeasurementKind,
         profile: Mapping[str, Any],
         text: str | Iterable[str],
         completed_at: str | None,
         measurement: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        spec = profile.get("spec") or {}
-        if resource is BANDWIDTH_MEASUREMENTS:
-            parsed = nccl.parse_bandwidth(text, spec)
-            if not parsed.results:
-                return {}
-            fields: dict[str, Any] = {"results": [row.to_status() for row in parsed.results]}
-            transport = _transports(parsed.transport)
-            if transport:
-                fields["transport"] = transport
-            return fields
-        parsed_training = training.parse_training(text, spec)
-        prior = attempts.PriorAttempts.from_json(annotations_of(measurement or {}).get(attempts.PRIOR_ANNOTATION))
-        if not attempts.has_steps(prior, parsed_training):
-            return {}
-        now = parse_time(completed_at) or self.ctx.clock.now()
-        goodput = attempts.combine(prior, training.calculate_goodput(parsed_training, now), parsed_training, now)
-        out: dict[str, Any] = dict(goodput.status_fields())
-        out["highestStep"] = goodput.highest_step
-        out["currentStep"] = parsed_training.steps[-1].iteration if parsed_training.steps else goodput.highest_step
-        out["lastCheckpointStep"] = goodput.last_checkpoint_step
-        last_checkpoint = parsed_training.last_checkpoint
-        if last_checkpoint is not None and last_checkpoint.timestamp is not None:
-            out["lastCheckpointTime"] = format_time(last_checkpoint.timestamp)
-        if prior.interruptions:
-            out["interruptionCount"] = prior.interruptions
-            out["priorWarmupTimeSec"] = f"{prior.warmup:.2f}"
-            out["priorNonWarmupTimeSec"] = f"{prior.non_warmup:.2f}"
-            # The new attempt ran (and logged its steps, if it had any left): the interruption is accounted for.
-            out["pendingInterruption"] = None
-        if parsed_training.log_interval:
-            out["logInterval"] = parsed_training.log_interval
-        if parsed_training.application_start is not None:
-            out["applicationStartTime"] = format_time(parsed_training.application_start)
-        last = parsed_training.steps[-1].timestamp if parsed_training.steps else None
-        if last is not None:
-            out["lastStepTimestamp"] = format_time(last)
-        return out
+        return kind.fields(profile.get("spec") or {}, text, completed_at, measurement or {}, lambda: self.ctx.clock.now())
 
     # ------------------------------------------------------------------ writing
 

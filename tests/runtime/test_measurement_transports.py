@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nvcre.runtime.reconcile.measurement import MAX_TRANSPORTS, _transports
+from nvcre.runtime.reconcile.measurement_kinds import MAX_TRANSPORTS
+from nvcre.runtime.reconcile.measurement_kinds import transports as _transports
 
 
 def test_every_network_name_is_kept_sorted_once():

@@ -9,6 +9,7 @@ from nvcre.runtime.clock import Clock
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler, trainjob_phase
+from nvcre.runtime.reconcile.measurement_kinds import KINDS
 from nvcre.runtime.reconcile.pods import blocked_pods, bound_nodes, job_pods, scheduler_message
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
 
@@ -111,7 +112,7 @@ def test_a_final_attempt_with_no_step_left_reports_the_runs_goodput() -> None:
     measurement = {"metadata": {"annotations": {PRIOR_ANNOTATION: prior.to_json()}}}
     reconciler = MeasurementReconciler.__new__(MeasurementReconciler)  # _fields needs no context with a completion time
     log = "[after Megatron is loaded] loading checkpoint from /mnt/workspace/checkpoints at iteration 200\n"
-    fields = reconciler._fields(GOODPUT_MEASUREMENTS, profile, log, rfc3339(start + timedelta(seconds=110)), measurement)
+    fields = reconciler._fields(KINDS[GOODPUT_MEASUREMENTS.plural], profile, log, rfc3339(start + timedelta(seconds=110)), measurement)
     assert fields["highestStep"] == 200 and fields["currentStep"] == 200 and fields["lastCheckpointStep"] == 200
     assert fields["interruptionCount"] == 1 and fields["pendingInterruption"] is None
     assert "lastStepTimestamp" not in fields

@@ -1,0 +1,138 @@
+"""What differs between the two measurement kinds, one strategy each.
+
+The measurement tier's flow (wait, sample while the Job runs, read once when it ends, write one
+terminal status) is the same for both kinds; what a kind decides is written here once:
+
+* which pod's log it reads (the launcher's for bandwidth, a training node's for goodput);
+* how a log becomes status fields (NCCL rows and transports; goodput, steps and checkpoints,
+  folded with the attempts before a checkpoint restart);
+* how it samples while the Job runs (bandwidth reads only what was logged since its last read,
+  within a shared read budget, and backs off while nothing changes; goodput reads the whole log);
+* whether a sample must wait (goodput, until a checkpoint restart is folded in);
+* what an empty read means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, ClassVar
+
+from ..clock import format_time, parse_time
+from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, Resource
+from ..measure import attempts, nccl, training
+from .common import annotations_of
+
+__all__ = ["KINDS", "MAX_TRANSPORT_LENGTH", "MAX_TRANSPORTS", "MeasurementKind", "transports"]
+
+#: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as
+#: NVCRE merges them, within the CRD's bounds: at most 16 names of at most 63 characters
+MAX_TRANSPORTS = 16
+MAX_TRANSPORT_LENGTH = 63
+
+
+def transports(names: Any) -> list[str]:
+    """The network names to record, sorted, within the CRD's bounds."""
+    return sorted({str(t) for t in names if t and len(str(t)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
+
+
+class MeasurementKind:
+    """One kind's choices; see the module docstring."""
+
+    resource: ClassVar[Resource]
+    #: the profile's pod is a training node (else the launcher)
+    training_log: ClassVar[bool] = False
+    #: provisional reads share the read budget and back off while they add nothing
+    budgeted: ClassVar[bool] = False
+    #: the terminal message when a successful Job's log held nothing to parse
+    no_data: ClassVar[str] = ""
+
+    def fields(
+        self,
+        spec: Mapping[str, Any],
+        text: str | Iterable[str],
+        completed_at: str | None,
+        measurement: Mapping[str, Any],
+        now: Callable[[], datetime],
+    ) -> dict[str, Any]:
+        """The status fields a log gives (``{}``: nothing parsed); ``now`` is asked only when the
+        Job has no completion time yet."""
+        raise NotImplementedError
+
+    def waits_for_restart(self, job_status: Mapping[str, Any], measurement: Mapping[str, Any]) -> bool:
+        """Whether the Job restarted its workload and the measurement has not taken that in yet."""
+        return False
+
+
+class BandwidthKind(MeasurementKind):
+    resource = BANDWIDTH_MEASUREMENTS
+    budgeted = True
+    no_data = "Job succeeded but no bandwidth data was parsed; check spec.logProfileRef"
+
+    def fields(
+        self,
+        spec: Mapping[str, Any],
+        text: str | Iterable[str],
+        completed_at: str | None,
+        measurement: Mapping[str, Any],
+        now: Callable[[], datetime],
+    ) -> dict[str, Any]:
+        parsed = nccl.parse_bandwidth(text, spec)
+        if not parsed.results:
+            return {}
+        out: dict[str, Any] = {"results": [row.to_status() for row in parsed.results]}
+        names = transports(parsed.transport)
+        if names:
+            out["transport"] = names
+        return out
+
+
+class GoodputKind(MeasurementKind):
+    resource = GOODPUT_MEASUREMENTS
+    training_log = True
+    no_data = "Job succeeded but no training step was parsed; check spec.logProfileRef"
+
+    def waits_for_restart(self, job_status: Mapping[str, Any], measurement: Mapping[str, Any]) -> bool:
+        recorded = int((measurement.get("status") or {}).get("interruptionCount") or 0)
+        return int(job_status.get("restartCount") or 0) > recorded
+
+    # Long: one status field per line, each from the parse or the attempts before a restart.
+    def fields(
+        self,
+        spec: Mapping[str, Any],
+        text: str | Iterable[str],
+        completed_at: str | None,
+        measurement: Mapping[str, Any],
+        now: Callable[[], datetime],
+    ) -> dict[str, Any]:
+        parsed = training.parse_training(text, spec)
+        prior = attempts.PriorAttempts.from_json(annotations_of(measurement).get(attempts.PRIOR_ANNOTATION))
+        if not attempts.has_steps(prior, parsed):
+            return {}
+        moment = parse_time(completed_at) or now()
+        goodput = attempts.combine(prior, training.calculate_goodput(parsed, moment), parsed, moment)
+        out: dict[str, Any] = dict(goodput.status_fields())
+        out["highestStep"] = goodput.highest_step
+        out["currentStep"] = parsed.steps[-1].iteration if parsed.steps else goodput.highest_step
+        out["lastCheckpointStep"] = goodput.last_checkpoint_step
+        last_checkpoint = parsed.last_checkpoint
+        if last_checkpoint is not None and last_checkpoint.timestamp is not None:
+            out["lastCheckpointTime"] = format_time(last_checkpoint.timestamp)
+        if prior.interruptions:
+            out["interruptionCount"] = prior.interruptions
+            out["priorWarmupTimeSec"] = f"{prior.warmup:.2f}"
+            out["priorNonWarmupTimeSec"] = f"{prior.non_warmup:.2f}"
+            # The new attempt ran (and logged its steps, if it had any left): the interruption is accounted for.
+            out["pendingInterruption"] = None
+        if parsed.log_interval:
+            out["logInterval"] = parsed.log_interval
+        if parsed.application_start is not None:
+            out["applicationStartTime"] = format_time(parsed.application_start)
+        last = parsed.steps[-1].timestamp if parsed.steps else None
+        if last is not None:
+            out["lastStepTimestamp"] = format_time(last)
+        return out
+
+
+#: each kind by its resource's plural
+KINDS: dict[str, MeasurementKind] = {kind.resource.plural: kind for kind in (BandwidthKind(), GoodputKind())}
