@@ -20,17 +20,15 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import secrets
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .accounting import RequestCounter, classify
 from .errors import ApiError, ApiNotServed, Conflict, NotFound, error_for
+from .events import event_body, object_ref
 from .resources import EVENTS_V1, WELL_KNOWN, Resource, split_api_version
 
 __all__ = [
@@ -46,12 +44,6 @@ __all__ = [
 
 FIELD_MANAGER = "nvcre-controller"
 _STATUS_RETRIES = 8
-EVENT_NOTE_LIMIT = 1024
-#: the events.k8s.io/v1 bound on an Event's action, reason and reporting instance
-EVENT_FIELD_LIMIT = 128
-#: what the controller was doing when it wrote an Event (events.k8s.io/v1 requires one)
-EVENT_ACTION = "Reconcile"
-_TRUNCATED = "... [truncated]"
 
 #: Called with a deep copy of the live status (``{}`` when absent); returns the new status,
 #: or None to write nothing.
@@ -140,36 +132,6 @@ class Kube(Protocol):
     ) -> str: ...
 
     def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None: ...
-
-
-def object_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The identifying fields of an object (apiVersion, kind, namespace, name, uid)."""
-    meta = obj.get("metadata") or {}
-    ref = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
-    for key in ("namespace", "name", "uid", "resourceVersion"):
-        if meta.get(key):
-            ref[key] = meta[key]
-    return ref
-
-
-def _event_name(regarding: str) -> str:
-    """``<object>.<nanoseconds><random>`` in hex, as the events API wants a DNS subdomain (no
-    ``generateName`` ending in a dot): unique per emission, the object's name first."""
-    suffix = f"{time.time_ns():x}{secrets.token_hex(2)}"
-    return f"{regarding[: 253 - len(suffix) - 1]}.{suffix}"
-
-
-def _micro_now() -> str:
-    """Now as the API's MicroTime (an Event's ``eventTime``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _cap_note(message: str) -> str:
-    data = message.encode("utf-8")
-    if len(data) <= EVENT_NOTE_LIMIT:
-        return message
-    room = EVENT_NOTE_LIMIT - len(_TRUNCATED)
-    return data[:room].decode("utf-8", "ignore") + _TRUNCATED
 
 
 class _HttpWatch:
@@ -484,21 +446,8 @@ class ApiServerClient:
         return True
 
     def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None:
-        # An events.k8s.io/v1 Event, as NVCRE's recorder writes them: ``kubectl describe`` and
-        # core/v1 readers see the same object (regarding -> involvedObject, note -> message).
-        ref = object_ref(involved)
-        namespace = str(ref.get("namespace") or "default")
-        event = {  # the endpoint names the type: no apiVersion or kind in the body
-            "metadata": {"name": _event_name(str(ref.get("name") or "object")), "namespace": namespace},
-            "eventTime": _micro_now(),
-            "reportingController": component,
-            "reportingInstance": (self.instance or component)[:EVENT_FIELD_LIMIT],
-            "action": EVENT_ACTION,
-            "reason": reason[:EVENT_FIELD_LIMIT],
-            "regarding": ref,
-            "note": _cap_note(message),
-            "type": type,
-        }
+        event = event_body(involved, type=type, reason=reason, message=message, component=component, instance=self.instance)
+        namespace = event["metadata"]["namespace"]
         try:
             self._json("POST", EVENTS_V1.path(namespace), body=event)
         except ApiError:
