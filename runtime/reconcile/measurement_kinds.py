@@ -14,6 +14,7 @@ terminal status) is the same for both kinds; what a kind decides is written here
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar
@@ -36,7 +37,7 @@ def transports(names: Any) -> list[str]:
     return sorted({str(t) for t in names if t and len(str(t)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
 
 
-class MeasurementKind:
+class MeasurementKind(ABC):
     """One kind's choices; see the module docstring."""
 
     resource: ClassVar[Resource]
@@ -47,6 +48,7 @@ class MeasurementKind:
     #: the terminal message when a successful Job's log held nothing to parse
     no_data: ClassVar[str] = ""
 
+    @abstractmethod
     def fields(
         self,
         spec: Mapping[str, Any],
@@ -57,7 +59,6 @@ class MeasurementKind:
     ) -> dict[str, Any]:
         """The status fields a log gives (``{}``: nothing parsed); ``now`` is asked only when the
         Job has no completion time yet."""
-        raise NotImplementedError
 
     def waits_for_restart(self, job_status: Mapping[str, Any], measurement: Mapping[str, Any]) -> bool:
         """Whether the Job restarted its workload and the measurement has not taken that in yet."""

@@ -11,6 +11,7 @@ A tier subclass names its resource and finalizer and writes ``step`` and ``_fina
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -21,7 +22,7 @@ from .context import Context, Result
 __all__ = ["StatusTier"]
 
 
-class StatusTier:
+class StatusTier(ABC):
     """Base of the four lifecycle tiers; see the module docstring."""
 
     resource: ClassVar[Resource]
@@ -37,16 +38,18 @@ class StatusTier:
             return gate or Result()
         return self.step(obj)
 
+    @abstractmethod
     def step(self, obj: dict[str, Any]) -> Result:
         """The tier's own work on a live object that holds its finalizer."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _finalize(self, obj: Any) -> Result:
         """The tier's clean-up of an object being deleted; removes the finalizer when done."""
-        raise NotImplementedError
 
     def forget(self, namespace: str, name: str) -> None:
-        """Drop whatever the tier remembers of an object that is gone (nothing, by default)."""
+        """Drop whatever the tier remembers of an object that is gone (nothing, by default: the
+        Certification, WorkloadRun and Job tiers keep no memo of their own)."""
+        return None
 
     def _write(self, obj: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Write ``status`` whole over the version of ``obj`` it was computed from."""

@@ -103,8 +103,7 @@ def judge_thresholds(
 
 def go_duration(seconds: float) -> str:
     """``5m0s`` style, as Go prints a time.Duration."""
-    text = format_duration(seconds)
-    return text if "m" in text or "h" in text else f"{text}"
+    return format_duration(seconds)
 
 
 def drain_anchor(job: Mapping[str, Any]) -> datetime | None:

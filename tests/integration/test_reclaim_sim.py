@@ -9,6 +9,7 @@ Workflow goes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,10 +59,8 @@ def volume(kube, sim_namespace) -> Iterator[str]:
     try:
         yield name
     finally:
-        try:
+        with contextlib.suppress(NotFound):
             kube.delete(PERSISTENT_VOLUMES, name)
-        except NotFound:
-            pass
 
 
 @pytest.fixture
