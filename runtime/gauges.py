@@ -21,6 +21,10 @@ with a topology key.
 
 NCCL: ``nvcre_nccl_algbw_gbs`` and ``nvcre_nccl_busbw_gbs`` (labels namespace, measurement, job,
 workflow, nccl_test, message_size_bytes) exist only while their measurement has not completed.
+``nvcre_nccl_measurement_failed`` (labels namespace, measurement, job, workflow, nccl_test,
+reason; value 1) names each bandwidth measurement whose run could not be trusted
+(``CollectiveDataCorrupted``, ``CollectiveRunFailed``, ``CollectiveTableIncomplete``), for as
+long as the measurement exists.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ FAMILIES = (
     "nvcre_topology_failed_nodes",
     "nvcre_nccl_algbw_gbs",
     "nvcre_nccl_busbw_gbs",
+    "nvcre_nccl_measurement_failed",
 )
 
 
@@ -208,6 +213,25 @@ def _nccl(verdicts: Sequence[CertificationVerdict], name: str) -> Iterator[Sampl
                 )
 
 
+def _nccl_failed(verdicts: Sequence[CertificationVerdict], name: str) -> Iterator[Sample]:
+    seen: set[tuple[str, str]] = set()
+    for verdict in verdicts:
+        for measurement in verdict.measurements:
+            if not measurement.failure_reason or (measurement.namespace, measurement.name) in seen:
+                continue
+            seen.add((measurement.namespace, measurement.name))
+            yield _sample(
+                name,
+                1.0,
+                namespace=measurement.namespace,
+                measurement=measurement.name,
+                job=measurement.job,
+                workflow=measurement.workflow,
+                nccl_test=measurement.test_type,
+                reason=measurement.failure_reason,
+            )
+
+
 def family_samples(verdicts: Sequence[CertificationVerdict], name: str, objects: CacheObjects | None = None) -> Iterator[Sample]:
     """The samples of one family, one at a time (a scrape at 2,000 running measurements has
     tens of thousands of NCCL samples; none of them needs to exist before it is written).
@@ -230,6 +254,8 @@ def family_samples(verdicts: Sequence[CertificationVerdict], name: str, objects:
         yield from _topology(cached, name)
     elif name in ("nvcre_nccl_algbw_gbs", "nvcre_nccl_busbw_gbs"):
         yield from _nccl(verdicts, name)
+    elif name == "nvcre_nccl_measurement_failed":
+        yield from _nccl_failed(verdicts, name)
 
 
 def samples(verdicts: Iterable[CertificationVerdict], objects: CacheObjects | None = None) -> list[Sample]:

@@ -9,10 +9,10 @@ from nvcre.compiler.api.validate import validate
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.logprofiles import builtin_logprofiles, check_logprofile
 
-NAMES = ["megatron-bridge", "megatron-training", "nccl-bandwidth", "nccl-loopback"]
+NAMES = ["megatron-bridge", "megatron-training", "nccl-bandwidth", "nccl-loopback", "nemo2-training"]
 
 
-def test_the_four_shipped_profiles_are_there() -> None:
+def test_the_shipped_profiles_are_there() -> None:
     assert [p["metadata"]["name"] for p in builtin_logprofiles()] == NAMES
 
 

@@ -21,7 +21,8 @@ from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.profile import parse_rfc3339
 from nvcre.runtime.measure.training import calculate_goodput, parse_training
 
-CASES = cases("measure")
+# real/ is the corpus of real tool outputs (its own manifest and test), not a case folder.
+CASES = [case for case in cases("measure") if (case / "case.yaml").is_file()]
 
 
 def _profile(case: Path, ref: str) -> dict[str, Any]:
@@ -41,6 +42,7 @@ def _project(case: Path) -> dict[str, Any]:
             "avgBusBandwidth": parsed.avg_bus_bandwidth,
             "transport": list(parsed.transport),
             "rowCount": parsed.row_count,
+            "failure": parsed.failure.to_status() if parsed.failure is not None else None,
         }
     if spec["parser"] == "training":
         training = parse_training(text, _profile(case, spec["profile"]))

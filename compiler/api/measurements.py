@@ -4,7 +4,9 @@ A Job creates the measurements it asks for; each one points back at the Job and 
 LogProfile. Measured numbers are decimal strings, as the controller writes them.
 Bandwidth results are provisional while the Job runs and final after one full read of the
 launcher log. ``status.transport`` records which NCCL network carried the collective; no
-verdict reads it.
+verdict reads it. ``status.failure`` says why the run's numbers are not a measurement whatever
+their value (corrupted data, a failed run, a table that never finished); the Job is then failed
+with that reason.
 """
 
 from __future__ import annotations
@@ -95,13 +97,24 @@ class BandwidthResult(ApiModel):
     samples: Int32
 
 
+class BandwidthFailure(ApiModel):
+    """Why a collective run cannot be trusted, whatever bandwidth it printed."""
+
+    reason: Literal["CollectiveDataCorrupted", "CollectiveRunFailed", "CollectiveTableIncomplete"] = Field(
+        description="CollectiveDataCorrupted: non-zero #wrong or out-of-bounds values; CollectiveRunFailed: a CUDA or NCCL "
+        "failure line; CollectiveTableIncomplete: the result table never finished."
+    )
+    message: str = Field(max_length=1024, description="What the log showed.")
+
+
 class BandwidthMeasurementStatus(ApiModel):
-    """Bandwidth per message size and the NCCL networks seen."""
+    """Bandwidth per message size, the NCCL networks seen, and why the run failed if it did."""
 
     results: Optional[list[BandwidthResult]] = None
     transport: Annotated[Optional[list[Annotated[str, Field(min_length=1, max_length=63)]]], Crd(list_type="set")] = Field(
         None, max_length=16, description="NCCL networks that carried the collective, e.g. IB, Socket, Libfabric (record only)."
     )
+    failure: Optional[BandwidthFailure] = None
     start_time: Optional[Time] = None
     completion_time: Optional[Time] = None
     conditions: Optional[Conditions] = None

@@ -34,6 +34,7 @@ from .model import (
 )
 from .cliques import cliques, domain_training
 from .diagnosis import diagnosis_verdict, is_diagnose
+from .measured import job_measurement_failure
 from .reading import (
     Obj,
     annotations_of,
@@ -312,7 +313,10 @@ def _group_verdict(
     job: Obj | None = evidence.jobs_by_name.get(job_name) or evidence.jobs_by_group.get(name)
     nodes = _group_nodes(group, job)
     phase = str(group.get("phase") or "Pending")
-    failed = phase == "Failed" or (name in history_failed and phase != "Running")
+    # a Job whose bandwidth measurement saw corrupted data or a failed run has failed, whatever
+    # phase the Workflow wrote for the group (``judge.measured``)
+    measured = job_measurement_failure(job)
+    failed = phase == "Failed" or (name in history_failed and phase != "Running") or bool(measured)
     job_key = job_name or (name_of(job) if job is not None else "")
     bms = evidence.bandwidth_by_job.get(job_key, [])
     point = _peak(row for bm in bms for row in bandwidth_rows(bm))
@@ -330,6 +334,7 @@ def _group_verdict(
         below_min=_below_min(thresholds, point),
         node_count=len(nodes) or unpinned_size,
         restarts=_restarts(job, evidence.goodput_by_job.get(job_key)),
+        measurement_failure=measured,
     )
 
 
@@ -368,6 +373,14 @@ def _bandwidth_summary(workflow: Obj, measurements: Sequence[Obj]) -> tuple[Band
     return peak, transport, bool(job_spec.get("bandwidthMeasurement")) or bool(bandwidth)
 
 
+def _measured_failure(groups: Sequence[GroupVerdict], status: str, reason: str) -> tuple[str, str]:
+    """A finished category one of whose Jobs failed on its bandwidth measurement has failed, with that reason."""
+    for group in groups:
+        if group.measurement_failure:
+            return "Failed", group.reason or reason
+    return status, reason
+
+
 # Long: assembles one category's verdict record; the named readers above do the work and each field is one line.
 def category_verdict(
     domain: str,
@@ -401,6 +414,8 @@ def category_verdict(
             ends.append(group.get("completionTime"))
             groups.append(_group_verdict(group, evidence, history_failed, entries, _thresholds(workflow), nodes_per_job if unpinned else 0))
     peak, transport, measures_bandwidth = _bandwidth_summary(workflow, measurements)
+    if status == "Succeeded" and not is_diagnose(workflow):
+        status, failure_reason = _measured_failure(groups, status, failure_reason)
     iteration_count = max(1, as_int(orch_spec.get("iterations")))
     next_step = ""
     silent_group = any(g.bandwidth is None and max(len(g.nodes), g.node_count, nodes_per_job) >= 2 for g in groups if g.failed)

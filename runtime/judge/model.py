@@ -112,6 +112,8 @@ class GroupVerdict:
     node_count: int = 0
     #: set when the group's Job restarted its workload from a checkpoint
     restarts: RestartVerdict | None = None
+    #: the reason the group's bandwidth measurement failed its Job (``CollectiveDataCorrupted``...), "" when none
+    measurement_failure: str = ""
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,8 @@ class MeasurementState:
     test_type: str
     complete: bool
     rows: tuple[BandwidthPoint, ...]
+    #: the reason its run cannot be trusted (``status.failure.reason``), "" when none
+    failure_reason: str = ""
 
 
 @dataclass(frozen=True)

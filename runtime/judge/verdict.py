@@ -24,6 +24,7 @@ from nvcre.compiler.vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARI
 
 from .attribution import group_nodes, seed_failed_nodes
 from .category import NEXT_STEP_DIAGNOSE, bandwidth_rows, category_verdict, is_diagnose
+from .measured import group_entries, measurement_failure, with_measurement_failures
 from .model import (
     FAILED,
     INCOMPLETE,
@@ -127,6 +128,7 @@ def _states(
                 str(as_map(bm.get("spec")).get("testType") or ""),
                 complete,
                 bandwidth_rows(bm),
+                failure.reason if (failure := measurement_failure(bm)) is not None else "",
             )
         )
     return wf_states, tuple(job_states), tuple(bm_states)
@@ -150,9 +152,11 @@ def _job_workflows(jobs: Sequence[Obj], workflow_names: set[str]) -> dict[str, s
     return out
 
 
-def _result(status: str, excluded: Sequence[str]) -> str:
+def _result(status: str, excluded: Sequence[str], categories: Sequence[CategoryVerdict] = ()) -> str:
     if status == "Failed":
         return FAILED
+    if status == "Succeeded" and any(group.measurement_failure for category in categories for group in category.groups):
+        return FAILED  # a Job failed on its bandwidth measurement (``judge.measured``)
     if status == "Succeeded":
         return INCOMPLETE if excluded else PASSED
     return RUNNING
@@ -239,6 +243,7 @@ def certification_verdict(
     """The verdict of a Certification from its objects."""
     spec = as_map(certification.get("spec"))
     cert_status = status_of(certification)
+    jobs = with_measurement_failures(jobs, measurements)
     wf_by_name = {name_of(wf): wf for wf in workflows if isinstance(wf, Mapping)}
     job_workflow = _job_workflows(jobs, set(wf_by_name))
     jobs_of = _by_workflow(jobs, set(wf_by_name), job_workflow)
@@ -271,6 +276,7 @@ def certification_verdict(
         failed_entries.extend(entries)
         if workflow is None or not is_diagnose(workflow):
             # Under diagnose a failed Job is evidence, not blame: only the confirmed nodes count.
+            failed_entries.extend(group_entries(categories[-1].groups))
             for job in wf_jobs:
                 failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
 
@@ -282,7 +288,7 @@ def certification_verdict(
         name=name_of(certification),
         namespace=namespace_of(certification),
         status=status,
-        result=_result(status, excluded),
+        result=_result(status, excluded, categories),
         platform=platform,
         gpu=gpu,
         total_nodes=total,
@@ -308,6 +314,7 @@ def workloadrun_verdict(
     """The verdict of a WorkloadRun: one category ``workloadrun/<name>`` plus per-node results."""
     name = name_of(workloadrun)
     run_status = status_of(workloadrun)
+    jobs = with_measurement_failures(jobs, measurements)
     status = lifecycle(workloadrun) or "Pending"
     workflows = {name_of(workflow): workflow} if workflow is not None else {}
     job_workflow = _job_workflows(jobs, set(workflows)) if workflows else {}
@@ -320,7 +327,7 @@ def workloadrun_verdict(
     if failed_cond is not None:
         fallback = str(failed_cond.get("message") or "")
     category = category_verdict("workloadrun", name, status, workflow, list(jobs), list(measurements), entries, spec, {}, fallback, now)
-    failed_entries: list[Mapping[str, Any]] = list(entries)
+    failed_entries: list[Mapping[str, Any]] = [*entries, *group_entries(category.groups)]
     for job in jobs:
         failed_entries.extend(seed_failed_nodes(job, group_nodes(job)))
     failed = dedupe_failed(failed_entries)
@@ -331,7 +338,7 @@ def workloadrun_verdict(
         name=name,
         namespace=namespace_of(workloadrun),
         status=status,
-        result=_result(status, ()),
+        result=_result(status, (), (category,)),
         platform=platform or str(run_status.get("detectedPlatform") or ""),
         gpu=gpu or str(run_status.get("detectedGPUArchitecture") or ""),
         total_nodes=total,

@@ -2,10 +2,15 @@
 
 The catalog runs ``dcgmi diag --json``; an operator may run it by hand and get the box table.
 Both forms give one ``DcgmTest`` per test with its status (``Pass``, ``Fail``, ``Warn`` or
-``Skip``), the GPUs a failure names and the messages DCGM printed, and an overall status: any
-``Fail`` fails the run, else any ``Warn`` warns, else ``Pass`` when something passed, ``Skip``
-when everything was skipped, ``Unknown`` when no test result was found. Lines that are neither
-are ignored, and kubelet timestamp prefixes are cut first. The table patterns run on the RE2
+``Skip``), the GPUs a failure names and the messages DCGM printed, and an overall status, the
+worst row: any ``Fail`` fails the run, else a report cut short (a table without its closing
+rule, a JSON document that never closed) is ``Incomplete``, else any ``Warn`` warns, else
+``Pass`` when something passed, ``Skip`` when everything was skipped, ``Unknown`` when no test
+result was found. Every test row counts whatever its name (level 3 runs a test called
+``Diagnostic``; only the ``Diagnostic | Result`` header and the Metadata rows are not tests),
+and each entity row under a test (DCGM 3 ``| | Fail - GPU: 0 |``, DCGM 4 ``| | GPU0: Fail |``)
+folds into it. Lines that are neither are ignored, and kubelet timestamps and launcher tags
+are cut first. The table patterns run on the RE2
 engine (a row pattern with lazy groups is cubic on one long line under a backtracking engine,
 and the pod's output is the input) and see at most ``MAX_MATCHED_LINE`` characters of a line.
 """
@@ -13,15 +18,20 @@ and the pod's output is the input) and see at most ``MAX_MATCHED_LINE`` characte
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import re2
 
-from .profile import matched_part, split_kubelet_timestamp
+from .profile import matched_part, split_line
 
-__all__ = ["DcgmResult", "DcgmTest", "parse_dcgm"]
+__all__ = ["INCOMPLETE", "DcgmResult", "DcgmTest", "parse_dcgm"]
+
+#: the overall status of a report that was cut short (a table without its last rule, a JSON
+#: document that never closed): never a pass, whatever its rows say
+INCOMPLETE = "Incomplete"
+_JSON_STARTED = '"test_categories"'
 
 _STATUSES = ("Fail", "Warn", "Pass", "Skip")
 _RANK = {"Fail": 0, "Warn": 1, "Pass": 2, "Skip": 3}
@@ -79,13 +89,19 @@ def _status(text: Any) -> str | None:
     return word if word in _RANK else None
 
 
-def _worst(statuses: list[str]) -> str | None:
-    return min(statuses, key=_RANK.__getitem__) if statuses else None
+def _worst(statuses: Sequence[str | None]) -> str | None:
+    known = [status for status in statuses if status is not None]
+    return min(known, key=_RANK.__getitem__) if known else None
 
 
-def _overall(tests: tuple[DcgmTest, ...]) -> str:
+def _overall(tests: tuple[DcgmTest, ...], complete: bool = True) -> str:
+    """The worst row: any ``Fail`` fails; a run cut short is ``Incomplete``, never a pass."""
     statuses = {test.status for test in tests}
-    for status in ("Fail", "Warn", "Pass", "Skip"):
+    if "Fail" in statuses:
+        return "Fail"
+    if not complete:
+        return INCOMPLETE
+    for status in ("Warn", "Pass", "Skip"):
         if status in statuses:
             return status
     return "Unknown"
@@ -172,47 +188,118 @@ def _json_documents(text: str) -> Iterator[Any]:
         position = text.find("{", end)
 
 
-_NOT_TESTS = {"Diagnostic", "DCGM Version", "Driver Version Detected", "GPU Device IDs Detected", "GPU Device Serials"}
+#: rows of the Metadata section: facts about the run, not tests
+_METADATA = frozenset(
+    {
+        "DCGM Version",
+        "Driver Version Detected",
+        "GPU Device IDs Detected",
+        "GPU PCI Device IDs Detected",
+        "GPU Device Serials",
+        "CPU Device IDs Detected",
+        "CPU Device Serials",
+        "EUD Test Version",
+        "CPU EUD Test Version",
+    }
+)
+_MESSAGE_ROWS = frozenset({"Warning", "Info"})
+_ERROR_ROW = "Error"
+#: DCGM 4 names a message row after its entity: ``Warning: GPU0``
+_MESSAGE_PREFIXES = ("Warning:", "Info:")
 
 
-def _from_table(lines: list[str]) -> tuple[DcgmTest, ...]:
+def _entity_result(value: str, strict: bool = False) -> tuple[str | None, tuple[str, ...]]:
+    """The status of one result cell and the GPUs it names as failing.
+
+    DCGM 3 writes ``Fail - GPU: 0`` (or ``Pass - All``), DCGM 4 one row per entity, ``GPU0: Fail``.
+    ``strict`` (a row without a test name, which may also continue a wrapped message) takes
+    only those two shapes, so message text that starts with "Failed" is not read as a result.
+    """
+    head, sep, tail = value.partition(": ")
+    group = head.rstrip("0123456789")
+    if sep and group.isalpha() and group != head and tail.strip() in _STATUSES:
+        entity_status = tail.strip()
+        return entity_status, ((head[len(group) :] if group == "GPU" else head,) if entity_status == "Fail" else ())
+    word, _, rest = value.partition(" ")
+    if strict and (word not in _STATUSES or (rest and not rest.startswith("- "))):
+        return None, ()
+    status = _status(value)
+    failed: tuple[str, ...] = ()
+    if status == "Fail":
+        ids = _GPU_IDS.search(value)
+        if ids is not None:
+            failed = tuple(sorted({part.strip() for part in ids.group(1).split(",") if part.strip()}))
+    return status, failed
+
+
+def _with(test: DcgmTest, status: str | None = None, failed: tuple[str, ...] = (), message: str = "") -> DcgmTest:
+    """``test`` with a further entity result or message folded in (the worse status wins)."""
+    worst = _worst([test.status, status]) if status is not None else test.status
+    gpus = tuple(sorted(set(test.failed_gpus) | set(failed)))
+    messages = (*test.messages, message) if message else test.messages
+    return DcgmTest(test.name, worst or test.status, test.category, gpus, messages)
+
+
+def _is_border(line: str) -> bool:
+    """A ``+----+----+`` rule (the table's first and last line; section rules carry a name)."""
+    text = line.strip()
+    return len(text) > 10 and text[0] == "+" and text[-1] == "+" and not text.strip("+-")
+
+
+# Long: one pass over the box table; every kind of row (header, section, test, entity result,
+# message, metadata) is one short branch of the same loop, sharing the current test and section.
+def _from_table(lines: list[str]) -> tuple[tuple[DcgmTest, ...], bool]:
+    """The tests of the box table and whether the table was closed by its last rule."""
     tests: list[DcgmTest] = []
     category = ""
+    started = closed = False
     for line in lines:
         heading = _CATEGORY.match(line)
         if heading is not None:
             category = heading.group(1).strip()
             continue
+        if _is_border(line):
+            closed = started and bool(tests)
+            continue
         row = _ROW.match(line)
         if row is None:
             continue
         name, value = row.group(1), row.group(2)
-        if name in ("Warning", "Info", "") and tests:
-            if value:
-                last = tests[-1]
-                tests[-1] = DcgmTest(last.name, last.status, last.category, last.failed_gpus, (*last.messages, value))
+        if name == "Diagnostic" and value == "Result":
+            started, closed = True, False
             continue
-        status = _status(value)
-        if status is None or name in _NOT_TESTS:
+        if name in _METADATA:
             continue
-        failed: tuple[str, ...] = ()
-        if status == "Fail":
-            ids = _GPU_IDS.search(value)
-            if ids is not None:
-                failed = tuple(sorted({part.strip() for part in ids.group(1).split(",") if part.strip()}))
+        if not name or name in _MESSAGE_ROWS or name.startswith(_MESSAGE_PREFIXES):
+            if tests:
+                status, failed = _entity_result(value, strict=True) if not name else (None, ())
+                tests[-1] = _with(tests[-1], status, failed, "" if status is not None else value)
+            continue
+        if name == _ERROR_ROW:
+            # DCGM 3 reports a plugin that could not run its checks as an Error row: a failure
+            tests.append(DcgmTest(name=name, status="Fail", category=category, messages=(value,) if value else ()))
+            closed = False
+            continue
+        status, failed = _entity_result(value)
+        if status is None:
+            continue
         tests.append(DcgmTest(name=name, status=status, category=category, failed_gpus=failed))
-    return tuple(tests)
+        closed = False
+    return tuple(tests), closed or not started
 
 
 def parse_dcgm(text: str) -> DcgmResult:
     """The tests and overall status in a ``dcgmi diag`` log; never raises on odd input."""
-    lines = [matched_part(split_kubelet_timestamp(raw)[1]) for raw in text.splitlines()]
+    lines = [matched_part(split_line(raw)[1]) for raw in text.splitlines()]
     body = "\n".join(lines)
     tests: tuple[DcgmTest, ...] = ()
     for document in _json_documents(body):
         tests = _from_json(document)
         if tests:
             break
+    complete = True
     if not tests:
-        tests = _from_table(lines)
-    return DcgmResult(tests=tests, overall=_overall(tests))
+        tests, complete = _from_table(lines)
+        # a JSON report that started but never closed: nothing in it can be read as a pass
+        complete = complete and not (not tests and _JSON_STARTED in body)
+    return DcgmResult(tests=tests, overall=_overall(tests, complete))

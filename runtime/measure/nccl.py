@@ -1,12 +1,20 @@
 """Reads nccl-tests bandwidth tables out of a launcher (or loopback node) log.
 
 ``parse_bandwidth`` applies a LogProfile's ``bandwidthResult`` pattern (named groups ``size``,
-``algBW``, ``busBW``) to every line, after cutting the kubelet timestamp prefix when there is one.
-A row counts only when the size parses as a 64-bit integer, both bandwidths as finite
-numbers, and the line goes on past the bus bandwidth field (so a line cut short or spliced
-with another rank's output cannot pass a partial number off as a measurement). Rows of the same message size are averaged (two decimals, as the status writes them).
+``algBW``, ``busBW``) to every line, after cutting the kubelet timestamp and any launcher tag
+(``[1,0]<stdout>:``, ``0: ``). A row counts only when the size parses as a 64-bit integer, both
+bandwidths as finite numbers, and the line goes on past the bus bandwidth field (so a line cut
+short or spliced with another rank's output cannot pass a partial number off as a
+measurement). Rows of the same message size are averaged (two decimals, as the status writes them).
 The optional ``networkTransport`` pattern (named group ``transport``) collects the NCCL networks
-the log names (``IB``, ``Socket``, ``Libfabric``...) as a sorted set: recorded, never judged.
+the log names (``IB``, ``IBext_v8``, ``Socket``, ``AWS Libfabric``...) as a sorted set: recorded,
+never judged.
+
+Besides the numbers, the read says whether the run they came from can be trusted
+(:mod:`.nccl_checks`): corrupted data (a non-zero ``#wrong`` cell, ``Out of bounds values : N
+FAILED``), a run that failed (a CUDA or NCCL failure line) and a table that never finished each
+give ``BandwidthParse.failure``. :func:`status_fields` turns a read into the measurement's
+status fields, the failure included.
 """
 
 from __future__ import annotations
@@ -16,24 +24,33 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
-from .profile import matched_part, profile_pattern, required_literals, split_kubelet_timestamp
+from .nccl_checks import (
+    INCOMPLETE,
+    RunChecks,
+    RunFailure,
+    avg_bus_value,
+)
+from .profile import matched_part, profile_pattern, required_literals, split_line
 
 __all__ = [
+    "MAX_TRANSPORTS",
+    "MAX_TRANSPORT_LENGTH",
     "BandwidthParse",
     "BandwidthRow",
+    "RunFailure",
     "format_gbps",
     "max_alg_bandwidth",
     "max_bus_bandwidth",
     "merge_results",
     "parse_bandwidth",
     "results_from_status",
+    "status_fields",
 ]
 
 _INT64_MAX = 2**63 - 1
-_AVG_LITERAL = "Avg bus bandwidth"
-_AVG_BUS = re2.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*$")
+#: ``status.transport`` bounds (the CRD's): at most 16 names of at most 63 characters
+MAX_TRANSPORTS = 16
+MAX_TRANSPORT_LENGTH = 63
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,10 @@ class BandwidthParse:
     transport: tuple[str, ...]
     #: rows that parsed, before averaging by size
     row_count: int = 0
+    #: why the run cannot be trusted, whatever its bandwidth (None: nothing wrong was seen)
+    failure: RunFailure | None = None
+    #: wrong elements the ``#wrong`` cells add up to (0 when none, or when the table has none)
+    wrong_elements: int = 0
 
 
 def format_gbps(value: float) -> str:
@@ -86,12 +107,8 @@ def _size(text: str) -> int | None:
     return value if value <= _INT64_MAX else None
 
 
-def _row_continues(body: str, end: int) -> bool:
-    """The match stops at a field boundary and the row goes on (a cut or spliced line does not)."""
-    return _rest_continues(body[end:])
-
-
 def _rest_continues(rest: str) -> bool:
+    """The match stops at a field boundary and the row goes on (a cut or spliced line does not)."""
     return rest[:1] in (" ", "\t") and not rest.isspace()
 
 
@@ -104,12 +121,13 @@ class _Rows:
         self.sums: dict[int, list[float]] = {}
         self.count = 0
 
-    def add(self, size_text: str | None, alg_text: str | None, bus_text: str | None) -> None:
+    def add(self, size_text: str | None, alg_text: str | None, bus_text: str | None) -> int | None:
+        """Counts the row; its size, or None when a field does not parse."""
         size = _size(size_text or "")
         alg = _finite(alg_text or "")
         bus = _finite(bus_text or "")
         if size is None or alg is None or bus is None:
-            return
+            return None
         self.count += 1
         acc = self.sums.get(size)
         if acc is None:
@@ -118,13 +136,7 @@ class _Rows:
             acc[0] += alg
             acc[1] += bus
             acc[2] += 1.0
-
-    def line(self, regex: Any, raw: str) -> None:
-        """The exact per-line rule: cut the kubelet prefix, match, require the row to go on."""
-        body = matched_part(split_kubelet_timestamp(raw)[1])
-        match = regex.search(body)
-        if match is not None and _row_continues(body, match.end()):
-            self.add(match.group("size"), match.group("algBW"), match.group("busBW"))
+        return size
 
     def results(self) -> tuple[BandwidthRow, ...]:
         return tuple(
@@ -132,61 +144,55 @@ class _Rows:
         )
 
 
+def _row_match(regex: Any, body: str) -> Any:
+    """The row pattern's match on a line body, None unless the row goes on past the match."""
+    match = regex.search(body)
+    return match if match is not None and _rest_continues(body[match.end() :]) else None
+
+
 def _scan_rows(text: str, regex: Any, rows: _Rows) -> None:
-    """Every line through the per-line rule."""
+    """Every line of ``text`` through the per-line row rule (no transport, trailer or health)."""
     for raw in text.split("\n"):
-        rows.line(regex, raw)
+        match = _row_match(regex, matched_part(split_line(raw)[1]))
+        if match is not None:
+            rows.add(match.group("size"), match.group("algBW"), match.group("busBW"))
 
 
-def _lines_containing(text: str, literals: tuple[str, ...]) -> list[str]:
-    """Every line (split at newlines) that contains one of ``literals``, in order."""
-    starts: set[int] = set()
-    for literal in literals:
-        pos = text.find(literal)
-        while pos != -1:
-            start = text.rfind("\n", 0, pos) + 1
-            starts.add(start)
-            end = text.find("\n", pos)
-            if end == -1:
-                break
-            pos = text.find(literal, end)
-    lines = []
-    for start in sorted(starts):
-        end = text.find("\n", start)
-        lines.append(text[start : end if end != -1 else len(text)])
-    return lines
+class _Reader:
+    """One pass over the lines: rows, transports, the average trailer and the run's health."""
 
+    def __init__(self, rows_regex: Any, transport_regex: Any | None) -> None:
+        self.rows_regex = rows_regex
+        self.transport_regex = transport_regex
+        literals = required_literals(transport_regex.pattern) if transport_regex is not None else None
+        self.transport_literals: tuple[str, ...] = literals or ()
+        self.rows = _Rows()
+        self.checks = RunChecks()
+        self.transports: set[str] = set()
+        self.average: float | None = None
 
-def _transports(text: str, regex: Any, pattern_text: str) -> set[str]:
-    literals = required_literals(pattern_text)
-    lines = _lines_containing(text, literals) if literals else text.split("\n")
-    found: set[str] = set()
-    for raw in lines:
-        match = regex.search(matched_part(split_kubelet_timestamp(raw)[1]))
-        if match is not None and match.group("transport"):
-            found.add(match.group("transport"))
-    return found
-
-
-def _avg_bus(text: str) -> float | None:
-    """The last valid ``# Avg bus bandwidth`` value."""
-    pos = text.rfind(_AVG_LITERAL)
-    while pos != -1:
-        start = text.rfind("\n", 0, pos) + 1
-        end = text.find("\n", pos)
-        body = matched_part(split_kubelet_timestamp(text[start : end if end != -1 else len(text)])[1])
-        if body.lstrip()[:1] == "#":
-            match = _AVG_BUS.search(body)
-            if match is not None:
-                value = _finite(match.group(1))
-                if value is not None:
-                    return value
-        pos = text.rfind(_AVG_LITERAL, 0, start) if start > 0 else -1
-    return None
+    def line(self, raw: str) -> None:
+        body = matched_part(split_line(raw)[1])
+        match = _row_match(self.rows_regex, body)
+        if match is not None:
+            size = self.rows.add(match.group("size"), match.group("algBW"), match.group("busBW"))
+            if size is not None:
+                self.checks.row(body, size)
+                return
+        if self.transport_regex is not None and (
+            not self.transport_literals or any(literal in body for literal in self.transport_literals)
+        ):
+            found = self.transport_regex.search(body)
+            if found is not None and found.group("transport"):
+                self.transports.add(found.group("transport"))
+        average = avg_bus_value(body)
+        if average is not None:
+            self.average = average
+        self.checks.other(body, average is not None)
 
 
 def parse_bandwidth(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -> BandwidthParse:
-    """Every bandwidth row, the ``# Avg bus bandwidth`` value and the transports in ``text``.
+    """Every bandwidth row, the ``# Avg bus bandwidth`` value, the transports and the run's failure.
 
     ``text`` is the log, or its consecutive pieces (each ending at a line end, as
     :class:`~nvcre.runtime.measure.windows.LogWindows` gives them): one piece is held at a time.
@@ -197,21 +203,42 @@ def parse_bandwidth(text: str | Iterable[str], profile_spec: Mapping[str, Any]) 
     rows_pattern = profile_pattern(profile_spec, "bandwidthResult", ("size", "algBW", "busBW"))
     assert rows_pattern is not None
     transport = profile_pattern(profile_spec, "networkTransport", ("transport",), optional=True)
-    rows = _Rows()
-    transports: set[str] = set()
-    average: float | None = None
+    reader = _Reader(rows_pattern.regex, transport.regex if transport is not None else None)
     for piece in [text] if isinstance(text, str) else text:
-        _scan_rows(piece, rows_pattern.regex, rows)
-        if transport is not None:
-            transports |= _transports(piece, transport.regex, transport.regex.pattern)
-        found = _avg_bus(piece)
-        average = found if found is not None else average
+        for raw in piece.split("\n"):
+            reader.line(raw)
     return BandwidthParse(
-        results=rows.results(),
-        avg_bus_bandwidth=average,
-        transport=tuple(sorted(transports)),
-        row_count=rows.count,
+        results=reader.rows.results(),
+        avg_bus_bandwidth=reader.average,
+        transport=tuple(sorted(reader.transports)),
+        row_count=reader.rows.count,
+        failure=reader.checks.failure(),
+        wrong_elements=reader.checks.wrong_elements,
     )
+
+
+def _transport_names(names: Iterable[str]) -> list[str]:
+    return sorted({name for name in names if name and len(name) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
+
+
+def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, Any]:
+    """The BandwidthMeasurement status fields a read gives: ``results``, ``transport``, ``failure``.
+
+    ``{}`` when the log held nothing to record (no row and nothing wrong). ``failure`` is
+    ``{reason, message}``; rows a failed run printed stay in ``results`` so the report can show
+    them. A table that has not finished yet is only a failure on the ``final`` read (the one
+    after the Job ended); a provisional read of a running Job leaves it out.
+    """
+    out: dict[str, Any] = {}
+    if parsed.results:
+        out["results"] = [row.to_status() for row in parsed.results]
+    names = _transport_names(parsed.transport)
+    if names:
+        out["transport"] = names
+    failure = parsed.failure
+    if failure is not None and (final or failure.reason != INCOMPLETE):
+        out["failure"] = failure.to_status()
+    return out
 
 
 def merge_results(previous: Iterable[BandwidthRow], new: Iterable[BandwidthRow]) -> tuple[BandwidthRow, ...]:

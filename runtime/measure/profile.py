@@ -1,4 +1,4 @@
-"""Compiles the patterns of a LogProfile spec, and cuts the kubelet timestamp off log lines.
+"""Compiles the patterns of a LogProfile spec, and cuts the kubelet timestamp and launcher tags off log lines.
 
 Profile patterns are written in Go RE2 syntax and are compiled and run with the RE2 engine,
 as Go runs them: a pattern Go would refuse (a look-ahead, a back-reference) is refused, ``\\d``,
@@ -6,6 +6,10 @@ as Go runs them: a pattern Go would refuse (a look-ahead, a back-reference) is r
 pattern and the line hold. A backtracking engine could spend minutes on one long line that
 repeats a pattern's prefix, and a workload controls what its pods log. Patterns only ever see
 the first ``MAX_MATCHED_LINE`` characters of a line. Compiled patterns are cached by their text.
+
+Every parser reads a line through :func:`split_line`: the kubelet timestamp comes off first,
+then the tag a launcher writes before each rank's output (Open MPI ``[1,0]<stdout>:``, Slurm
+``0: ``), so one profile pattern reads the same log however it was launched.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ __all__ = [
     "profile_spec_of",
     "required_literals",
     "split_kubelet_timestamp",
+    "split_line",
+    "strip_launcher_prefix",
 ]
 
 
@@ -106,6 +112,44 @@ def profile_pattern(
         groups=groups,
         units=dict(units) if isinstance(units, Mapping) else {},
     )
+
+
+def strip_launcher_prefix(body: str) -> str:
+    """``body`` without the tag a launcher puts before each line of a rank's output.
+
+    Two tags are cut: Open MPI's ``--tag-output`` (``[1,0]<stdout>:`` / ``[1,0]<stderr>:``, which
+    the MPIJob launcher shows) and Slurm's ``srun --label`` (``0: ``, task numbers padded with
+    spaces); either may follow a few spaces of indentation (a wrapper that indents what it relays).
+    A line without either comes back unchanged. Plain string checks only: no pattern
+    runs here, so the cost stays linear in the tag whatever the line holds.
+    """
+    head = body[:12]
+    start = len(head) - len(head.lstrip(" "))
+    if body[start : start + 1] == "[":
+        close = body.find("]<std", start + 1, start + 24)
+        if close > start + 1 and _is_rank_pair(body[start + 1 : close]):
+            rest = body[close + 5 :]
+            for stream in ("out>:", "err>:"):
+                if rest.startswith(stream):
+                    return rest[len(stream) :]
+        return body
+    digits = start
+    while digits < len(body) and digits - start < 7 and "0" <= body[digits] <= "9":
+        digits += 1
+    if digits > start and body[digits : digits + 2] == ": ":
+        return body[digits + 2 :]
+    return body
+
+
+def _is_rank_pair(text: str) -> bool:
+    job, sep, rank = text.partition(",")
+    return bool(sep) and job.isascii() and job.isdigit() and rank.isascii() and rank.isdigit()
+
+
+def split_line(line: str) -> tuple[str, str]:
+    """(kubelet timestamp, body): the timestamp cut first, then any launcher tag after it."""
+    stamp, rest = split_kubelet_timestamp(line)
+    return stamp, strip_launcher_prefix(rest)
 
 
 def split_kubelet_timestamp(line: str) -> tuple[str, str]:

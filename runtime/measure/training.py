@@ -2,10 +2,14 @@
 
 ``parse_training`` applies a LogProfile's patterns: ``trainingStep`` (named groups
 ``iteration``, ``elapsedTime`` and optionally ``timestamp``, ``tflops``, ``loss``, ``epoch``,
-``globalStep``), ``checkpointSave`` / ``checkpointDone`` (``step``, ``path``, ``timestamp``),
-``checkpointRestore`` (``path``) and ``applicationStart``. A pattern without a ``timestamp``
-group takes the line's kubelet timestamp. Captured times honour the pattern's ``units`` (s, ms,
-us; seconds when unset). A step counts only when every captured number parses.
+``globalStep``, ``tokensPerSec``, ``skipped``), ``checkpointSave`` / ``checkpointDone``
+(``step``, ``path``, ``timestamp``), ``checkpointRestore`` (``path``) and ``applicationStart``.
+Lines are read after the kubelet timestamp and any launcher tag (``[1,0]<stdout>:``, ``0: ``)
+are cut. A pattern without a ``timestamp`` group takes the line's kubelet timestamp. Captured
+times honour the pattern's ``units`` (s, ms, us; seconds when unset). A step counts only when
+every captured number parses; an optional group that did not take part is simply absent. A step
+whose ``skipped`` count is above zero is kept and counted in ``skipped_iterations`` (Megatron's
+fp16 loss-scale skips log no loss).
 
 ``calculate_goodput`` is NVCRE's formula at a given ``now``:
 ``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``, zero when the numerator is negative
@@ -28,7 +32,7 @@ from .profile import (
     parse_rfc3339,
     profile_pattern,
     profile_spec_of,
-    split_kubelet_timestamp,
+    split_line,
 )
 from .timefmt import rfc3339
 
@@ -55,6 +59,9 @@ class TrainingStep:
     loss: float | None = None
     epoch: int = 0
     global_step: int = 0
+    #: iterations the step line reports as skipped (fp16 loss-scale overflow), 0 when none
+    skipped: int = 0
+    tokens_per_sec: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -68,6 +75,10 @@ class TrainingStep:
             out["loss"] = self.loss
         if self.tflops is not None:
             out["tflops"] = self.tflops
+        if self.skipped:
+            out["skipped"] = self.skipped
+        if self.tokens_per_sec is not None:
+            out["tokensPerSec"] = self.tokens_per_sec
         if self.timestamp is not None:
             out["timestamp"] = rfc3339(self.timestamp)
         return out
@@ -104,6 +115,11 @@ class TrainingParse:
     log_interval: int = 0
 
     @property
+    def skipped_iterations(self) -> int:
+        """Iterations the log reports as skipped (counted, never dropped)."""
+        return sum(step.skipped for step in self.steps)
+
+    @property
     def first_step(self) -> TrainingStep | None:
         return self.steps[0] if self.steps else None
 
@@ -133,6 +149,8 @@ class TrainingParse:
             out["lastLogTimestamp"] = rfc3339(self.last_log_timestamp)
         if self.log_interval:
             out["logInterval"] = self.log_interval
+        if self.skipped_iterations:
+            out["skippedIterations"] = self.skipped_iterations
         if self.pending_save is not None:
             step, path, started = self.pending_save
             pending: dict[str, Any] = {"path": path, "step": step}
@@ -177,7 +195,7 @@ def _step(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: da
     if iteration is None or elapsed is None or elapsed < 0:
         return None
     numbers: dict[str, float | None] = {}
-    for name in ("tflops", "loss"):
+    for name in ("tflops", "loss", "tokensPerSec"):
         raw = groups.get(name)
         if raw is None:
             numbers[name] = None
@@ -187,7 +205,7 @@ def _step(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: da
             return None
         numbers[name] = value
     ints: dict[str, int] = {}
-    for name in ("epoch", "globalStep"):
+    for name in ("epoch", "globalStep", "skipped"):
         raw = groups.get(name)
         parsed = _integer(raw) if raw is not None else None
         if raw is not None and parsed is None:
@@ -205,6 +223,8 @@ def _step(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: da
         loss=numbers["loss"],
         epoch=ints["epoch"],
         global_step=ints["globalStep"],
+        skipped=ints["skipped"],
+        tokens_per_sec=numbers["tokensPerSec"],
     )
 
 
@@ -268,7 +288,7 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
     pending: tuple[int, str, datetime | None] | None = None
 
     for raw in _lines(text):
-        stamp_text, body = split_kubelet_timestamp(raw)
+        stamp_text, body = split_line(raw)
         kubelet = parse_rfc3339(stamp_text) if stamp_text else None
         if kubelet is not None:
             last_log = kubelet

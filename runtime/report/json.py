@@ -1,7 +1,8 @@
 """The JSON report (``--results-file``, ``-o json``, MCP): a plain-dict projection of the verdict.
 
 Field names follow NVCRE's report: ``name``, ``platform``, ``gpu``, ``totalNodes``,
-``categories[]`` (with ``failedGroups[].failureLog``, ``cliques[]`` for topology-aware runs,
+``categories[]`` (with ``failedGroups[].failureLog`` and, when a bandwidth measurement failed the
+Job, ``failedGroups[].measurementFailure``, ``cliques[]`` for topology-aware runs,
 ``domains[]`` for training, ``bandwidth[]``, ``transport[]``, ``groupBandwidth[]``,
 ``iterations[]``, NVCRE's ``diagnose`` block for ``testScale: diagnose``), ``failedNodes``
 (names, ``[]`` when none),
@@ -82,6 +83,8 @@ def _failed_group(group: GroupVerdict) -> dict[str, Any]:
     if group.nodes:
         out["nodes"] = list(group.nodes)
     out["reason"] = group.reason
+    if group.measurement_failure:
+        out["measurementFailure"] = group.measurement_failure
     if group.failure_log is not None:
         out["failureLog"] = _failure_log(group.failure_log)
     if group.restarts is not None:

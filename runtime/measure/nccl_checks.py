@@ -1,0 +1,238 @@
+"""Whether an nccl-tests run can be trusted: corrupted data, a failed run, an unfinished table.
+
+nccl-tests checks every result it moves and prints what it found: a ``#wrong`` cell per row and
+half (out-of-place, in-place; ``N/A`` when checking is off) and, at the end of a table,
+``# Out of bounds values : N OK|FAILED`` then ``# Avg bus bandwidth : X``. Before 2.13 the
+rows carried a floating ``error`` column (the largest deviation, not a count) instead of
+``#wrong``, and the trailer lines may lack the ``#``. A run that dies prints a failure line
+(``Test NCCL failure common.cu:1204 '...'``, ``Test CUDA failure ...``, ``Test timeout ...``)
+or NCCL's own ``NCCL WARN ... failed`` and never reaches its trailer.
+
+:class:`RunChecks` is fed every line of a log once and gives one :class:`RunFailure`, checked
+in this order:
+
+* ``CollectiveDataCorrupted``: a ``#wrong`` cell above zero, or an ``Out of bounds values``
+  count above zero (or marked ``FAILED``);
+* ``CollectiveRunFailed``: a nccl-tests failure line anywhere, or an ``NCCL WARN`` line that
+  says something failed in a log whose table never finished;
+* ``CollectiveTableIncomplete``: rows (or a table header) after which no ``Avg bus bandwidth``
+  line came.
+
+Only plain string operations run here (no pattern), so the cost is linear in the line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "CORRUPTED",
+    "INCOMPLETE",
+    "REASONS",
+    "RUN_FAILED",
+    "RunChecks",
+    "RunFailure",
+    "avg_bus_value",
+]
+
+CORRUPTED = "CollectiveDataCorrupted"
+RUN_FAILED = "CollectiveRunFailed"
+INCOMPLETE = "CollectiveTableIncomplete"
+#: every reason a bandwidth measurement can fail with, most severe first
+REASONS = (CORRUPTED, RUN_FAILED, INCOMPLETE)
+#: the longest failure message written to status (a quoted log line is cut to fit)
+MAX_MESSAGE = 512
+_MAX_QUOTED = 300
+
+#: lines nccl-tests prints when a run dies (its CUDACHECK/NCCLCHECK/timeout reports)
+_FAILURE_MARKS = ("Test NCCL failure", "Test CUDA failure", "Test failure ", "Test timeout", "NCCL failure ")
+_AVG = "Avg bus bandwidth"
+_OOB = "Out of bounds values"
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a run's numbers are not a measurement: one of :data:`REASONS` and what was seen."""
+
+    reason: str
+    message: str
+
+    def to_status(self) -> dict[str, str]:
+        """``status.failure`` of a BandwidthMeasurement."""
+        return {"reason": self.reason, "message": self.message}
+
+
+def _trailer_rest(body: str, label: str) -> str | None:
+    """The text after ``label :`` on a trailer line (``#`` optional), else None."""
+    text = body.strip()
+    if text[:1] == "#":
+        text = text[1:].lstrip()
+    if not text.startswith(label):
+        return None
+    rest = text[len(label) :].lstrip()
+    return rest[1:] if rest[:1] == ":" else None
+
+
+def _number(text: str) -> float | None:
+    if not text.isascii():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def avg_bus_value(body: str) -> float | None:
+    """The value of an ``Avg bus bandwidth : X [OK|FAILED]`` line, else None."""
+    rest = _trailer_rest(body, _AVG)
+    if rest is None:
+        return None
+    parts = rest.split()
+    if not parts or len(parts) > 2 or (len(parts) == 2 and parts[1] not in ("OK", "FAILED")):
+        return None
+    return _number(parts[0])
+
+
+def _out_of_bounds(body: str) -> tuple[int, bool] | None:
+    """(count, marked FAILED) of an ``Out of bounds values : N OK|FAILED`` line, else None."""
+    rest = _trailer_rest(body, _OOB)
+    if rest is None:
+        return None
+    parts = rest.split()
+    if not parts or not parts[0].isascii() or not parts[0].isdigit():
+        return None
+    return int(parts[0]), len(parts) > 1 and parts[1] == "FAILED"
+
+
+def _quote(line: str) -> str:
+    """A log line as a message may quote it: printable, one line, at most ``_MAX_QUOTED`` characters."""
+    text = "".join(ch if ch.isprintable() else " " for ch in line.strip())
+    return text if len(text) <= _MAX_QUOTED else text[: _MAX_QUOTED - 3] + "..."
+
+
+def _header_columns(body: str) -> list[int] | None:
+    """The ``#wrong`` columns of a table header line (``[]`` for an ``error`` header), else None."""
+    text = body.strip()
+    if text[:1] == "#":
+        text = text[1:]
+    tokens = text.split()
+    if tokens[:2] != ["size", "count"]:
+        return None
+    return [index for index, token in enumerate(tokens) if token == "#wrong"]
+
+
+def _is_int(token: str) -> bool:
+    return token.isascii() and token.lstrip("-").isdigit()
+
+
+class RunChecks:
+    """The health of the run(s) a log shows, line by line (see the module docstring)."""
+
+    __slots__ = (
+        "failure_line",
+        "header_open",
+        "last_size",
+        "open_rows",
+        "oob_count",
+        "oob_failed",
+        "trailers",
+        "warn_line",
+        "wrong_columns",
+        "wrong_elements",
+        "wrong_rows",
+        "wrong_size",
+    )
+
+    def __init__(self) -> None:
+        #: ``#wrong`` columns of the table being read; None until a header says (then inferred)
+        self.wrong_columns: list[int] | None = None
+        self.wrong_elements = 0
+        self.wrong_rows = 0
+        self.wrong_size: int | None = None
+        self.oob_count = 0
+        self.oob_failed = False
+        self.failure_line: str | None = None
+        self.warn_line: str | None = None
+        self.open_rows = 0
+        self.last_size: int | None = None
+        self.trailers = 0
+        #: a table header was printed and no trailer has closed that table yet
+        self.header_open = False
+
+    def row(self, body: str, size: int) -> None:
+        """A bandwidth row the profile read: count its wrong elements."""
+        self.open_rows += 1
+        self.last_size = size
+        tokens = body.split()
+        columns = self.wrong_columns
+        if columns is None:
+            # No header seen: a 2.13+ row has redop and an integer root before the time column and
+            # 13 cells (a timestamp adds one or two); a per-iteration row has more, and its 13th
+            # cell is not a count, so without its header only the out-of-place cell is read.
+            columns = ([8, 12] if len(tokens) <= 15 else [8]) if len(tokens) >= 13 and _is_int(tokens[4]) else []
+        wrong = 0
+        for column in columns:
+            if column < len(tokens) and tokens[column] != "N/A":
+                value = _number(tokens[column])
+                if value is not None and value > 0:
+                    wrong += max(1, int(value))
+        if wrong:
+            self.wrong_elements += wrong
+            self.wrong_rows += 1
+            if self.wrong_size is None:
+                self.wrong_size = size
+
+    def other(self, body: str, is_average: bool) -> None:
+        """Any line that is not a row (``is_average``: the ``Avg bus bandwidth`` trailer)."""
+        if is_average:
+            self.trailers += 1
+            self.open_rows = 0
+            self.header_open = False
+            return
+        if "size" in body:
+            columns = _header_columns(body)
+            if columns is not None:
+                self.wrong_columns = columns
+                self.header_open = True
+                return
+        if _OOB in body:
+            found = _out_of_bounds(body)
+            if found is not None:
+                self.oob_count += found[0]
+                self.oob_failed = self.oob_failed or found[1]
+                return
+        if self.failure_line is None and any(mark in body for mark in _FAILURE_MARKS):
+            self.failure_line = _quote(body)
+        elif self.warn_line is None and "NCCL WARN" in body and "fail" in body.lower():
+            self.warn_line = _quote(body)
+
+    def failure(self) -> RunFailure | None:
+        """What makes the run's numbers untrustworthy, most severe first; None when nothing does."""
+        if self.wrong_elements or self.oob_count or self.oob_failed:
+            return RunFailure(CORRUPTED, self._corruption())
+        if self.failure_line is not None:
+            return RunFailure(RUN_FAILED, _cap(f"nccl-tests failed: {self.failure_line}"))
+        if self.warn_line is not None and self.trailers == 0:
+            return RunFailure(RUN_FAILED, _cap(f"NCCL failed and no result table finished: {self.warn_line}"))
+        if self.open_rows:
+            size = f" (last message size {self.last_size} B)" if self.last_size is not None else ""
+            return RunFailure(
+                INCOMPLETE, f"the nccl-tests table stopped after {self.open_rows} rows{size} without its 'Avg bus bandwidth' line"
+            )
+        if self.header_open:
+            return RunFailure(INCOMPLETE, "the nccl-tests table stopped after its header, before its first row")
+        return None
+
+    def _corruption(self) -> str:
+        parts = []
+        if self.wrong_elements:
+            parts.append(f"{self.wrong_elements} wrong elements in {self.wrong_rows} rows (first at message size {self.wrong_size} B)")
+        if self.oob_count or self.oob_failed:
+            parts.append(f"'Out of bounds values : {self.oob_count} FAILED'")
+        return _cap("nccl-tests found corrupted data: " + "; ".join(parts) + "; its bandwidth is not a valid measurement")
+
+
+def _cap(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
