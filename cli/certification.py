@@ -6,8 +6,8 @@ mounted here, so their bodies load nothing until they run.
 
 from __future__ import annotations
 
+import json
 import os
-
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -146,11 +146,13 @@ def render_to_stdout(
     explain: bool,
     output_dir: Path | None = None,
     namespace: str | None = None,
+    single: bool = False,
 ) -> None:
     """Shared body of the render commands: load, render, report diagnostics, then print the documents.
 
     Everything is rendered before anything is printed, so a failing render leaves stdout empty
-    (and, with ``output_dir``, the directory untouched).
+    (and, with ``output_dir``, the directory untouched). ``single``: the renderer gives exactly
+    one Workflow, printed in JSON as that object rather than an array (``workloadrun render``).
     """
     document = load_single(file)
     rendered = renderer(document, facts=load_facts(facts), platform=platform, gpu_arch=gpu_arch)
@@ -158,6 +160,11 @@ def render_to_stdout(
     print_diagnostics(rendered.diagnostics)
     if explain:
         _explain(rendered)
+    if single and output is Format.json and output_dir is None and len(workflows) == 1:
+        from nvcre.compiler.emit import dump_json
+
+        sys.stdout.write(dump_json(workflows[0]))
+        return
     emit_workflows(workflows, output=output, output_dir=output_dir)
 
 
@@ -312,6 +319,14 @@ def render_directory(
 
 
 def _explain(rendered) -> None:
+    cluster = getattr(rendered, "cluster", None)
+    if cluster is not None and cluster.provenance:
+        # The cluster-wide decisions first: which flag, label or default decided each.
+        sys.stderr.write("# cluster\n")
+        for name, fact in cluster.provenance.items():
+            detail = f": {fact['detail']}" if fact.get("detail") else ""
+            value = fact["value"] if not isinstance(fact["value"], (dict, list)) else json.dumps(fact["value"], sort_keys=True)
+            sys.stderr.write(f"#   {name}: {value} ({fact['source']}{detail})\n")
     for workflow, records in zip(rendered.workflows, rendered.provenance):
         sys.stderr.write(f"# {workflow['metadata']['name']}\n")
         for record in records:
@@ -349,7 +364,14 @@ def validate(
 @app.command("list-categories")
 @guarded
 def list_categories(
-    output: Annotated[ListFormat, typer.Option("--output", "-o", help="table (default), yaml or json.")] = ListFormat.table,
+    output: Annotated[
+        ListFormat,
+        typer.Option(
+            "--output",
+            "-o",
+            help="table (default: DOMAIN and VARIANT, as NVCRE prints it), wide (with timeout and description), yaml or json.",
+        ),
+    ] = ListFormat.table,
 ) -> None:
     """List the catalog's categories."""
     from nvcre.compiler.catalog import load_catalog
@@ -369,10 +391,13 @@ def list_categories(
         ]
         sys.stdout.write(dump_json(rows) if output is ListFormat.json else dump_yaml(rows))
         return
-    width = max(len(e.key) for e in catalog.entries)
-    sys.stdout.write(f"{'CATEGORY':<{width}}  {'TIMEOUT':<7}  DESCRIPTION\n")
-    for e in catalog.entries:
-        sys.stdout.write(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n")
+    if output is ListFormat.wide:
+        width = max(len(e.key) for e in catalog.entries)
+        sys.stdout.write(f"{'CATEGORY':<{width}}  {'TIMEOUT':<7}  DESCRIPTION\n")
+        sys.stdout.write("".join(f"{e.key:<{width}}  {e.timeout_per_job:<7}  {e.description}\n" for e in catalog.entries))
+        return
+    # NVCRE's layout, Go's "%-20s %s": a script splitting on whitespace gets domain and variant.
+    sys.stdout.write(f"{'DOMAIN':<20} VARIANT\n" + "".join(f"{e.domain:<20} {e.variant}\n" for e in catalog.entries))
 
 
 app.command("evidence")(guarded(evidence_command_for("Certification")))

@@ -2,7 +2,8 @@
 
 ``cluster info --facts FILE`` prints the platform, GPU product and architecture, GPU and
 ready-node counts, topology domains and any warning a render would give, from the same
-detection functions the compiler uses. Produce the file with
+detection functions the compiler uses; ``-o json|yaml`` print NVCRE's ``ClusterInfo`` keys first
+and ours beside them. Produce the file with
 ``kubectl get nodes,resourceslices -o yaml`` (add kube-system pods for GCP H100). The summary
 itself is built in :mod:`nvcre.runtime.ops.cluster_info`; this module parses flags and prints.
 

@@ -45,10 +45,12 @@ class Format(str, Enum):
 
 
 class ListFormat(str, Enum):
-    """How a listing is printed: NVCRE's ``table``, ``yaml`` and ``json`` (``text`` is our older name of ``table``)."""
+    """How a listing is printed: NVCRE's ``table``, ``yaml`` and ``json`` (``text`` is our older name of
+    ``table``; ``wide`` is a table with more columns)."""
 
     table = "table"
     text = "text"
+    wide = "wide"
     yaml = "yaml"
     json = "json"
 

@@ -64,9 +64,14 @@ def _mount_optional() -> None:
         app.add_typer(sub.app, name=name)
 
 
+def version_line() -> str:
+    """What ``--version`` prints: cobra's ``<name> version <version>``, as NVCRE's nvcrectl prints it."""
+    return f"nvcrectl version {__version__}"
+
+
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"nvcrectl {__version__}")
+        typer.echo(version_line())
         raise typer.Exit()
 
 
@@ -79,8 +84,8 @@ def main(
 
 @app.command("version")
 def version_command() -> None:
-    """Print the version (NVCRE's `nvcrectl version`; `--version` does the same)."""
-    typer.echo(f"nvcrectl {__version__}")
+    """Print the version, as `--version` does (NVCRE has only the flag)."""
+    typer.echo(version_line())
 
 
 def needs_every_group(argv: list[str]) -> bool:
@@ -104,7 +109,21 @@ def run() -> None:
         completion_init()
     if completing or needs_every_group(sys.argv[1:]):
         mount_commands()
-    app(complete_var="_NVCRECTL_COMPLETE")
+    from .closed_stdout import EXIT_STDOUT_CLOSED, StdoutClosed, watch_stdout
+
+    watch_stdout()
+    try:
+        try:
+            app(complete_var="_NVCRECTL_COMPLETE")
+        finally:
+            sys.stdout.flush()  # here, so a reader that went away is noticed before the interpreter exits
+    except StdoutClosed:
+        sys.exit(EXIT_STDOUT_CLOSED)
+    except BaseExceptionGroup as group:  # raised inside a task group (mcp serve): the same, if that is all it holds
+        _, rest = group.split(StdoutClosed)
+        if rest is not None:
+            raise
+        sys.exit(EXIT_STDOUT_CLOSED)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,16 @@ def _opt(flags: tuple[str, ...], kind: Any, help_text: str | None = None, **extr
 
 
 _WAIT = _option("wait", _opt(("--wait",), bool, "Watch to the end, then print the report."), False)
+_NVCRE_STREAMS = _option(
+    "nvcre_streams",
+    _opt(
+        ("--nvcre-streams",),
+        bool,
+        "With --wait: print the report where NVCRE's nvcrectl does (stdout only for a passed Certification, "
+        "otherwise stderr) instead of stdout whatever the verdict.",
+    ),
+    False,
+)
 _REPORT_FILES = (
     _option("results_file", _opt(("--results-file",), Path | None, "With --wait: write the JSON report here.")),
     _option("junit", _opt(("--junit",), Path | None, "With --wait: write the report as JUnit XML here.")),
@@ -157,7 +167,17 @@ _KINDS = {
 def run_command_for(kind: str) -> Callable[..., None]:
     """The ``run`` command of one run kind (Certification or WorkloadRun), ready to mount."""
     spec = _KINDS[kind]
-    parameters = [*spec.head, _WAIT, spec.timeout, *_REPORT_FILES, *spec.options, *_REGISTRY_AND_SETUP, _cleanup(kind), *_CLUSTER]
+    parameters = [
+        *spec.head,
+        _WAIT,
+        spec.timeout,
+        _NVCRE_STREAMS,
+        *_REPORT_FILES,
+        *spec.options,
+        *_REGISTRY_AND_SETUP,
+        _cleanup(kind),
+        *_CLUSTER,
+    ]
 
     def run(*args: Any, **values: Any) -> None:
         from . import running

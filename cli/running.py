@@ -2,8 +2,9 @@
 
 ``certification_plan`` and ``workloadrun_plan`` check the flags (exit 2 before anything touches a
 cluster) and build the :class:`~nvcre.runtime.ops.run.RunPlan`; :func:`execute` hands it to
-:func:`nvcre.runtime.ops.run.execute_run` with this command line's streams: the report on stdout,
-progress and messages on stderr. Exit codes: 0 PASSED, 1 FAILED, 2 invalid input, 3 the wait
+:func:`nvcre.runtime.ops.run.execute_run` with this command line's streams: the report of a run
+that ended on stdout whatever the verdict (``--nvcre-streams``: where NVCRE prints it), progress,
+messages and the partial report of an unfinished wait on stderr. Exit codes: 0 PASSED, 1 FAILED, 2 invalid input, 3 the wait
 timed out, 130 interrupted.
 """
 
@@ -114,6 +115,8 @@ def _files(v: dict[str, Any]) -> ReportFiles:
 def _plan(document: dict[str, Any], v: dict[str, Any], creds: Any, budget: float, derived: bool, **extra: Any) -> Any:
     from nvcre.runtime.ops.run import RunPlan
 
+    if v["nvcre_streams"] and not v["wait"]:
+        raise fail_invalid("--nvcre-streams requires --wait: only a run that is waited for prints a report")
     return RunPlan(
         document=document,
         grant_run_access=v["grant_run_access"],
@@ -125,6 +128,7 @@ def _plan(document: dict[str, Any], v: dict[str, Any], creds: Any, budget: float
         image=v["image"],
         controller_pull_secret=v["controller_pull_secret"],
         cleanup=v["cleanup"],
+        nvcre_streams=v["nvcre_streams"],
         **extra,
     )
 

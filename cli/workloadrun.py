@@ -6,8 +6,17 @@ from pathlib import Path
 
 import typer
 
-from .certification import render_to_stdout
-from .common import ExplainOption, FactsOption, Format, GPUArchOption, PlatformOption
+from .certification import live_facts_for, render_to_stdout
+from .common import (
+    DryRunContextOption,
+    DryRunKubeconfigOption,
+    DryRunOption,
+    ExplainOption,
+    FactsOption,
+    Format,
+    GPUArchOption,
+    PlatformOption,
+)
 from .evidence import evidence_command_for
 from .output import guarded
 
@@ -21,13 +30,26 @@ def render(
     platform: PlatformOption = None,
     gpu_arch: GPUArchOption = None,
     facts: FactsOption = None,
-    output: Format = typer.Option(Format.yaml, "--output", "-o", help="yaml (one document) or json (an array of one)."),
+    output: Format = typer.Option(Format.yaml, "--output", "-o", help="yaml (one document) or json (one object)."),
     explain: ExplainOption = False,
+    dry_run: DryRunOption = False,
+    kubeconfig: DryRunKubeconfigOption = None,
+    context: DryRunContextOption = None,
 ) -> None:
     """Print the one Workflow the WorkloadRun becomes, exactly as the controller would create it."""
     from nvcre.compiler.workloadrun import render_workloadrun
 
-    render_to_stdout(render_workloadrun, file, platform=platform, gpu_arch=gpu_arch, facts=facts, output=output, explain=explain)
+    live = live_facts_for(dry_run, gpu_arch, facts, kubeconfig, context)
+    render_to_stdout(
+        render_workloadrun,
+        file,
+        platform=platform,
+        gpu_arch=gpu_arch,
+        facts=live or facts,
+        output=output,
+        explain=explain,
+        single=True,
+    )
 
 
 app.command("evidence")(guarded(evidence_command_for("WorkloadRun")))

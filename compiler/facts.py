@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .diagnostics import CompileError, Diagnostic, error, format_path, info
-from .yamlio import Limits, check_size, make_loader, plain_data_problems, read_text
+from .yamlio import Limits, check_nesting, check_size, make_loader, plain_data_problems, read_text
 
 __all__ = [
     "ClusterFacts",
@@ -229,6 +229,10 @@ def facts_from_text(text: str, *, source: str = "<facts>") -> ClusterFacts:
     as_json = stripped[:1] in ("{", "[")
     limits = FACTS_JSON_LIMITS if as_json else FACTS_LIMITS
     check_size(text, source, limits, code="FactsTooLarge")
+    try:
+        check_nesting(text, source)
+    except CompileError as exc:  # the shared reader's refusal, under this input's own code
+        raise CompileError([error("FactsMalformed", d.path, d.message) for d in exc.errors]) from None
     docs = _json_documents(text, source) if as_json else None
     if docs is None:
         docs = _yaml_documents(text, source)

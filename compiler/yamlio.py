@@ -42,6 +42,8 @@ __all__ = [
     "read_text",
     "check_size",
     "check_nesting",
+    "MAX_BLOCK_INDENT",
+    "MAX_FLOW_NESTING",
     "FILE_LIMITS",
     "MAX_INPUT_BYTES",
     "make_loader",
@@ -328,10 +330,44 @@ def _decode(data: bytes, where: str, max_bytes: int) -> str:
 MAX_FLOW_NESTING = 10_000
 _BRACKETS = re.compile(r"[\[\]{}]")
 
+#: Block collections are bounded through their indentation. A block mapping or sequence nested
+#: in another starts at a greater column, except a sequence that is a mapping's value, which may
+#: share the mapping's column; so a chain of N nested block collections needs a line whose
+#: indentation, counting the ``- ``, ``? `` and ``: `` indicators that open compact entries, reaches
+#: column N/2 - 1. A line whose indentation runs this far is refused: block nesting then stays
+#: under 2 * (MAX_BLOCK_INDENT + 1), and with the flow bound well under the depth that crashed.
+MAX_BLOCK_INDENT = 2_000
+_DEEP_INDENT = re.compile(r"^(?:[ \t]|[-?:](?=[ \t\r]|$)){%d}" % (MAX_BLOCK_INDENT + 1), re.MULTILINE)
+#: Every byte that may sit in such an indentation becomes ``a``, every other byte but a newline
+#: ``b``: a run of MAX_BLOCK_INDENT + 1 ``a`` bytes is then a quick, C-speed test that no line can
+#: be that deep (the exact pattern above only runs when one might be).
+_INDENT_BYTES = bytes(ord("a") if c in b" \t-?:" else c if c == ord("\n") else ord("b") for c in range(256))
+
 
 def check_nesting(text: str, source: str) -> None:
-    """Refuse text whose brackets nest deeper than ``MAX_FLOW_NESTING`` (counted over the whole
-    text, quoted scalars included: an overestimate that only a pathological input reaches)."""
+    """Refuse text the YAML composer could not read without overflowing its stack, before parsing.
+
+    Flow collections: brackets nesting deeper than ``MAX_FLOW_NESTING`` (counted over the whole
+    text, quoted scalars included: an overestimate that only a pathological input reaches). Block
+    collections: a line indented (spaces and compact ``- ``/``? ``/``: `` entries) past
+    ``MAX_BLOCK_INDENT`` columns, such as a 30,000-deep ``- - - ...``. JSON is YAML's flow style, so
+    the bracket bound covers it too. Both scans are linear and stop at the first offence.
+    """
+    deep = None
+    if len(text) > MAX_BLOCK_INDENT and b"a" * (MAX_BLOCK_INDENT + 1) in text.encode("utf-8", "surrogatepass").translate(_INDENT_BYTES):
+        deep = _DEEP_INDENT.search(text)
+    if deep is not None:
+        line = text.count("\n", 0, deep.start()) + 1
+        raise CompileError(
+            [
+                error(
+                    "NestingTooDeep",
+                    f"{source}:{line}",
+                    f"line {line} is indented (spaces and '- ', '? ', ': ' entries) past column {MAX_BLOCK_INDENT}: "
+                    "block mappings and lists would nest too deep to read",
+                )
+            ]
+        )
     if text.count("[") + text.count("{") <= MAX_FLOW_NESTING:
         return
     depth = 0

@@ -37,19 +37,15 @@ def test_dra_only_gpus_are_counted_from_resource_slices():
     r = invoke("--facts", str(FIXTURES / "nscale-gb300-dra.yaml"), "-o", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["platform"]["name"] == "nscale"
-    assert data["gpu"] == {
-        "architecture": "gb300",
-        "architectureKnown": True,
-        "products": [{"product": "NVIDIA-GB300", "nodes": 3}],
-        "gpusPerNodeMin": 4,
-        "gpusPerNodeMax": 4,
-        "total": 12,
-    }
-    assert {n["gpuSource"] for n in data["perNode"]} == {"resourceslices"}
-    assert data["topology"] == [
+    assert data["platform"] == "nscale" and data["detection"]["platform"]["source"] == "detected"
+    assert (data["gpuArchitecture"], data["gpuProduct"], data["gpusPerNode"], data["totalGPUs"]) == ("gb300", "NVIDIA-GB300", 4, 12)
+    assert data["gpuArchitectureKnown"] is True
+    assert data["gpuProducts"] == [{"product": "NVIDIA-GB300", "nodes": 3}]
+    assert {n["gpuSource"] for n in data["nodeDetails"]} == {"resourceslices"}
+    assert data["topologyDomains"] == [
         {"key": "topology.nks.nscale.com/accelerator-domain", "domains": [{"value": "ad-r01", "nodes": 2}, {"value": "ad-r02", "nodes": 1}]}
     ]
+    assert "topology" not in data  # NVCRE's topology is the platform's network-block label, which Nscale has none of
     assert [d["code"] for d in data["diagnostics"]] == ["NodeExcluded", "GPUProductFromResourceSlice"]
 
 
@@ -88,9 +84,9 @@ def test_topology_key_flag_replaces_the_detected_keys():
 def test_unknown_gpu_prints_the_defaults_warning():
     r = invoke("--facts", str(FIXTURES / "unknown-gpu.yaml"))
     assert r.exit_code == 0
-    assert "GPU:          Tesla-V100-SXM2-16GB (tesla, 8 GPUs/node)" in r.stdout
+    assert "GPU:          Tesla-V100-SXM2-16GB (v100, 8 GPUs/node)" in r.stdout
     [line] = [text for text in r.stderr.splitlines() if text.endswith("[GPUArchitectureDefaults]")]
-    assert line.startswith("warning: target: GPU architecture 'tesla'")
+    assert line.startswith("warning: target: GPU architecture 'v100'")
     assert "gpusPerNode=4 mlnxPerNode=0" in line
     r = invoke("--facts", str(FIXTURES / "aws-h100-2nodes.yaml"))
     assert "GPUArchitectureDefaults" not in r.stderr

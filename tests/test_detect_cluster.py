@@ -91,7 +91,7 @@ def test_invalid_flags_are_reported_together():
 
 def test_unknown_gpu_is_detected_and_flagged_as_unknown_to_the_catalog():
     det, diags = run("unknown-gpu.yaml")
-    assert (det.gpu_arch, det.gpu_arch_known) == ("tesla", False)
+    assert (det.gpu_arch, det.gpu_arch_known) == ("v100", False)
     assert diags == []  # the sizing warning comes from the GPU-defaults pass, which knows the sizes
 
 

@@ -80,7 +80,12 @@ def detect(nodes, slices=(), **kw):
         ("nvidia-rtx-pro-6000-blackwell-server-edition", "rtxpro6000"),
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtxpro6000"),
         ("RTX PRO 6000", "rtxpro6000"),
-        ("Tesla-V100-SXM2-16GB", "tesla"),
+        # Distinct Tesla products keep distinct keys (NVCRE's parser makes every one `tesla`).
+        ("Tesla-V100-SXM2-16GB", "v100"),
+        ("Tesla-T4", "t4"),
+        ("Tesla-K80", "k80"),
+        ("Tesla V100-SXM2-32GB", "v100"),
+        ("nvidia-tesla-t4", "t4"),
         ("NVIDIA-", ""),
         ("", ""),
     ],
@@ -238,7 +243,14 @@ def test_products_of_one_architecture_may_differ():
 
 def test_uncatalogued_architecture_is_detected_not_rejected():
     found, diags = detect([node("a", "Tesla-V100-SXM2-16GB")])
-    assert found.fact.value == "tesla" and diags == []
+    assert found.fact.value == "v100" and diags == []
+
+
+def test_tesla_products_are_not_one_architecture():
+    # A T4 and a V100 node used to vote together as `tesla`; now the majority wins and the other is left out.
+    found, diags = detect([node("a", "Tesla-T4"), node("b", "Tesla-V100-SXM2-16GB"), node("c", "Tesla-V100-SXM2-16GB")])
+    assert found.fact.value == "v100" and [name_of(n) for n in found.nodes] == ["b", "c"]
+    assert [e.name for e in found.excluded] == ["a"] and "t4" in found.excluded[0].reason
 
 
 def test_supplied_arch_wins_excludes_others_and_keeps_unknown_nodes():

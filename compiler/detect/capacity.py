@@ -1,7 +1,9 @@
 """GPU capacity: how many GPUs each node can give a workload, and the per-category filter.
 
 A node's GPU count is its allocatable ``nvidia.com/gpu`` (device plugin) or, when it
-advertises none, the number of whole GPUs its ``gpu.nvidia.com`` ResourceSlices publish.
+advertises none, the number of whole GPUs its ``gpu.nvidia.com`` ResourceSlices publish, or,
+when it has none of those yet, what its labels say (``nvidia.com/gpu.count``, Karpenter's GPU
+count, a known instance type; see :mod:`.hints`).
 A node whose count is known and below the workload's ``gpusPerNode`` is left out. A node
 with no count at all is kept, as the controller does: a device plugin that is restarting
 advertises nothing for a moment.
@@ -13,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, allocatable, name_of
+from ..facts import ClusterFacts, allocatable, labels_of, name_of
 from .dra import dra_gpus_by_node
+from .hints import count_hint
 from .model import ExcludedNode, name_list, plural
 
 __all__ = ["GPUCount", "node_gpu_counts", "filter_by_capacity", "GPU_RESOURCE"]
@@ -30,7 +33,7 @@ class GPUCount:
 
     node: str
     count: int | None
-    source: str  # "allocatable", "resourceslices" or ""
+    source: str  # "allocatable", "resourceslices", the key of the label that gave it, or ""
 
 
 def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, GPUCount]:
@@ -46,11 +49,23 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
         if dra is None:
             dra = dra_gpus_by_node(facts)
         found = dra.get(name)
+        hint = count_hint(labels_of(node))
         if found is not None and found.gpu_count > 0:
             out[name] = GPUCount(name, found.gpu_count, RESOURCE_SLICES)
+        elif hint is not None:
+            out[name] = GPUCount(name, hint.count, hint.label)
         else:
             out[name] = GPUCount(name, None, "")
     return out
+
+
+def _count_words(source: str) -> str:
+    """What a count's source reads as after the number (``has 4 ...``)."""
+    if source == ALLOCATABLE:
+        return "allocatable nvidia.com/gpu"
+    if source == RESOURCE_SLICES:
+        return "GPUs in gpu.nvidia.com ResourceSlices"
+    return f"GPUs by its {source} label"
 
 
 # Long: keeps or excludes each node and words the diagnostic for every way a node falls short.
@@ -79,7 +94,7 @@ def filter_by_capacity(
             unknown.append(c.node)
             kept.append(dict(node))
         elif c.count < gpus_per_node:
-            where = "allocatable nvidia.com/gpu" if c.source == ALLOCATABLE else "GPUs in gpu.nvidia.com ResourceSlices"
+            where = _count_words(c.source)
             excluded.append(ExcludedNode(c.node, f"has {c.count} {where}, the workload requests {gpus_per_node} per node"))
             short.append(f"{c.node} has {c.count}")
         else:

@@ -4,6 +4,9 @@ A node's product is its ``nvidia.com/gpu.product`` label (written by GPU Feature
 or, when the label is absent, the product its ``gpu.nvidia.com`` ResourceSlices publish,
 normalised to the same label form (see :mod:`.dra`). Products parse to architecture keys
 (``NVIDIA-H100-80GB-HBM3`` -> ``h100``) with the rules in ``detection/gpu_architectures.yaml``.
+A node with neither has its architecture (not a product) read from the labels its cloud or
+provisioner writes (:mod:`.hints`: GKE's accelerator label, Karpenter's GPU name, a known
+instance type), with a warning naming the label.
 
 The target's architecture is a majority vote over nodes that have a product (ties go to
 the architecture of the earliest node by name); nodes of any other architecture, or with
@@ -21,7 +24,9 @@ from typing import Any, Mapping, Sequence
 from ..diagnostics import Diagnostic, error, info, warning
 from ..facts import ClusterFacts, labels_of, name_of
 from .dra import dra_gpus_by_node
+from .hints import architecture_hint
 from .model import DETECTED, SUPPLIED, ExcludedNode, Fact, name_list, plural
+from .products import parse_product
 from .tables import table
 from .target import GPU_PRODUCT_LABEL
 
@@ -41,27 +46,6 @@ __all__ = [
 UNKNOWN_ARCH_MESSAGE = "cannot determine GPU architecture from target nodeSelector or --gpu-arch (nvidia.com/gpu.product label is required)"
 LABEL = "label"
 RESOURCE_SLICES = "resourceslices"
-
-
-def parse_product(product: str) -> str:
-    """The architecture key of a product string; ``""`` when there is nothing to parse.
-
-    Case-insensitive for the ``NVIDIA-``/``NVIDIA `` prefix and the named families; for
-    everything else the first hyphen- or space-separated token, lower-cased.
-    """
-    rules = table("gpu_architectures")
-    rest = (product or "").strip()
-    for prefix in rules["stripPrefixes"]:
-        if rest.upper().startswith(str(prefix).upper()):
-            rest = rest[len(prefix) :]
-    if not rest:
-        return ""
-    folded = rest.replace(" ", "-").upper()
-    for family in rules["families"]:
-        if folded.startswith(str(family["prefix"]).upper()):
-            return str(family["architecture"])
-    cuts = [i for i in (rest.find("-"), rest.find(" ")) if i > 0]
-    return (rest[: min(cuts)] if cuts else rest).lower()
 
 
 def known_architectures() -> tuple[str, ...]:
@@ -96,17 +80,34 @@ def arch_from_node_selector(selector: Mapping[str, Any] | None) -> str:
 
 @dataclass(frozen=True)
 class NodeProduct:
-    """A node's GPU product and where it was read (``label``, ``resourceslices`` or ``""``)."""
+    """A node's GPU product and where it was read (``label``, ``resourceslices`` or ``""``).
+
+    Without a product, ``source`` may be the key of another label that names the architecture
+    (``cloud.google.com/gke-accelerator``, ``node.kubernetes.io/instance-type``...): then
+    ``architecture`` holds it and ``hint_value`` the label's value.
+    """
 
     node: str
     product: str
     source: str
     dra_products: tuple[str, ...] = ()  # every product the node's slices publish
     dra_architectures: tuple[str, ...] = ()  # the DRA driver's architecture attribute values
+    architecture: str = ""
+    hint_value: str = ""
 
     @property
     def arch(self) -> str:
-        return parse_product(self.product)
+        return self.architecture or parse_product(self.product)
+
+    @property
+    def from_hint(self) -> bool:
+        """The architecture came from a label other than the product label."""
+        return bool(self.architecture) and not self.product
+
+    @property
+    def shown(self) -> str:
+        """The product, or the label that named the architecture, for messages."""
+        return self.product or (f"{self.source}={self.hint_value}" if self.from_hint else "")
 
 
 def node_products(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, NodeProduct]:
@@ -124,8 +125,13 @@ def node_products(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> di
         found = dra.get(name)
         if found is not None and found.product:
             out[name] = NodeProduct(name, found.product, RESOURCE_SLICES, found.products, found.architectures)
+            continue
+        hint = architecture_hint(labels_of(node))
+        dra_archs = found.architectures if found else ()
+        if hint is not None:
+            out[name] = NodeProduct(name, "", hint.label, (), dra_archs, hint.architecture, hint.value)
         else:
-            out[name] = NodeProduct(name, "", "", (), found.architectures if found else ())
+            out[name] = NodeProduct(name, "", "", (), dra_archs)
     return out
 
 
@@ -151,6 +157,20 @@ def _product_source_notes(products: Mapping[str, NodeProduct], target_path: str)
                 target_path,
                 f"GPU product read from gpu.nvidia.com ResourceSlices for {plural(len(from_dra), 'node')} without an "
                 f"{GPU_PRODUCT_LABEL} label: " + name_list([f"{p.node} ({p.product})" for p in from_dra]),
+            )
+        )
+    by_label: dict[str, list[NodeProduct]] = {}
+    for p in products.values():
+        if p.from_hint:
+            by_label.setdefault(p.source, []).append(p)
+    for label, found in sorted(by_label.items()):
+        diags.append(
+            warning(
+                "GPUArchitectureFromLabel",
+                target_path,
+                f"{plural(len(found), 'node')} without an {GPU_PRODUCT_LABEL} label (GPU Feature Discovery has not labelled "
+                f"{'it' if len(found) == 1 else 'them'}): GPU architecture read from the {label} label: "
+                + name_list([f"{p.node} ({p.hint_value} -> {p.architecture})" for p in found]),
             )
         )
     for p in from_dra:
@@ -224,12 +244,21 @@ def _decide(
     if votes:
         arch = min(votes, key=lambda a: (-votes[a], first_seen[a]))
         sources = sorted({products[name_of(n)].source for n in ordered if products[name_of(n)].arch == arch})
-        where = " and ".join({LABEL: f"{GPU_PRODUCT_LABEL} labels", RESOURCE_SLICES: "gpu.nvidia.com ResourceSlices"}[s] for s in sources)
+        where = " and ".join(_source_words(s) for s in sources)
         return _Decision(arch, Fact(arch, DETECTED, f"{where}; {votes[arch]} of {plural(len(ordered), 'target node')}"), False)
     arch = arch_from_node_selector(node_selector)
     if not arch:
         return None
     return _Decision(arch, Fact(arch, SUPPLIED, f"target nodeSelector {GPU_PRODUCT_LABEL}"), True)
+
+
+def _source_words(source: str) -> str:
+    """How a product source reads in a decision's detail."""
+    if source == LABEL:
+        return f"{GPU_PRODUCT_LABEL} labels"
+    if source == RESOURCE_SLICES:
+        return "gpu.nvidia.com ResourceSlices"
+    return f"{source} labels"
 
 
 @dataclass
@@ -254,12 +283,16 @@ def _split_nodes(
             split.kept.append(dict(node))
         elif not p.arch:
             split.excluded.append(
-                ExcludedNode(p.node, "no GPU product: no nvidia.com/gpu.product label and no gpu.nvidia.com ResourceSlice product")
+                ExcludedNode(
+                    p.node,
+                    "no GPU product: no nvidia.com/gpu.product label, no gpu.nvidia.com ResourceSlice product, "
+                    "and no label or known instance type naming the GPU",
+                )
             )
             split.no_product.append(p.node)
         else:
             against = f"--gpu-arch {arch}" if supplied else f"the majority architecture {arch}"
-            split.excluded.append(ExcludedNode(p.node, f"GPU architecture {p.arch} ({p.product}) differs from {against}"))
+            split.excluded.append(ExcludedNode(p.node, f"GPU architecture {p.arch} ({p.shown}) differs from {against}"))
             split.other_arch.append(f"{p.node} ({p.arch})")
     return split
 

@@ -212,7 +212,11 @@ def _looks_like_gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], dra
     if allocatable(node).get("nvidia.com/gpu", Fraction(0)) > 0:
         return True
     found = dra.get(name_of(node))
-    return bool(found and found.gpu_count)
+    if found and found.gpu_count:
+        return True
+    from .hints import architecture_hint
+
+    return architecture_hint(labels) is not None
 
 
 # --------------------------------------------------------------------------- validation

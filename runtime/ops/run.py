@@ -10,6 +10,12 @@ What is said goes through a :class:`RunOutput` the caller supplies: messages and
 one stream, the report (and a RoleBinding to create) to the other, the report files and the
 evidence bundle through its writers. This module decides what to say and when; the caller
 decides where it goes.
+
+The rule for the report: once the run has ended, its report goes to the report stream whatever
+the verdict, so ``run --wait > report.txt`` keeps it; the partial report of a wait that did not
+end (timed out, interrupted) goes to the message stream with what to do next. A plan with
+``nvcre_streams`` follows NVCRE's nvcrectl instead: a Certification's report on the report
+stream only when it PASSED, every other one (and every WorkloadRun's) on the message stream.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ __all__ = [
     "EXIT_TIMEOUT",
     "RunOutput",
     "RunPlan",
+    "report_sink",
     "execute_run",
     "verdict_result",
 ]
@@ -53,6 +60,8 @@ class RunPlan:
     controller_pull_secret: str | None
     cleanup: bool
     timeout_text: str | None = None  # printed as given (``workloadrun run``)
+    #: print the report where NVCRE's nvcrectl does (see the module docstring)
+    nvcre_streams: bool = False
     #: changes the document needs from the cluster (read after any install, before submission)
     before_submit: Callable[[Kube, Callable[[str], None]], None] | None = None
 
@@ -265,10 +274,18 @@ def _wait_and_report(kube: Kube, plan: RunPlan, name: str, namespace: str, outpu
         if failed:
             output.err("Failed nodes: " + ", ".join(failed) + "\n")
         code = EXIT_FAILED
-    output.out(report)
+    report_sink(plan, code == EXIT_PASSED, output)(report)
     output.write_files([verdict])
     code = output.write_evidence(kube, kind, name, namespace, code)
     return code, (f"error: {_failure_message(kind, outcome.run)}" if code else "")
+
+
+def report_sink(plan: RunPlan, passed: bool, output: RunOutput) -> Callable[[str], object]:
+    """Where the report of an ended run goes: the report stream, or with ``nvcre_streams`` where
+    NVCRE puts it (stdout only for a passed Certification; ``handleReport``, ``out: os.Stderr``)."""
+    if plan.nvcre_streams and (plan.kind == "WorkloadRun" or not passed):
+        return output.err
+    return output.out
 
 
 def _still_running(kind: str, name: str, namespace: str) -> str:

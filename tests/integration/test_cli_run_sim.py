@@ -181,8 +181,8 @@ def test_cluster_info_and_render_dry_run_read_the_live_cluster(simcluster, sim_n
     info = nvcrectl(simcluster, "cluster", "info", "-o", "json")
     assert info.returncode == 0, info.stderr
     summary = json.loads(info.stdout)
-    assert summary["platform"]["name"] == "aws" and summary["platform"]["source"] == "detected"
-    assert summary["gpu"]["architecture"] == "h100"
+    assert summary["platform"] == "aws" and summary["detection"]["platform"]["source"] == "detected"
+    assert summary["gpuArchitecture"] == "h100"
 
     cert = REPO / "golden" / "render" / "aws-h100-all-reduce" / "certification.yaml"
     offline = nvcrectl(simcluster, "certification", "render", str(cert), "--platform", "aws", "--gpu-arch", "h100")

@@ -1,0 +1,35 @@
+"""GPU product strings to architecture keys, with the rules of ``detection/gpu_architectures.yaml``.
+
+A product is the value GPU Feature Discovery writes to ``nvidia.com/gpu.product``
+(``NVIDIA-H100-80GB-HBM3``), the NVML name a DRA driver publishes (``NVIDIA H100 80GB HBM3``), or
+a label that names a GPU the same way (GKE's ``nvidia-h100-mega-80gb``, Karpenter's ``h100``).
+Kept apart from the detection modules so each of them can parse without importing the others.
+"""
+
+from __future__ import annotations
+
+from .tables import table
+
+__all__ = ["parse_product"]
+
+
+def parse_product(product: str) -> str:
+    """The architecture key of a product string; ``""`` when there is nothing to parse.
+
+    The ``NVIDIA-``/``NVIDIA `` and then ``Tesla-``/``Tesla `` prefixes are dropped and the named
+    families matched in any case; otherwise the first hyphen- or space-separated token,
+    lower-cased (``Tesla-V100-SXM2-16GB`` -> ``v100``, ``nvidia-tesla-t4`` -> ``t4``).
+    """
+    rules = table("gpu_architectures")
+    rest = (product or "").strip()
+    for prefix in rules["stripPrefixes"]:
+        if rest.upper().startswith(str(prefix).upper()):
+            rest = rest[len(prefix) :]
+    if not rest:
+        return ""
+    folded = rest.replace(" ", "-").upper()
+    for family in rules["families"]:
+        if folded.startswith(str(family["prefix"]).upper()):
+            return str(family["architecture"])
+    cuts = [i for i in (rest.find("-"), rest.find(" ")) if i > 0]
+    return (rest[: min(cuts)] if cuts else rest).lower()
