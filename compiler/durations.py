@@ -8,7 +8,9 @@ rendered Workflow reads the same as the object a cluster hands back.
 
 * ``parse_duration`` reads a Go duration into seconds (``ValueError`` when malformed);
 * ``format_duration`` prints seconds in the canonical form (whole seconds, for messages);
-* ``canonical_duration`` rewrites duration text into the canonical form, exactly (no rounding).
+* ``canonical_duration`` rewrites duration text into the canonical form, exactly (no rounding);
+* ``duration_limit`` reads a duration field as a time limit: its seconds, at most the longest
+  duration Go can hold (about 292 years), and a given fallback when the text is not a duration.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-__all__ = ["canonical_duration", "format_duration", "parse_duration"]
+__all__ = ["LONGEST_SECONDS", "canonical_duration", "duration_limit", "format_duration", "parse_duration"]
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|μs|ns|h|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
 _UNIT_NANOS = {"h": 3600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3, "µs": 10**3, "μs": 10**3, "ns": 1}
 _SECOND = 10**9
+#: the longest time.Duration Go holds (2**63 - 1 nanoseconds), in seconds
+LONGEST_SECONDS = (2**63 - 1) / _SECOND
 
 
 def _parts(text: str) -> tuple[int, list[tuple[str, str]]]:
@@ -98,3 +102,16 @@ def canonical_duration(text: str) -> str:
     ``ValueError`` if the text is not a Go duration.
     """
     return _go_string(_nanoseconds(text))
+
+
+def duration_limit(text: object, fallback: float) -> float:
+    """A duration field read as a time limit in seconds: ``fallback`` when the text is empty or
+    not a Go duration, and never past :data:`LONGEST_SECONDS` (a longer text would overflow a
+    Go controller and a ``datetime.timedelta`` alike; it means "no limit" in practice)."""
+    if not isinstance(text, str) or not text.strip():
+        return fallback
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        return fallback
+    return min(seconds, LONGEST_SECONDS)

@@ -61,3 +61,18 @@ def test_format_duration_rounds_to_whole_seconds() -> None:
     assert format_duration(45) == "45s"
     assert format_duration(59.6) == "1m0s"
     assert format_duration(0) == "0s"
+
+
+def test_a_duration_limit_reads_seconds_falls_back_and_stops_at_gos_longest() -> None:
+    from nvcre.compiler.durations import LONGEST_SECONDS, duration_limit
+
+    assert duration_limit("1.5m", 300.0) == 90.0
+    assert duration_limit("1500ms", 300.0) == 1.5
+    assert duration_limit(None, 300.0) == 300.0
+    assert duration_limit("", 300.0) == 300.0
+    assert duration_limit("soon", 300.0) == 300.0
+    # past what Go can hold: clamped, so a timedelta of it never overflows
+    assert duration_limit("99999999999999h", 300.0) == LONGEST_SECONDS
+    from datetime import timedelta
+
+    timedelta(seconds=duration_limit("99999999999999h", 300.0))

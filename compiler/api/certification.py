@@ -28,7 +28,7 @@ from .common import (
     ApiModel,
     ApiObject,
     Conditions,
-    Duration,
+    CertificationDuration,
     EnvList,
     GangSchedulerSpec,
     Int32,
@@ -97,8 +97,8 @@ class CategoryOptions(ApiModel):
     scheduling_stall_grace_seconds: Optional[Int32] = Field(
         None, ge=1, description="How long pods may stay unschedulable before the run is reported blocked."
     )
-    timeout_per_job: Optional[Duration] = Field(None, description="Go duration, for example 1h or 90m.")
-    measurement_timeout: Optional[Duration] = None
+    timeout_per_job: Optional[CertificationDuration] = Field(None, description="Go duration, for example 1h or 90m.")
+    measurement_timeout: Optional[CertificationDuration] = None
     thresholds: Optional[Thresholds] = None
     resources: Optional[CategoryResources] = None
     image: Optional[str] = Field(None, min_length=1, max_length=MAX_IMAGE, description="Replaces the workload image.")

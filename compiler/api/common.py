@@ -28,12 +28,14 @@ from .patterns import (
     CONDITION_TYPE,
     DURATION,
     ENV_NAME,
+    GO_DURATION,
     LABEL_VALUE,
     LABEL_VALUE_MAX,
     MAX_ENV,
     MAX_ENV_VALUE,
     MAX_LABELS,
     MAX_NAME,
+    MAX_FINALIZERS,
     MAX_SHORT_STRING,
     MAX_THRESHOLD_EXPRESSION,
     QUANTITY,
@@ -76,7 +78,10 @@ class ApiModel(BaseModel):
 Int32 = Annotated[int, Crd(format="int32")]
 Int64 = Annotated[int, Crd(format="int64")]
 Time = Annotated[str, Crd(format="date-time")]
-Duration = Annotated[str, Field(min_length=1, max_length=32, pattern=DURATION)]
+#: A metav1.Duration field: any Go duration that is not negative (``1.5h``, ``90m``, ``250ms``).
+Duration = Annotated[str, Field(min_length=1, max_length=32, pattern=GO_DURATION)]
+#: A Certification option's duration, with NVCRE's stricter pattern (whole numbers; h, m, s, ms).
+CertificationDuration = Annotated[str, Field(min_length=1, max_length=32, pattern=DURATION)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
 ShortString = Annotated[str, Field(max_length=MAX_SHORT_STRING)]
 LabelValue = Annotated[str, Field(max_length=LABEL_VALUE_MAX, pattern=LABEL_VALUE)]
@@ -125,10 +130,16 @@ class ObjectMeta(ApiModel):
 
 
 class TemplateMeta(ApiModel):
-    """Labels and annotations copied onto the objects made from a template."""
+    """Object metadata of a template: its labels and annotations are copied onto every object
+    made from it. A name, generateName, namespace and finalizers are accepted, as in any object
+    metadata, and ignored: the controller names, places and finalizes the objects it makes."""
 
+    name: Optional[str] = Field(None, max_length=MAX_NAME)
+    generate_name: Optional[str] = Field(None, max_length=MAX_NAME)
+    namespace: Optional[str] = Field(None, max_length=MAX_SHORT_STRING)
     labels: Optional[StringMap] = None
     annotations: Optional[StringMap] = None
+    finalizers: Optional[list[Annotated[str, Field(max_length=MAX_NAME)]]] = Field(None, max_length=MAX_FINALIZERS)
 
 
 # ---------------------------------------------------------------------------------------------

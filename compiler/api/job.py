@@ -47,9 +47,10 @@ class CELHealthCheck(ApiModel):
 
 
 class NodeHealthMonitor(ApiModel):
-    """Watches the group's nodes while the workload runs."""
+    """Watches the group's nodes while the workload runs. Without an expression a Job checks
+    nothing, as in NVCRE; a Workflow's render gives such a template the default expression."""
 
-    cel: CELHealthCheck
+    cel: Optional[CELHealthCheck] = None
 
 
 class JobCheckpoint(ApiModel):

@@ -34,8 +34,12 @@ NIC_RESOURCE_NAME = (
 # Environment variable names: C identifiers, because values travel as `mpirun -x NAME=VALUE`.
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
-# Go-style durations as the controller accepts them (1h, 90m, 1h30m, 500ms).
+# The duration pattern NVCRE puts on a Certification's timeoutPerJob and measurementTimeout:
+# whole numbers with h, m, s or ms (1h, 90m, 1h30m, 500ms).
 DURATION = r"^([0-9]+(h|m|s|ms))+$"
+# Any Go duration that is not negative, as a metav1.Duration field takes it (1.5h, 1h30m,
+# 250ms, 1500us, 0): decimal numbers with h, m, s, ms, us (or µs) or ns, or a bare 0.
+GO_DURATION = r"^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$"
 
 # Sizes.
 STORAGE_SIZE = r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$"
@@ -79,5 +83,6 @@ MAX_IMAGE = 512
 MAX_ENV_VALUE = 4096
 MAX_SOURCE_REPO = 2048
 MAX_PULL_SECRETS = 32
+MAX_FINALIZERS = 32
 MAX_SHORT_STRING = 63
 MAX_THRESHOLD_EXPRESSION = 1024

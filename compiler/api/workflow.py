@@ -36,7 +36,7 @@ from .common import (
 )
 from .job import JobSpec
 from .markers import Crd
-from .patterns import DNS_LABEL
+from .patterns import DNS_LABEL, MAX_SHORT_STRING
 
 Placement = Literal["Pinned", "Unpinned"]
 
@@ -95,7 +95,7 @@ class CountMatch(ApiModel):
 class TopologyMatch(ApiModel):
     """Matches the detected topology."""
 
-    mode: Optional[Literal["single-rack", "multi-rack", "multi-zone"]] = None
+    mode: Optional[str] = Field(None, max_length=MAX_SHORT_STRING, description="The detected topology mode to match.")
     domain_count: Optional[CountMatch] = None
 
 

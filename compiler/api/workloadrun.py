@@ -36,7 +36,7 @@ from .common import (
     WorkloadMetadata,
 )
 from .markers import Crd, Rule
-from .patterns import MAX_IMAGE, MAX_NAME, MAX_PULL_SECRETS, NIC_RESOURCE_NAME, STORAGE_SIZE
+from .patterns import MAX_IMAGE, MAX_NAME, MAX_PULL_SECRETS, MAX_SHORT_STRING, NIC_RESOURCE_NAME, STORAGE_SIZE
 from .workflow import OverrideSpec, Placement
 
 StringList = list[Annotated[str, Field(max_length=4096)]]
@@ -64,7 +64,9 @@ class MPIFramework(ApiModel):
     mpirun_path: str = Field(min_length=1, max_length=4096)
     args: Optional[StringList] = None
     mpi_args: Optional[StringList] = None
-    mpi_implementation: Annotated[Optional[Literal["OpenMPI", "Intel", "MPICH"]], Crd(default="OpenMPI")] = None
+    mpi_implementation: Annotated[Optional[str], Crd(default="OpenMPI")] = Field(
+        None, max_length=MAX_SHORT_STRING, description="OpenMPI, the one the launcher's command line is written for."
+    )
 
 
 class ExecFramework(ApiModel):

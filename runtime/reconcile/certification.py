@@ -32,6 +32,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .render_events import tier_render_events
 from .tier import StatusTier
 
 __all__ = ["FINALIZER", "CertificationReconciler", "waiting_for_nodes_message"]
@@ -161,7 +162,7 @@ class CertificationReconciler(StatusTier):
             return Result()
         if index == 0 and outcome.created:
             # the render's fallbacks, once per Certification, as NVCRE's controller reports them
-            for type_, reason, text in compiler.render_events(notes):
+            for type_, reason, text in tier_render_events("Certification", notes):
                 ctx.event(cert, type_, reason, text)
         category["status"] = "InProgress"
         category["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.durations import parse_duration
+from nvcre.compiler.durations import duration_limit
 from nvcre.compiler.vocabulary import LABEL_JOB
 
 from .. import compile as compiler
@@ -185,10 +185,8 @@ class JobReconciler(JobWorkloadCreation):
         if goodput is None:
             return None
         raw = (goodput.get("spec") or {}).get("sampleInterval") or (spec.get("goodputMeasurement") or {}).get("sampleInterval")
-        try:
-            interval = parse_duration(str(raw)) if raw else 60.0
-        except ValueError:
-            interval = 60.0
+        # the measurement samples at most once a second, however short the interval it is given
+        interval = max(1.0, duration_limit(raw, 60.0))
         evidence = restarts.current_attempt_goodput(goodput.get("status") or {}, fresh.get("status") or {}, trainjob)
         if evidence is None:
             return None

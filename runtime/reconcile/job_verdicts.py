@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from nvcre.compiler.durations import parse_duration
+from nvcre.compiler.durations import duration_limit
 
 from ..clock import parse_time
 from ..judge.attribution import group_nodes
@@ -129,7 +129,7 @@ class JobVerdicts(JobTierBase):
         values = verdicts.threshold_values(bandwidth, goodput)
         succeeded_at = parse_time((cond.condition(status, cond.SUCCEEDED) or {}).get("lastTransitionTime"))
         spec_timeout = (job.get("spec") or {}).get("measurementTimeout")
-        limit = parse_duration(spec_timeout) if spec_timeout else ctx.settings.measurement_timeout
+        limit = duration_limit(spec_timeout, ctx.settings.measurement_timeout)
         expired = succeeded_at is not None and ctx.clock.now() - succeeded_at > timedelta(seconds=limit)
         outcome = verdicts.judge_thresholds(thresholds, values, expired=expired, timeout_seconds=limit)
         if outcome is None:

@@ -3,12 +3,15 @@
 The Workflow comes from the compiler's ``expand_workloadrun``. The WorkloadRun's conditions are
 NVCRE's: ``InProgress/WorkflowCreated "Workflow X created"`` from creation until the Workflow
 ends; then ``Succeeded/WorkflowSucceeded "Workflow completed successfully"``, or
-``Failed/WorkflowFailed`` with the Workflow's message (``WorkflowValidationFailed`` when the
-Workflow's thresholds failed, mirrored as ``ValidationFailed=True/ThresholdViolation``);
-``Failed/WorkflowDeleted "Workflow was deleted"`` when it vanished. The inactive lifecycle types
-read ``Superseded``. The node-results ConfigMap references are copied. Deleting the WorkloadRun
-deletes its Workflow; the finalizer holds until the Workflow (and with it every TrainJob and pod)
-is gone, bounded.
+``Failed/WorkflowFailed`` with the Workflow's message (``WorkflowValidationFailed`` only when
+the Workflow failed for its thresholds alone, reason ``JobValidationFailed``: a hardware failure
+takes precedence); ``Failed/WorkflowDeleted "Workflow was deleted"`` when it vanished. Whenever
+the Workflow's ``ValidationFailed`` is True it is mirrored as ``ValidationFailed=True/
+ThresholdViolation``. The inactive lifecycle types read ``Superseded``. The node-results
+ConfigMap references are copied. A build that fails is ``Failed`` with the build's reason; when
+that status cannot be written, the Warning ``BuildFailedStatusUpdateFailed`` says both errors.
+Deleting the WorkloadRun deletes its Workflow; the finalizer holds until the Workflow (and with
+it every TrainJob and pod) is gone, bounded.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from nvcre.compiler.vocabulary import WORKLOADRUN_FINALIZER
 
 from .. import compile as compiler
 from ..clock import parse_time
+from ..kube.errors import ApiError, Conflict
 from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
 from . import conditions as cond
 from .common import (
@@ -32,13 +36,18 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .render_events import tier_render_events
 from .tier import StatusTier
 
-__all__ = ["FINALIZER", "WorkloadRunReconciler"]
+__all__ = ["BUILD_FAILED_STATUS_UPDATE_FAILED", "FINALIZER", "WorkloadRunReconciler"]
 
 FINALIZER = WORKLOADRUN_FINALIZER
 #: what NVCRE writes on a WorkloadRun's lifecycle types that are not the current one
 SUPERSEDED = "Superseded"
+#: the Warning when a failed build's Failed condition could not be written either
+BUILD_FAILED_STATUS_UPDATE_FAILED = "BuildFailedStatusUpdateFailed"
+#: the Workflow's Failed reason when a threshold miss is the only cause
+JOB_VALIDATION_FAILED = "JobValidationFailed"
 
 
 def _lifecycle(status: Mapping[str, Any], type_: str, reason: str, message: str, now: str) -> dict[str, Any]:
@@ -70,7 +79,19 @@ class WorkloadRunReconciler(StatusTier):
         try:
             manifest = compiler.expand_workloadrun(run, facts, notes)
         except compiler.CompileError as exc:
-            self._write(run, _lifecycle(status, cond.FAILED, *compiler.failure_of(exc), now))
+            reason, message = compiler.failure_of(exc)
+            try:
+                self._write(run, _lifecycle(status, cond.FAILED, reason, message, now))
+            except Conflict:
+                raise  # a newer version to build from: the reconcile runs again
+            except ApiError as write_error:
+                ctx.event(
+                    run,
+                    "Warning",
+                    BUILD_FAILED_STATUS_UPDATE_FAILED,
+                    f"WorkloadRun build failed: {message}; recording the WorkloadRun Failed condition also failed: {write_error}",
+                )
+                raise
             return Result()
         outcome = create_or_adopt(ctx, manifest, run)
         if outcome.collision:
@@ -85,7 +106,7 @@ class WorkloadRunReconciler(StatusTier):
             self._write(run, _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
             return Result()
         if outcome.created:
-            for type_, reason, text in compiler.render_events(notes):
+            for type_, reason, text in tier_render_events("WorkloadRun", notes):
                 ctx.event(run, type_, reason, text)
         status["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
         message = f"Workflow {name_of(outcome.obj)} created"
@@ -109,25 +130,34 @@ class WorkloadRunReconciler(StatusTier):
         for key in ("succeededNodesRef", "failedNodesRef"):
             if wf_status.get(key):
                 status[key] = wf_status[key]
+        mirrored = self._mirror_validation(status, wf_status, now)
         life = cond.lifecycle(wf_status)
         if life == cond.SUCCEEDED:
             self._write(run, _lifecycle(status, cond.SUCCEEDED, "WorkflowSucceeded", "Workflow completed successfully", now))
             return Result()
         if life == cond.FAILED:
-            message = str((cond.condition(wf_status, cond.FAILED) or {}).get("message") or "")
-            validation = cond.condition(wf_status, cond.VALIDATION_FAILED) or {}
-            if validation.get("status") == "True":
-                new = _lifecycle(status, cond.FAILED, "WorkflowValidationFailed", message, now)
-                new = cond.set_condition(
-                    new, cond.VALIDATION_FAILED, "True", "ThresholdViolation", str(validation.get("message") or message), now
-                )
-            else:
-                new = _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now)
-            self._write(run, new)
+            failed = cond.condition(wf_status, cond.FAILED) or {}
+            message = str(failed.get("message") or "")
+            # keyed off the Workflow's Failed reason, so hardware keeps the generic reason
+            reason = "WorkflowValidationFailed" if failed.get("reason") == JOB_VALIDATION_FAILED else "WorkflowFailed"
+            self._write(run, _lifecycle(status, cond.FAILED, reason, message, now))
             return Result()
-        if (cond.condition(status, cond.IN_PROGRESS) or {}).get("reason") != "WorkflowCreated":
+        if mirrored or (cond.condition(status, cond.IN_PROGRESS) or {}).get("reason") != "WorkflowCreated":
             self._write(run, _lifecycle(status, cond.IN_PROGRESS, "WorkflowCreated", f"Workflow {ref.get('name')} created", now))
         return Result(ctx.settings.poll_interval)
+
+    @staticmethod
+    def _mirror_validation(status: dict[str, Any], wf_status: Mapping[str, Any], now: str) -> bool:
+        """Copy a True ``ValidationFailed`` of the Workflow onto ``status``; True when it changed."""
+        validation = cond.condition(wf_status, cond.VALIDATION_FAILED) or {}
+        if validation.get("status") != "True":
+            return False
+        message = str(validation.get("message") or "")
+        mine = cond.condition(status, cond.VALIDATION_FAILED) or {}
+        if mine.get("status") == "True" and mine.get("message") == message:
+            return False
+        status.update(cond.set_condition(status, cond.VALIDATION_FAILED, "True", "ThresholdViolation", message, now))
+        return True
 
     def _finalize(self, run: dict[str, Any]) -> Result:
         ctx = self.ctx

@@ -164,7 +164,7 @@ def test_run_wait_with_a_crashing_node_prints_failed_naming_it(simcluster, sim_n
     (suite,) = list(JUnitXml.fromfile(str(junit)))
     (case,) = list(suite)
     (failure,) = case.result
-    assert isinstance(failure, Failure) and f"node {nodes[1]}: WorkloadFailed" in failure.text
+    assert isinstance(failure, Failure) and nodes[1] in json.loads(failure.text)["failedGroups"][0]["nodes"]
     data = json.loads(results.read_text())
     details = data["failedNodeDetails"]
     assert [d["name"] for d in details] == [nodes[1]]

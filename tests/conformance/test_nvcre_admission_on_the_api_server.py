@@ -1,0 +1,102 @@
+"""The real API server, with nvcre's CRDs, admits the NVCRE objects ``validate()`` now admits.
+
+Each document is created with ``dryRun=All`` and strict field validation on a kube-apiserver
+holding the committed CRDs (the test control plane), and checked with ``validate()`` too: a Go
+duration as NVCRE's ``metav1.Duration`` fields take it (``1.5h``, ``250µs``), a Job without
+``nodeHealthMonitor.cel``, a free ``when.topology.mode``, object metadata in a Job template and
+another ``mpiImplementation`` are admitted by both; a negative duration is refused by both at
+the same field.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parent.parent.parent
+FIXTURES = REPO / "tests" / "fixtures" / "api"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+    data.pop("status", None)
+    data["metadata"] = {"name": "admitted"}
+    return data
+
+
+def _documents() -> dict[str, dict[str, Any]]:
+    workflow = _load(FIXTURES / "workflow-overrides.yaml")
+    spec = workflow["spec"]
+    spec["orchestration"]["execution"]["timeoutPerJob"] = "1.5h"
+    spec["validation"]["performance"]["measurementTimeout"] = "2.5m"
+    spec["jobTemplate"]["spec"]["goodputMeasurement"]["sampleInterval"] = "250µs"
+    spec["jobTemplate"]["metadata"].update({"name": "ignored", "namespace": "elsewhere"})
+    spec["overrides"][1]["when"]["topology"]["mode"] = "multi-pod"
+    job = _load(FIXTURES / "job-with-status.yaml")
+    job["spec"]["nodeHealthMonitor"] = {}
+    job["spec"]["measurementTimeout"] = "90.5s"
+    run = _load(REPO / "examples" / "workloadrun-nccl-all-reduce.yaml")
+    run["spec"]["orchestration"]["timeoutPerJob"] = "1.5h"
+    run["spec"]["framework"]["mpi"]["mpiImplementation"] = "MPICH"
+    return {"workflow": workflow, "job": job, "workloadrun": run}
+
+
+@pytest.fixture(scope="module")
+def api(controlplane: Any) -> Iterator[Any]:
+    with controlplane.api_client() as api_client:
+        yield api_client
+
+
+@pytest.fixture(scope="module")
+def namespace(api: Any) -> Iterator[str]:
+    from kubernetes import client
+
+    name = f"admit-{uuid.uuid4().hex[:8]}"
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)
+
+
+def _server_refusal(api: Any, namespace: str, doc: dict[str, Any]) -> set[str]:
+    """The field paths the server refuses ``doc`` at (empty when it admits it)."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    plural = kind_class(doc["kind"]).plural
+    try:
+        client.CustomObjectsApi(api).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, doc, dry_run="All", field_validation="Strict"
+        )
+    except ApiException as exc:
+        details = (json.loads(exc.body or "{}").get("details") or {}).get("causes") or []
+        return {str(c.get("field")) for c in details} or {"?"}
+    return set()
+
+
+@pytest.mark.parametrize("which", ["workflow", "job", "workloadrun"])
+def test_the_server_and_validate_admit_what_nvcre_admits(api: Any, namespace: str, which: str) -> None:
+    doc = _documents()[which]
+    assert [d.render() for d in validate(doc) if d.is_error] == []
+    assert _server_refusal(api, namespace, copy.deepcopy(doc)) == set()
+
+
+def test_the_server_and_validate_refuse_a_negative_duration_at_the_field(api: Any, namespace: str) -> None:
+    doc = _documents()["workflow"]
+    doc["spec"]["orchestration"]["execution"]["timeoutPerJob"] = "-1h"
+    path = "spec.orchestration.execution.timeoutPerJob"
+    assert {d.path for d in validate(doc) if d.is_error} == {path}
+    assert _server_refusal(api, namespace, copy.deepcopy(doc)) == {path}
