@@ -27,8 +27,10 @@ demo-offline: setup
 	$(BIN)/nvcrectl certification list-categories
 	$(BIN)/nvcrectl certification render examples/certification.yaml --platform onprem --gpu-arch gb300
 
+# --real: kubelet, kube-proxy, the CNI plugins, CoreDNS, the sandbox program and the GPU device
+# plugin that the real-node tests run (docs/simcluster.md, "Real nodes").
 controlplane: setup
-	$(BIN)/python tests/controlplane/build.py --optional --sim
+	$(BIN)/python tests/controlplane/build.py --optional --sim --real
 
 # The tools some tests run, each built from its Go module into the same cache: helm (chart
 # tests), prometheus and promtool (alert rules, the scrape test), cosign (evidence bundles).
@@ -40,8 +42,8 @@ go-tools: setup
 image: setup test-tools
 	$(BIN)/python scripts/image.py
 
-# Debian's buildah, podman, skopeo, mmdebstrap and runc (the image) and chromium (the HTML
-# report's browser test), installed when missing (root only).
+# Debian's buildah, podman, skopeo, mmdebstrap and runc (the image), chromium (the HTML report's
+# browser test) and containerd, iproute2, iptables (the real nodes), installed when missing (root only).
 test-tools:
 	scripts/test-tools.sh
 

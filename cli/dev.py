@@ -1,6 +1,10 @@
 """``nvcrectl dev``: developer tools — a simulated GPU cluster (``up``, ``env``,
 ``fault``, ``status``, ``down``) and a bare local control plane (``controlplane ...``).
 
+``up --real`` starts real worker nodes instead of kwok (a kubelet, containerd and runc per node,
+networking inside a namespace of its own; see :mod:`nvcre.testing.realnodes`); ``env``,
+``status`` and ``down`` serve it the same way.
+
 ``up --with-prometheus`` also runs Prometheus against the cluster's controller, the way a cluster
 runs it: HTTPS scrapes with a ServiceAccount token bound to ``nvcre-metrics-reader``, and the
 alert rules the install ships (see :mod:`nvcre.testing.simprometheus`); ``down`` stops it.
@@ -135,11 +139,21 @@ def sim_up(
         help="Also run Prometheus scraping the controller's HTTPS /metrics with a token bound to nvcre-metrics-reader, "
         "evaluating the shipped alert rules (implies --with-controller); prints its address.",
     ),
+    real: bool = typer.Option(
+        False,
+        "--real",
+        help="Real worker nodes instead of kwok: a kubelet, containerd and runc per node, a CNI bridge and CoreDNS, "
+        "networking inside a namespace of its own (root; see docs/simcluster.md).",
+    ),
 ) -> None:
     """Build what is missing, start a simulated GPU cluster and print how to use it."""
     from nvcre.testing.controlplane import ControlPlaneError
     from nvcre.testing.simsession import SimSessionError, controller_available, serve, start_detached
 
+    if real:
+        _real_up(profile, nodes, platform, list(fault or []), detach, with_controller or with_prometheus or system_nodes != 0)
+        return
+    _refuse_if_real_running()
     faults = _check_up_options(profile, nodes, platform, list(fault or []))
     if system_nodes < 0:
         raise _invalid(f"--system-nodes: must not be negative, got {system_nodes}")
@@ -176,6 +190,149 @@ def sim_up(
     if code:
         raise typer.Exit(code=code)
     typer.echo("# simulated cluster stopped", err=True)
+
+
+# ---------------------------------------------------------------------- real nodes
+
+
+def _refuse_if_real_running() -> None:
+    from nvcre.testing.realnodes.session import read_state
+
+    state = read_state()
+    if state is not None:
+        raise _fail(f"a real-node environment is running (pid {state['supervisor_pid']}); stop it first with `nvcrectl dev down`")
+
+
+def _check_real_options(profile: str, nodes: int, platform: str, faults: List[str], extras: bool) -> None:
+    """What ``dev up --real`` does not take (exit 2, nothing started)."""
+    from nvcre.testing.realnodes.cluster import MAX_NODES
+    from nvcre.testing.simprofiles import DRA_SUFFIX
+
+    _check_up_options(profile, nodes, platform, [])
+    if profile.endswith(DRA_SUFFIX):
+        raise _invalid(
+            f"--profile: {profile} publishes GPUs through DRA, which real nodes do not serve yet; use {profile[: -len(DRA_SUFFIX)]}"
+        )
+    if nodes > MAX_NODES:
+        raise _invalid(f"--nodes: at most {MAX_NODES} real nodes, got {nodes}")
+    if faults:
+        raise _invalid("--fault: faults at start are not available with --real yet")
+    if extras:
+        raise _invalid("--with-controller, --with-prometheus and --system-nodes are not available with --real yet")
+
+
+def _build_real_missing() -> None:
+    """Build what real nodes need (control plane, kubelet, kube-proxy, CNI plugins, CoreDNS, pause); progress on stderr."""
+    import os
+    import sys
+
+    from nvcre.testing import binaries
+
+    try:
+        module = binaries.build_module()
+    except FileNotFoundError as exc:
+        raise _fail(str(exc)) from None
+    if not module.missing_components(list(binaries.CORE + binaries.CONTROLLERS)) and not module.real_missing():
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        module.build_real()
+    except module.BuildError as exc:
+        raise _fail(str(exc)) from None
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _real_usage(state: Dict[str, object]) -> None:
+    typer.echo(
+        "# the real-node environment is up:\n"
+        '#   eval "$(nvcrectl dev env)"\n'
+        "#   kubectl get nodes -o wide\n"
+        f"#   nsenter --net={state.get('netns')} ip addr   # the environment's own network namespace\n"
+        "#   nvcrectl dev status\n"
+        "#   nvcrectl dev down",
+        err=True,
+    )
+
+
+def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach: bool, extras: bool) -> None:
+    from nvcre.testing import simsession
+    from nvcre.testing.controlplane import ControlPlaneError
+    from nvcre.testing.realnodes import session, toolchain
+
+    _check_real_options(profile, nodes, platform, faults, extras)
+    if simsession.read_state() is not None:
+        raise _fail("a simulated cluster is running; stop it first with `nvcrectl dev down`")
+    system = [p for p in toolchain.problems() if not p.startswith("not built")]
+    if system:
+        raise _fail("; ".join(system))
+    _build_real_missing()
+    try:
+        if detach:
+            typer.echo("# starting the real-node environment in the background...", err=True)
+            state = session.start_detached(profile=profile, nodes=nodes, platform=platform)
+            typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
+            _real_usage(state)
+            return
+
+        def announce(cluster: object) -> None:
+            typer.echo(cluster.export_line())  # type: ignore[attr-defined]
+            _real_usage({"netns": cluster.netns})  # type: ignore[attr-defined]
+            typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
+
+        code = session.serve(profile=profile, nodes=nodes, platform=platform, on_ready=announce)
+    except (ControlPlaneError, session.RealSessionError) as exc:
+        raise _fail(str(exc)) from None
+    if code:
+        raise typer.Exit(code=code)
+    typer.echo("# real-node environment stopped", err=True)
+
+
+def _real_fault(specs: List[str]) -> None:
+    """``dev fault`` on real nodes: every spec checked first, then each applied in the real data path."""
+    from nvcre.testing.realnodes import session
+    from nvcre.testing.realnodes.faults import RealFaultError, parse_real_assignment
+
+    for index, spec in enumerate(specs):
+        try:
+            parse_real_assignment(spec)
+        except RealFaultError as exc:
+            raise _invalid(f"fault[{index}]: {exc}") from None
+    for index, spec in enumerate(specs):
+        try:
+            answer = session.request_fault(spec)
+        except session.RealSessionError as exc:
+            raise _fail(str(exc)) from None
+        if not answer.get("ok"):
+            raise _invalid(f"fault[{index}]: {answer.get('error')}")
+        typer.echo(f"{answer['node']}: {answer['fault']}")
+
+
+def _real_status(state: Dict[str, object], output: str) -> None:
+    import json
+
+    if output == "json":
+        typer.echo(json.dumps({"running": True, **state}, indent=2, sort_keys=True))
+        return
+    typer.echo(f"KUBECONFIG={state['kubeconfig']}")
+    typer.echo(
+        f"real nodes; supervisor pid {state['supervisor_pid']}, started {state.get('started')}; network namespace {state.get('netns')}"
+    )
+    alive: Dict[str, bool] = state.get("alive") or {}  # type: ignore[assignment]
+    for name, pid in sorted((state.get("pids") or {}).items()):  # type: ignore[attr-defined]
+        typer.echo(f"  {name:<28} pid {pid:<8} {'running' if alive.get(name) else 'STOPPED'}")
+    typer.echo(f"{'NODE':<24} {'PROFILE':<10} {'READY':<6} {'CORDONED':<9} {'GPUS':<5} {'IP':<14} {'RUNTIME':<20} FAULT")
+    for node in state.get("nodes") or []:  # type: ignore[attr-defined]
+        typer.echo(
+            f"{node['name']:<24} {node['profile'] or '':<10} {str(node['ready']).lower():<6} "
+            f"{str(node['unschedulable']).lower():<9} {node['gpus']:<5} {node['ip']:<14} {node['runtime']:<20} {node['fault']}"
+        )
+    if state.get("error"):
+        typer.echo(f"warning: {state['error']}", err=True)
 
 
 def _say_prometheus(url: str) -> None:
@@ -234,10 +391,11 @@ def _prometheus_detached(state: Dict[str, object]) -> None:
 
 @app.command("env")
 def sim_env() -> None:
-    """Print the KUBECONFIG export line of the running simulated cluster."""
+    """Print the KUBECONFIG export line of the running simulated cluster (or real-node environment)."""
+    from nvcre.testing.realnodes.session import read_state as read_real_state
     from nvcre.testing.simsession import read_state
 
-    state = read_state()
+    state = read_real_state() or read_state()
     if state is None:
         raise _fail("no simulated cluster is running; start one with `nvcrectl dev up -d`")
     typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
@@ -247,10 +405,14 @@ def sim_env() -> None:
 def sim_fault(
     specs: List[str] = typer.Argument(..., metavar="NODE=KIND...", help="Faults to set; KIND none clears."),
 ) -> None:
-    """Change node faults on the running simulated cluster."""
+    """Change node faults on the running simulated cluster (or real-node environment)."""
+    from nvcre.testing.realnodes import session as real_session
     from nvcre.testing.simfaults import FaultError, parse_assignment
     from nvcre.testing.simsession import SimSessionError, request_fault
 
+    if real_session.read_state() is not None:
+        _real_fault(specs)
+        return
     for index, spec in enumerate(specs):
         try:
             parse_assignment(spec)
@@ -273,10 +435,15 @@ def sim_status(
     """Show the running simulated cluster: processes, nodes and their faults."""
     import json
 
+    from nvcre.testing.realnodes.session import status as real_status
     from nvcre.testing.simsession import status
 
     if output not in ("text", "json"):
         raise _invalid(f"--output: must be text or json, got {output!r}")
+    real = real_status()
+    if real is not None:
+        _real_status(real, output)
+        return
     state = status()
     if state is None:
         if output == "json":
@@ -305,9 +472,17 @@ def sim_status(
 @app.command("down")
 def sim_down() -> None:
     """Stop every process of the simulated cluster (and its Prometheus) and remove its state."""
+    from nvcre.testing.realnodes import session as real_session
     from nvcre.testing.simprometheus import stop_detached
     from nvcre.testing.simsession import run_dir, stop
 
+    try:
+        real = real_session.stop()
+    except real_session.RealSessionError as exc:
+        raise _fail(f"the real-node environment was stopped, but: {exc}") from None
+    if real is not None:
+        typer.echo(f"stopped the real-node environment (pid {real.get('supervisor_pid')}) and put the host back")
+        return
     if stop_detached(run_dir()) is not None:
         typer.echo("stopped Prometheus")
     state = stop()

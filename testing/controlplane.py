@@ -91,9 +91,11 @@ class ControlPlane:
         service_account_admission: bool | None = None,
         verbosity: int = 1,
         controller_manager_flags: Sequence[str] = (),
+        apiserver_flags: Sequence[str] = (),
     ) -> None:
         self.controllers = controllers
         self.controller_manager_flags = tuple(controller_manager_flags)
+        self.apiserver_flags = tuple(apiserver_flags)
         self._crd_dirs = None if crd_dirs is None else [Path(d) for d in crd_dirs]
         self._root_dir = root_dir
         self.keep_workdir = os.environ.get(KEEP_WORKDIR_ENV) == "1" if keep_workdir is None else keep_workdir
@@ -363,6 +365,49 @@ class ControlPlane:
             server=True,
         )
 
+    def issue_node_credentials(self, node_name: str, node_ip: str) -> tuple[KeyPair, KeyPair]:
+        """A real kubelet's client certificate (``system:node:<name>`` in ``system:nodes``, as the
+        Node authorizer expects) and its serving certificate for ``node_ip``, both CA-signed."""
+        self._require_started()
+        assert self._ca is not None
+        safe = "".join(c if c.isalnum() or c in "-." else "-" for c in node_name)
+        client = self._ca.issue(
+            f"node-{safe}-client", common_name=f"system:node:{safe}", organizations=["system:nodes"], client=True
+        )  # fmt: skip
+        serving = self._ca.issue(
+            f"node-{safe}-serving", common_name=f"system:node:{safe}", organizations=["system:nodes"], dns=[safe], ips=[node_ip],
+            server=True,
+        )  # fmt: skip
+        return client, serving
+
+    def write_kubeconfig(self, path: Path, credential: KeyPair, *, server: str | None = None) -> Path:
+        """A kubeconfig at ``path`` for ``credential`` (a client certificate) against ``server`` (default: :attr:`server`)."""
+        assert self._ca is not None
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "nvcre", "cluster": {"server": server or self.server, "certificate-authority": str(self._ca.cert)}}],
+            "users": [{"name": "user", "user": {"client-certificate": str(credential.cert), "client-key": str(credential.key)}}],
+            "contexts": [{"name": "nvcre", "context": {"cluster": "nvcre", "user": "user"}}],
+            "current-context": "nvcre",
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    @property
+    def admin_credential(self) -> KeyPair:
+        self._require_started()
+        assert self._admin is not None
+        return self._admin
+
+    @property
+    def port(self) -> int:
+        """The API server's port on 127.0.0.1."""
+        self._require_started()
+        assert self._ports is not None
+        return self._ports.apiserver
+
     def issue_serving_cert(self, name: str) -> KeyPair:
         """A serving certificate for a helper process on 127.0.0.1 (webhooks), CA-signed."""
         self._require_started()
@@ -506,6 +551,7 @@ class ControlPlane:
         ]
         if plugins:
             argv.append(f"--disable-admission-plugins={plugins}")
+        argv.extend(self.apiserver_flags)
         process = self._spawn("kube-apiserver", argv)
         self._wait(
             process,

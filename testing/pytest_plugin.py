@@ -20,6 +20,13 @@ Fixtures:
 
 Mark tests that use the simulated cluster ``integration`` and ``sim``.
 
+``realcluster``
+    Module-scoped :class:`nvcre.testing.realnodes.cluster.RealCluster`: the control plane with two
+    real h100 nodes (kubelet, containerd, runc, CNI bridge, CoreDNS) whose networking lives in a
+    namespace of its own; ``realcluster.host_before`` is the host snapshot taken before it started.
+    Needs root, Debian's containerd and runc, and ``build.py --real``. Mark such tests
+    ``integration`` and ``realnodes``.
+
 Missing binaries are built when a Go toolchain is present. Without one the
 tests are skipped, except under ``CI=true``, where that is a failure.
 """
@@ -70,6 +77,7 @@ def _ensure_built(request: pytest.FixtureRequest, components: tuple[str, ...]) -
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sim: needs the simulated GPU cluster (JobSet, Trainer, kwok; built with Go)")
+    config.addinivalue_line("markers", "realnodes: needs real worker nodes (root, containerd, runc; build.py --real)")
 
 
 def _with_capture_disabled(request: pytest.FixtureRequest, action) -> None:
@@ -200,3 +208,44 @@ def sim_namespace(simcluster) -> Iterator[str]:
             added = [n for n in simcluster.nodes if n not in before]
             if added:
                 simcluster.remove_nodes(added)
+
+
+def _ensure_real_built(request: pytest.FixtureRequest) -> None:
+    """Build what real nodes need if absent, or skip/fail when that is impossible."""
+    from .realnodes import toolchain
+
+    _ensure_built(request, binaries.CORE + binaries.CONTROLLERS)
+    _ensure_third_party_crds(request)
+    system = [p for p in toolchain.problems() if not p.startswith("not built")]
+    if system:
+        _unavailable("; ".join(system))
+    build_module = binaries.build_module()
+    if not build_module.real_missing():
+        return
+    if not binaries.go_available():
+        _unavailable(f"real-node binaries not built ({', '.join(build_module.real_missing())}) and no Go toolchain to build them")
+    try:
+        _with_capture_disabled(request, build_module.build_real)
+    except build_module.BuildError as exc:
+        pytest.fail(f"building the real-node binaries failed: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def realcluster(request: pytest.FixtureRequest) -> Iterator[object]:
+    """Two real h100 nodes on a control plane of their own, stopped after the module's tests."""
+    from .errors import ControlPlaneError
+    from .realnodes import hoststate
+    from .realnodes.cluster import RealCluster
+
+    _ensure_real_built(request)
+    before = hoststate.snapshot()
+    cluster = RealCluster(profile_name="h100", nodes=2)
+    cluster.host_before = before  # type: ignore[attr-defined]
+    try:
+        cluster.start()
+    except ControlPlaneError as exc:
+        pytest.fail(f"the real-node environment did not start: {exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

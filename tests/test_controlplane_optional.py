@@ -71,3 +71,52 @@ def test_crds_and_stages_are_copied_out_of_a_module_tree(build, monkeypatch, tmp
     assert sorted(stages) == sorted(Path(r).name for r in kwok.stage_files)
     assert build.sim_data_missing(["kwok"]) == []
     assert build.missing_sim_components(["kwok"]) == ["kwok"]  # CRDs alone are not a build
+
+
+def test_real_node_binaries_are_never_part_of_the_default_build(build) -> None:
+    assert {"kubelet", "kube-proxy"} <= set(build.COMPONENTS)
+    assert not {"kubelet", "kube-proxy"} & set(build.DEFAULT_COMPONENTS)
+    assert build.NODE_COMPONENTS == ("kubelet", "kube-proxy")
+    # their sources live apart, so adding them did not change the control plane's cache key
+    assert not any(template.name.startswith(("pause", "coredns", "deviceplugin")) for template in build.TEMPLATE_DIR.glob("*.in"))
+
+
+def test_real_without_go_says_what_it_needs(build, monkeypatch, capsys, tmp_path) -> None:
+    monkeypatch.setenv("NVCRE_CONTROLPLANE_CACHE", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    assert build.main(["--real"]) == 1
+    assert "Go toolchain was not found" in capsys.readouterr().err
+    assert {"kubelet", "kube-proxy", "cni-plugins", "coredns", "pause", "device-plugin"} == set(build.real_missing())
+
+
+def _has_interpreter(elf: bytes) -> bool:
+    """Whether a 64-bit little-endian ELF file asks for a dynamic loader (a PT_INTERP header)."""
+    import struct
+
+    phoff = struct.unpack_from("<Q", elf, 0x20)[0]
+    size, count = struct.unpack_from("<HH", elf, 0x36)
+    return any(struct.unpack_from("<I", elf, phoff + i * size)[0] == 3 for i in range(count))
+
+
+def test_the_sandbox_program_is_compiled_static_and_cached_by_its_source(build, monkeypatch, tmp_path) -> None:
+    if build.find_cc() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("NVCRE_CONTROLPLANE_CACHE", str(tmp_path))
+    path = build.build_pause()
+    assert path.parent.parent.name == f"pause-{build._pause_inputs_digest()[:12]}"
+    import subprocess
+
+    assert subprocess.run([str(path), "-v"], capture_output=True, text=True, check=True).stdout.strip() == "nvcre-pause 1"
+    assert not _has_interpreter(path.read_bytes())  # static: it runs alone in an empty image
+    before = path.stat().st_mtime_ns
+    assert build.build_pause() == path and path.stat().st_mtime_ns == before  # cached
+
+
+def test_the_tools_real_nodes_need_are_pinned_modules_with_our_own_main_for_coredns(build) -> None:
+    cni = build.TOOLS["cni-plugins"]
+    assert (cni.module, cni.version) == ("github.com/containernetworking/plugins", "v1.10.0")
+    assert [b for b, _ in cni.binaries] == ["bridge", "host-local", "loopback"]
+    coredns = build.TOOLS["coredns"]
+    assert coredns.overlay == (("cmd/nvcre-coredns/main.go", "real/coredns_main.go.in"),)
+    main = (build.TEMPLATE_DIR / "real/coredns_main.go.in").read_text()
+    assert "plugin/kubernetes" in main and "plugin/forward" not in main

@@ -40,6 +40,11 @@ def invoke(*args: str):
         (["up", "--system-nodes", "-1"], "--system-nodes: must not be negative, got -1"),
         (["fault", "gpu-0=slow-link:7"], "fault[0]: fault 'slow-link:7': the slow-link factor must be in (0, 1]"),
         (["status", "-o", "yaml"], "--output: must be text or json"),
+        (["up", "--real", "--profile", "a10"], "--profile: unknown profile 'a10'"),
+        (["up", "--real", "--profile", "gb200-dra"], "--profile: gb200-dra publishes GPUs through DRA"),
+        (["up", "--real", "--nodes", "17"], "--nodes: at most 16 real nodes, got 17"),
+        (["up", "--real", "--fault", "h100-onprem-0=xid"], "--fault: faults at start are not available with --real yet"),
+        (["up", "--real", "--with-controller"], "--with-controller, --with-prometheus and --system-nodes are not available with --real"),
     ],
 )
 def test_bad_input_exits_2_with_the_option_named(isolated_cache: Path, args: list[str], message: str) -> None:
@@ -211,3 +216,13 @@ def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(no_dev_cl
             os.killpg(up.pid, 9)
             up.wait(timeout=30)
     assert simsession.read_state() is None
+
+
+def test_dev_up_real_without_what_real_nodes_need_says_so_and_starts_nothing(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nvcre.testing.realnodes import toolchain
+
+    monkeypatch.setattr(toolchain, "problems", lambda: ["real nodes need root (the kubelet, containerd and the namespaces)"])
+    result = invoke("up", "--real", "--nodes", "2")
+    assert result.exit_code == 1, result.output
+    assert "error: real nodes need root" in result.output and "Traceback" not in result.output
+    assert not (isolated_cache / "run").exists()

@@ -40,6 +40,15 @@ evidence bundles with a second implementation (``--helm`` is short for ``--tools
 
     <root>/<tool>-<version>/bin/<binaries>
     <root>/<tool>-<version>/build.json
+
+``--real`` builds what the real worker nodes run (``nvcrectl dev up --real``): kubelet and
+kube-proxy into the control plane's ``bin/`` (same wrapper module and stamps; never built by
+default), the ``cni-plugins`` and ``coredns`` tools, and two programs of ours whose sources are
+in ``templates/real/`` (outside the control plane's cache key): the pods' sandbox program, a
+static C binary, and the GPU device plugin against ``k8s.io/kubelet``'s device-plugin API::
+
+    <root>/pause-<digest>/bin/pause
+    <root>/device-plugin-<staging version>-<digest>/bin/nvcre-device-plugin
 """
 
 from __future__ import annotations
@@ -100,12 +109,16 @@ COMPONENTS: dict[str, Component] = {
         # The client the conformance tests drive as users do (``kubectl get -l``), from the
         # same Kubernetes source and ldflags as the servers it talks to.
         Component("kubectl", "kube", f"{KUBERNETES_MODULE}/cmd/kubectl"),
+        # The real worker nodes' agents (``--real``): same module, same stamps, never built by default.
+        Component("kubelet", "kube", f"{KUBERNETES_MODULE}/cmd/kubelet"),
+        Component("kube-proxy", "kube", f"{KUBERNETES_MODULE}/cmd/kube-proxy"),
     )
 }
 REQUIRED_COMPONENTS = ("etcd", "kube-apiserver")
 CONTROLLER_COMPONENTS = ("kube-scheduler", "kube-controller-manager")
 CLIENT_COMPONENTS = ("kubectl",)
 DEFAULT_COMPONENTS = REQUIRED_COMPONENTS + CONTROLLER_COMPONENTS + CLIENT_COMPONENTS
+NODE_COMPONENTS = ("kubelet", "kube-proxy")
 
 
 class BuildError(RuntimeError):
@@ -918,6 +931,9 @@ class GoTool:
     binaries: tuple[tuple[str, str], ...]  # (binary name, main package relative to the module root)
     ldflags: str = "-s -w"
     purpose: str = ""
+    # Files written into the copied module before compiling (path relative to its root, template name):
+    # a main package of our own that links only the parts of the module the tests need.
+    overlay: tuple[tuple[str, str], ...] = ()
 
     @property
     def build_id(self) -> str:
@@ -930,6 +946,10 @@ PROMETHEUS_VERSION = "v0.316.0"
 PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
 COSIGN_VERSION = "v3.1.3"
 COSIGN_MODULE = "github.com/sigstore/cosign/v3"
+CNI_PLUGINS_VERSION = "v1.10.0"
+CNI_PLUGINS_MODULE = "github.com/containernetworking/plugins"
+COREDNS_VERSION = "v1.14.7"
+COREDNS_MODULE = "github.com/coredns/coredns"
 
 TOOLS: dict[str, GoTool] = {
     t.name: t
@@ -957,6 +977,23 @@ TOOLS: dict[str, GoTool] = {
             (("cosign", "./cmd/cosign"),),
             f"-s -w -X=sigs.k8s.io/release-utils/version.gitVersion={COSIGN_VERSION}",
             "verifying the evidence bundles' signed attestations with a second implementation",
+        ),
+        GoTool(
+            "cni-plugins",
+            CNI_PLUGINS_MODULE,
+            CNI_PLUGINS_VERSION,
+            (("bridge", "./plugins/main/bridge"), ("host-local", "./plugins/ipam/host-local"), ("loopback", "./plugins/main/loopback")),
+            f"-s -w -X=github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={CNI_PLUGINS_VERSION}",
+            "the pod network of the real worker nodes (containerd runs them)",
+        ),
+        GoTool(
+            "coredns",
+            COREDNS_MODULE,
+            COREDNS_VERSION,
+            (("coredns", "./cmd/nvcre-coredns"),),
+            f"-s -w -X={COREDNS_MODULE}/coremain.GitCommit={COREDNS_VERSION}",
+            "the cluster DNS of the real worker nodes (headless-service names)",
+            (("cmd/nvcre-coredns/main.go", "real/coredns_main.go.in"),),
         ),
     )
 }
@@ -986,6 +1023,8 @@ def _tool_inputs_digest(tool: GoTool) -> str:
     h = hashlib.sha256()
     for part in (tool.module, tool.version, tool.ldflags, *(f"{b}={p}" for b, p in tool.binaries)):
         h.update(part.encode() + b"\0")
+    for target, template in tool.overlay:
+        h.update(target.encode() + b"\0" + (TEMPLATE_DIR / template).read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -1037,6 +1076,9 @@ def build_tool(name: str, *, force: bool = False) -> Path:
             raise BuildError(f"cannot download {tool.module}@{tool.version}: {info.get('Error')}")
         src = tool_build_dir(name) / "src"
         _copy_module(Path(info["Dir"]), src)
+        for target, template in tool.overlay:
+            (src / target).parent.mkdir(parents=True, exist_ok=True)
+            (src / target).write_text(_render(template))
         download_seconds = time.monotonic() - started
         packages = [package for _, package in tool.binaries]
         _say(f"resolving the Go modules {tool.name} needs")
@@ -1088,6 +1130,180 @@ def build_tool(name: str, *, force: bool = False) -> Path:
             f"compile {manifest['compile_seconds']}s, largest process {manifest['max_process_rss_mib']} MiB"
         )
     return tool_binary_path(name)
+
+
+# ------------------------------------------------------------------- real nodes
+
+PAUSE_TEMPLATE = "real/pause.c"
+PAUSE_CFLAGS = ("-static", "-O2", "-s", "-Wall", "-Wextra", "-Werror")
+REAL_TOOLS = ("cni-plugins", "coredns")
+
+
+def find_cc() -> str | None:
+    """The C compiler: ``$CC``, else ``cc`` or ``gcc`` on PATH."""
+    explicit = os.environ.get("CC")
+    if explicit:
+        return shutil.which(explicit)
+    return shutil.which("cc") or shutil.which("gcc")
+
+
+def _cc_version(cc: str) -> str:
+    proc = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
+    return proc.stdout.splitlines()[0].strip() if proc.returncode == 0 and proc.stdout else "unknown"
+
+
+def _pause_inputs_digest() -> str:
+    h = hashlib.sha256((TEMPLATE_DIR / PAUSE_TEMPLATE).read_bytes() + b"\0")
+    h.update(" ".join(PAUSE_CFLAGS).encode() + b"\0")
+    return h.hexdigest()
+
+
+def pause_build_dir() -> Path:
+    """Directory of the sandbox program, named by the digest of its source and flags."""
+    return cache_root() / f"pause-{_pause_inputs_digest()[:12]}"
+
+
+def pause_binary_path() -> Path:
+    return pause_build_dir() / "bin" / "pause"
+
+
+def pause_missing() -> bool:
+    return not os.access(pause_binary_path(), os.X_OK)
+
+
+def build_pause(*, force: bool = False) -> Path:
+    """Compile the pods' sandbox program (templates/pause.c) as a static binary; return its path."""
+    if not force and not pause_missing():
+        _say(f"pause already built at {pause_binary_path()}; nothing to do")
+        return pause_binary_path()
+    cc = find_cc()
+    if cc is None:
+        raise BuildError("no C compiler found ($CC, cc or gcc) to build the pods' sandbox program (apt-get install gcc libc6-dev)")
+    with _directory_lock(pause_build_dir(), "the pause program"):
+        target = pause_binary_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = target.with_name("pause.tmp")
+        started = time.monotonic()
+        proc = subprocess.run(
+            [cc, *PAUSE_CFLAGS, "-o", str(staging), str(TEMPLATE_DIR / PAUSE_TEMPLATE)], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise BuildError(f"compiling {PAUSE_TEMPLATE} with {cc} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+        os.replace(staging, target)
+        manifest = {
+            "inputs": _pause_inputs_digest(),
+            "cc": _cc_version(cc),
+            "cflags": list(PAUSE_CFLAGS),
+            "bytes": target.stat().st_size,
+            "compile_seconds": round(time.monotonic() - started, 2),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (pause_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        _say(f"built pause ({manifest['bytes']} bytes) in {manifest['compile_seconds']}s")
+    return target
+
+
+DEVICE_PLUGIN_TEMPLATES = ("real/deviceplugin.go.mod.in", "real/deviceplugin.go.in")
+
+
+def _device_plugin_grpc_version(go: str, env: dict[str, str]) -> str:
+    """The grpc version k8s.io/kubelet (at the staging release) requires."""
+    gomod = _module_gomod(go, "k8s.io/kubelet", STAGING_VERSION, env=env)
+    for require in gomod.get("Require") or []:
+        if require.get("Path") == "google.golang.org/grpc":
+            return str(require["Version"])
+    raise BuildError(f"k8s.io/kubelet@{STAGING_VERSION} requires no google.golang.org/grpc")
+
+
+def _device_plugin_digest() -> str:
+    h = hashlib.sha256(STAGING_VERSION.encode() + b"\0")
+    for template in DEVICE_PLUGIN_TEMPLATES:
+        h.update((TEMPLATE_DIR / template).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def device_plugin_build_dir() -> Path:
+    return cache_root() / f"device-plugin-{STAGING_VERSION}-{_device_plugin_digest()[:12]}"
+
+
+def device_plugin_binary_path() -> Path:
+    return device_plugin_build_dir() / "bin" / "nvcre-device-plugin"
+
+
+def device_plugin_missing() -> bool:
+    return not os.access(device_plugin_binary_path(), os.X_OK)
+
+
+def build_device_plugin(*, force: bool = False) -> Path:
+    """Compile the real nodes' GPU device plugin (templates/real/deviceplugin.go.in) against the
+    device-plugin API of k8s.io/kubelet at the staging release; return its path."""
+    if not force and not device_plugin_missing():
+        _say(f"the device plugin is already built at {device_plugin_binary_path()}; nothing to do")
+        return device_plugin_binary_path()
+    go = find_go()
+    if go is None:
+        raise BuildError(
+            "the Go toolchain was not found (looked at $GO, PATH and /usr/local/go/bin/go); install Go 1.26+ to build the device plugin"
+        )
+    env = _go_env(go)
+    with _directory_lock(device_plugin_build_dir(), "the device plugin"):
+        src = device_plugin_build_dir() / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir(parents=True)
+        (src / "go.mod").write_text(
+            _render(
+                DEVICE_PLUGIN_TEMPLATES[0],
+                go_version="1.25",
+                grpc_version=_device_plugin_grpc_version(go, env),
+                staging_version=STAGING_VERSION,
+            )
+        )
+        (src / "main.go").write_text(_render(DEVICE_PLUGIN_TEMPLATES[1]))
+        staging = device_plugin_build_dir() / "bin.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        _say("compiling the device plugin (k8s.io/kubelet device-plugin API)")
+        step = run_measured(
+            [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / "nvcre-device-plugin"), "."],
+            cwd=src,
+            env=env,
+            label="compiling the device plugin",
+        )
+        device_plugin_binary_path().parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / "nvcre-device-plugin", device_plugin_binary_path())
+        shutil.rmtree(staging, ignore_errors=True)
+        manifest = {
+            "inputs": _device_plugin_digest(),
+            "kubelet_api": f"k8s.io/kubelet@{STAGING_VERSION}",
+            "compile_seconds": round(step.seconds, 1),
+            "max_process_rss_mib": round(step.max_rss_kib / 1024),
+            "bytes": device_plugin_binary_path().stat().st_size,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (device_plugin_build_dir() / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
+        _say(f"built the device plugin in {manifest['compile_seconds']}s")
+    return device_plugin_binary_path()
+
+
+def real_missing() -> list[str]:
+    """What the real worker nodes need that is not built yet (component, tool or ``pause``)."""
+    missing: list[str] = list(missing_components(list(NODE_COMPONENTS)))
+    missing += [name for name in REAL_TOOLS if tool_missing(name)]
+    if pause_missing():
+        missing.append("pause")
+    if device_plugin_missing():
+        missing.append("device-plugin")
+    return missing
+
+
+def build_real(*, force: bool = False) -> None:
+    """Build the real worker nodes' binaries, one at a time: kubelet and kube-proxy (same module and
+    stamps as the control plane), the CNI plugins, CoreDNS, the sandbox program and the GPU device plugin."""
+    build([*DEFAULT_COMPONENTS, *NODE_COMPONENTS], force=force)
+    for name in REAL_TOOLS:
+        build_tool(name, force=force)
+    build_pause(force=force)
+    build_device_plugin(force=force)
 
 
 # helm keeps its own names: the chart tests and older callers use them.
@@ -1162,6 +1378,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "; ".join(f"{t.name} {t.version} ({', '.join(b for b, _ in t.binaries)}) for {t.purpose}" for t in TOOLS.values()),
     )
     parser.add_argument("--tools-only", action="store_true", help="build only the --tools (not the control plane)")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="also build what real worker nodes need: kubelet and kube-proxy "
+        f"{KUBERNETES_VERSION}, the CNI plugins {CNI_PLUGINS_VERSION}, CoreDNS {COREDNS_VERSION} and the pods' sandbox program",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--print-bin-dir", action="store_true", help="print the binary directory and exit")
     parser.add_argument(
@@ -1198,6 +1420,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             build_sim(force=args.force)
         for name in tools:
             build_tool(name, force=args.force)
+        if args.real:
+            build_real(force=args.force)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,68 @@
+"""Faults of the real-node environment, each made in the real data path and undone by ``none``:
+
+``unhealthy-device[:N]``  the node's device plugin reports its first N GPUs (default 1)
+                          Unhealthy; the kubelet drops them from allocatable
+``stopped-kubelet``       the node's kubelet is frozen (SIGSTOP): no status, no lease, the node
+                          controller marks the node NotReady after its grace period; ``none``
+                          resumes it (SIGCONT) and the node turns Ready again
+``slow-link:RATE``        a token-bucket filter (``tc tbf``) on the node's pod bridge, inside the
+                          environment's namespace, limits traffic towards the node's pods to
+                          RATE (``100mbit``, ``1gbit``, ...)
+``none``                  clears every fault of the node
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "none")
+_RATE = re.compile(r"^[1-9][0-9]{0,5}(kbit|mbit|gbit)$")
+
+
+class RealFaultError(ValueError):
+    """A real-node fault spec that cannot be understood."""
+
+
+@dataclass(frozen=True)
+class RealFault:
+    """One node's fault: ``kind``, the GPU count of ``unhealthy-device``, the rate of ``slow-link``."""
+
+    kind: str
+    count: int = 0
+    rate: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == "unhealthy-device":
+            return f"unhealthy-device:{self.count}"
+        if self.kind == "slow-link":
+            return f"slow-link:{self.rate}"
+        return self.kind
+
+
+def parse_real_fault(text: str) -> RealFault:
+    kind, _, arg = text.strip().partition(":")
+    if kind not in REAL_FAULT_KINDS:
+        raise RealFaultError(f"unknown fault {kind!r} on real nodes; choose from {', '.join(REAL_FAULT_KINDS)}")
+    if kind == "unhealthy-device":
+        if arg and not arg.isdigit():
+            raise RealFaultError(f"fault {text!r}: the device count must be a whole number")
+        count = int(arg) if arg else 1
+        if count < 1:
+            raise RealFaultError(f"fault {text!r}: at least one device")
+        return RealFault(kind, count=count)
+    if kind == "slow-link":
+        if not _RATE.match(arg):
+            raise RealFaultError(f"fault {text!r}: give a rate such as slow-link:100mbit (kbit, mbit or gbit)")
+        return RealFault(kind, rate=arg)
+    if arg:
+        raise RealFaultError(f"fault {text!r}: {kind} takes no argument")
+    return RealFault(kind)
+
+
+def parse_real_assignment(spec: str) -> tuple[str, RealFault]:
+    """``NODE=KIND[:ARG]`` → (node, fault)."""
+    node, sep, fault = spec.partition("=")
+    if not sep or not node.strip() or not fault.strip():
+        raise RealFaultError(f"fault {spec!r} must look like NODE=KIND")
+    return node.strip(), parse_real_fault(fault)
