@@ -3,6 +3,10 @@
 Reads two renders (files, render directories, or a path against a Git revision), computes the
 semantic diff (``nvcre.compiler.diff``) and presents it as text for a terminal, markdown for a
 pull-request comment, or JSON for tools. Exit codes: 0 equal, 1 different, 2 bad input.
+
+Reading is most of the work for large renders, so render files go through
+:mod:`.render_fast`: libyaml for plain data, the project's reader for anything else, the same
+objects and errors either way.
 """
 
 from __future__ import annotations
@@ -180,6 +184,18 @@ def format_json(result: Any) -> str:
 FORMATTERS = {DiffFormat.text: format_text, DiffFormat.markdown: format_markdown, DiffFormat.json: format_json}
 
 
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_side(path: Path) -> list[dict[str, Any]]:
+    """A render file through the fast reader (the same objects and errors as the project's
+    reader, sooner for plain renders); a render directory through the project's reader."""
+    from .gitops import read_render
+    from .render_fast import read_render_fast
+
+    return read_render(path) if path.is_dir() or not path.exists() else read_render_fast(path)
+
+
 # --- command ------------------------------------------------------------------------------------
 
 
@@ -209,7 +225,7 @@ def diff(
     else:
         if new is None:
             raise CompileError([error("InvalidArguments", "NEW", "give two renders (OLD NEW), or one path with --git REV")])
-        before, after = read_render(old), read_render(new)
+        before, after = read_side(old), read_side(new)
     result = diff_renders(before, after)
     sys.stdout.write(FORMATTERS[output](result))
     if not result.equal:

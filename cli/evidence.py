@@ -3,7 +3,13 @@
 Bundles are written by ``certification evidence NAME`` / ``workloadrun evidence NAME`` and by
 ``run --evidence DIR``; those commands call :func:`write_evidence` here. Exit codes: 0 verified
 (or no regression), 1 the bundle does not match (or a node regressed), 2 invalid input, always
-as one line on stderr and never a traceback.
+as one line on stderr and never a traceback. Whatever a bundle holds, reading it never ends in
+exit 1 by accident: for ``compare`` 1 means "regressed", so anything unreadable is exit 2.
+
+What was checked is always said: ``verify`` prints ``verified`` only when the signature was
+verified with ``--key``; without a key it says that only the files were checked against the
+Statement. ``compare`` says on every output whether the bundles' signatures were checked, and
+with ``--key`` checks every one.
 """
 
 from __future__ import annotations
@@ -39,6 +45,21 @@ class CompareFormat(str, Enum):
 def _invalid(message: str) -> typer.Exit:
     sys.stderr.write(f"error: {message}\n")
     return typer.Exit(EXIT_INVALID)
+
+
+#: what reading a hostile bundle may still raise below the checks (the checks turn the known
+#: cases into EvidenceError): a bundle that cannot be read is invalid input, never a failure
+_UNREADABLE = (OSError, RecursionError, MemoryError, UnicodeError, ValueError)
+
+
+def _unreadable(exc: BaseException) -> typer.Exit:
+    return _invalid(f"cannot read the bundle: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+KeyOption = Annotated[
+    Path | None,
+    typer.Option("--key", help="PEM public key every bundle's Statement must be signed with (without it: the files only)."),
+]
 
 
 def load_signer_or_exit(sign_key: Path | None) -> Any:
@@ -89,9 +110,7 @@ def evidence_command(kind: str, name: str, namespace: str, out: Path, sign_key: 
 @guarded
 def verify(
     bundle: Annotated[Path, typer.Argument(help="The bundle directory.")],
-    key: Annotated[
-        Path | None, typer.Option("--key", help="PEM public key the Statement must be signed with (without it: digests only).")
-    ] = None,
+    key: KeyOption = None,
 ) -> None:
     """Check every file of a bundle against its Statement and, with --key, the Statement's signature."""
     from nvcre.runtime.evidence import EvidenceError, Mismatch
@@ -106,17 +125,21 @@ def verify(
     except Mismatch as exc:
         sys.stderr.write(f"does not match: {exc}\n")
         raise typer.Exit(EXIT_FAILURE) from None
+    except _UNREADABLE as exc:
+        raise _unreadable(exc) from None
     run = checked.statement["predicate"].get("run") or {}
+    subject = f"{run.get('kind', '')} {run.get('namespace', '')}/{run.get('name', '')} {run.get('result', '')}"
+    files = f"{checked.files} files match the Statement"
     if checked.signature_checked:
-        how = f"signature verified with key {checked.key_id[:16]}"
+        line = f"verified: {bundle}: {files}; signature verified with key {checked.key_id[:16]}"
     elif checked.signed:
-        how = "signature NOT checked (give --key)"
+        line = (
+            f"files match, signature NOT verified: {bundle}: {files}; the Statement is signed, but without --key "
+            "nobody's signature was checked (anyone could have edited and re-signed it)"
+        )
     else:
-        how = "unsigned"
-    sys.stdout.write(
-        f"verified: {bundle}: {checked.files} files match the Statement; {how}; "
-        f"{run.get('kind', '')} {run.get('namespace', '')}/{run.get('name', '')} {run.get('result', '')}\n"
-    )
+        line = f"files match, unsigned: {bundle}: {files}; the bundle carries no signature, so nothing shows who wrote it"
+    sys.stdout.write(f"{line}; {subject}\n")
 
 
 @app.command("compare")
@@ -127,17 +150,28 @@ def compare(
     output: Annotated[CompareFormat, typer.Option("--output", "-o")] = CompareFormat.text,
     tolerance: Annotated[
         float,
-        typer.Option("--tolerance", help="Base regression tolerance in percent, widened by the measured noise.", min=0.0, max=100.0),
+        typer.Option(
+            "--tolerance",
+            help="Base regression tolerance in percent: how far a value may fall below the OLD floor; "
+            "a median may fall this much plus twice the OLD side's own noise (capped).",
+            min=0.0,
+            max=100.0,
+        ),
     ] = 5.0,
+    key: KeyOption = None,
 ) -> None:
     """Per node and per group: the change in bus bandwidth and goodput; exit 1 when a node regressed."""
     from nvcre.runtime.evidence import EvidenceError
     from nvcre.runtime.evidence import compare as comparing
+    from nvcre.runtime.evidence.dsse import load_public_key
 
     try:
-        result = comparing.compare(comparing.load_side(old), comparing.load_side(new), tolerance=tolerance / 100)
+        public_key = load_public_key(key) if key is not None else None
+        result = comparing.compare_paths(old, new, tolerance=tolerance / 100, public_key=public_key)
     except EvidenceError as exc:
         raise _invalid(str(exc)) from None
+    except _UNREADABLE as exc:
+        raise _unreadable(exc) from None
     render = {
         CompareFormat.text: comparing.render_text,
         CompareFormat.json: comparing.render_json,

@@ -147,8 +147,10 @@ def diagnose_command(
 ) -> None:
     """Print the diagnose Certification that follows a failed category, its failed groups as the prior.
 
-    Apply it with ``kubectl apply -f -`` or save it for ``certification run --cert-file``."""
-    from nvcre.compiler.compose_diagnose import compose_diagnose
+    Only groups whose failure implicates their nodes (hardware, measurement, the workload failing on
+    them) are in the prior; each one left out is named on stderr with the reason. Apply it with
+    ``kubectl apply -f -`` or save it for ``certification run --cert-file``."""
+    from nvcre.compiler.compose_diagnose import compose
     from nvcre.compiler.emit import dump_yaml
     from nvcre.runtime.ops.collect import RunNotFound, collect_run
 
@@ -157,8 +159,10 @@ def diagnose_command(
         got = collect_run(kube, "Certification", name, namespace)
     except RunNotFound as exc:
         raise run_not_found(kube, exc, "Certification", name, namespace) from None
-    document = compose_diagnose(got.run, got.workflows, category=category, name=new_name)
-    sys.stdout.write(dump_yaml(document))
+    composed = compose(got.run, got.workflows, jobs=got.jobs, failed_nodes=got.failed_nodes, category=category, name=new_name)
+    for line in composed.left_out:
+        sys.stderr.write(f"note: left out of the prior: group {line}; no node is implicated\n")
+    sys.stdout.write(dump_yaml(composed.document))
 
 
 # ------------------------------------------------------------------ workloadrun

@@ -2,9 +2,10 @@
 
 Pure: two lists of rendered objects in, a :class:`RenderDiff` out. Objects are matched by kind
 and name, then (for a name that changed, e.g. a new options suffix) by the category they render.
-Fields are compared with deepdiff after lists of named items (``containers``, ``env``,
-``volumes``, dependencies by kind and name) are keyed by name, so a path reads
-``...containers[name=node].image`` rather than an index that shifts. A list of plain values that
+Fields are compared in one walk that skips equal subtrees; lists of named items (``containers``,
+``env``, ``volumes``, dependencies by kind and name) are compared by name, so a path reads
+``...containers[name=node].image`` rather than an index that shifts, and other lists that
+changed go to deepdiff. A list of plain values that
 changed is reported once, at the list. Each change names its cause from the provenance
 annotations the renders carry: overlays that started or stopped applying and cluster facts whose
 value or source changed; when neither moved, the change came from the source document or the
@@ -300,28 +301,55 @@ def _strict_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _raw_changes(old: Any, new: Any, parts: list[Any]) -> Iterator[tuple[list[Any], str, Any, Any]]:
-    """Changed leaves and subtrees; equal subtrees are skipped before deepdiff sees them."""
+Raw = tuple[list[Any], str, Any, Any]
+Reorder = tuple[list[Any], list[Any], list[Any]]
+
+
+def _changes(old: Any, new: Any, parts: list[Any], changes: list[Raw], reorders: list[Reorder]) -> None:
+    """Changed leaves and subtrees into ``changes``, named lists whose order changed into ``reorders``.
+
+    One walk over the raw values that skips every equal subtree at once (most of two renders), so
+    the unchanged parts are never copied or visited twice. A list whose items are all named is
+    compared as a mapping keyed by name (so an insertion does not shift every index) and checked
+    for a changed order; other lists go to deepdiff whole."""
     if old == new and _strict_equal(old, new):  # plain == first: fast, and False settles it
         return
     if isinstance(old, dict) and isinstance(new, dict):
-        for key in old:
-            if key not in new:
-                yield [*parts, key], "removed", old[key], ABSENT
-        for key in new:
-            if key not in old:
-                yield [*parts, key], "added", ABSENT, new[key]
-        for key in old:
-            if key in new:
-                yield from _raw_changes(old[key], new[key], [*parts, key])
-        return
-    if _scalar_list(old) and _scalar_list(new):
-        yield parts, "changed", old, new
+        _mapping_changes(old, new, parts, changes, reorders)
         return
     if isinstance(old, list) and isinstance(new, list):
-        yield from _list_changes(old, new, parts)
+        old_keys, new_keys = _item_key(old), _item_key(new)
+        if old_keys is not None and new_keys is not None:
+            in_old, in_new = set(old_keys), set(new_keys)
+            common_old = [k for k in old_keys if k in in_new]
+            common_new = [k for k in new_keys if k in in_old]
+            if common_old != common_new:
+                reorders.append((parts, [format_path([k]) for k in old_keys], [format_path([k]) for k in new_keys]))
+            _mapping_changes(dict(zip(old_keys, old)), dict(zip(new_keys, new)), parts, changes, reorders)
+            return
+        if len(old) == len(new):
+            for index, (a, b) in enumerate(zip(old, new)):
+                reorders.extend(_reorders(a, b, [*parts, index]))
+        if old_keys is not None or new_keys is not None:
+            changes.append((parts, "changed", old, new))
+        elif _scalar_list(old) and _scalar_list(new):
+            changes.append((parts, "changed", old, new))
+        else:
+            changes.extend(_list_changes(_keyed(old), _keyed(new), parts))
         return
-    yield parts, "changed", old, new
+    changes.append((parts, "changed", old, new))
+
+
+def _mapping_changes(old: dict[Any, Any], new: dict[Any, Any], parts: list[Any], changes: list[Raw], reorders: list[Reorder]) -> None:
+    for key in old:
+        if key not in new:
+            changes.append(([*parts, key], "removed", old[key], ABSENT))
+    for key in new:
+        if key not in old:
+            changes.append(([*parts, key], "added", ABSENT, new[key]))
+    for key in old:
+        if key in new:
+            _changes(old[key], new[key], [*parts, key], changes, reorders)
 
 
 def _list_changes(old: list[Any], new: list[Any], parts: list[Any]) -> Iterator[tuple[list[Any], str, Any, Any]]:
@@ -379,10 +407,14 @@ def _field_causes(parts: Sequence[Any], overlays: list[str], facts: list[str]) -
 def diff_objects(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[tuple[FieldChange, ...], tuple[str, ...]]:
     """Field changes between two versions of one object, and the causes the provenance names."""
     overlays, facts = overlay_causes(old, new), fact_causes(old, new)
-    changes: list[FieldChange] = []
-    for parts, label, t1, t2 in _raw_changes(_keyed(old), _keyed(new), []):
-        changes.append(FieldChange(format_path(parts), label, _plain_value(t1), _plain_value(t2), _field_causes(parts, overlays, facts)))
-    for parts, before, after in _reorders(old, new, []):
+    raw: list[Raw] = []
+    reorders: list[Reorder] = []
+    _changes(dict(old), dict(new), [], raw, reorders)
+    changes = [
+        FieldChange(format_path(parts), label, _plain_value(t1), _plain_value(t2), _field_causes(parts, overlays, facts))
+        for parts, label, t1, t2 in raw
+    ]
+    for parts, before, after in reorders:
         changes.append(
             FieldChange(format_path(parts), "reordered", redact_value(before), redact_value(after), _field_causes(parts, overlays, facts))
         )

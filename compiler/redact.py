@@ -8,6 +8,12 @@ review commands print what they compare: ``certification images`` and ``certific
 it can hold a secret: always for HTTP(S), where a token alone is a credential, and for any other
 scheme when it carries a password (``user:secret``). A plain SSH user such as ``git@`` stays, and
 nothing else in the text changes.
+
+An evidence bundle is handed to people who cannot see the cluster and is signed, so a
+credential in it could never be taken out again: every file of a bundle is redacted before it is
+digested. Data (a Workflow, a predicate) goes through :func:`redact_value`; finished HTML and
+XML through :func:`redact_markup`, whose user-info never spans a quote or an angle bracket, so
+it cannot reach across an attribute or a tag of the markup around it.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "redact_text", "redact_value"]
+__all__ = ["REDACTED", "redact_markup", "redact_text", "redact_value"]
 
 REDACTED = "***"
 #: scheme://userinfo@ where userinfo holds no '/', '@' or white space
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<userinfo>[^/@\s]{1,2048})@")
+#: the same inside escaped markup: a quote or an angle bracket ends the user-info (escaped text holds none)
+_MARKUP_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<userinfo>[^/@\s\"<>]{1,2048})@")
 
 
 def redact_text(text: str) -> str:
@@ -27,6 +35,13 @@ def redact_text(text: str) -> str:
     if "@" not in text or "://" not in text:
         return text
     return _USERINFO.sub(_hide, text)
+
+
+def redact_markup(text: str) -> str:
+    """HTML or XML ``text`` with the user-info of every URL in its escaped text replaced by ``***``."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _MARKUP_USERINFO.sub(_hide, text)
 
 
 def _hide(match: re.Match[str]) -> str:

@@ -19,14 +19,19 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "report"
 
 
 def _objects(case: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    cert, workflows, _ = _with_jobs(case)
+    return cert, workflows
+
+
+def _with_jobs(case: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     docs = [d for d in yaml.safe_load_all((GOLDEN / case / "objects.yaml").read_text(encoding="utf-8")) if d]
     cert = next(d for d in docs if d["kind"] == "Certification")
-    return cert, [d for d in docs if d["kind"] == "Workflow"]
+    return cert, [d for d in docs if d["kind"] == "Workflow"], [d for d in docs if d["kind"] == "Job"]
 
 
 def test_the_failed_category_becomes_a_diagnose_that_starts_from_its_failed_group() -> None:
-    cert, workflows = _objects("failed-threshold-two-groups")
-    document = compose_diagnose(cert, workflows)
+    cert, workflows, jobs = _with_jobs("failed-threshold-two-groups")
+    document = compose_diagnose(cert, workflows, jobs=jobs)
     assert document["metadata"]["name"] == "gpu-cert-diagnose"
     assert document["metadata"]["namespace"] == cert["metadata"]["namespace"]
     (category,) = document["spec"]["categories"]
@@ -79,10 +84,14 @@ def test_the_cli_prints_it_from_the_cluster(monkeypatch: pytest.MonkeyPatch) -> 
     from nvcre.runtime.kube.client import ObjectList
     from nvcre.runtime.kube.errors import NotFound
 
-    cert, workflows = _objects("failed-threshold-two-groups")
+    cert, workflows, jobs = _with_jobs("failed-threshold-two-groups")
     namespace = cert["metadata"]["namespace"]
     for workflow in workflows:  # the controller owns the Workflows it creates
         workflow["metadata"]["ownerReferences"] = [{"kind": "Certification", "name": "gpu-cert", "uid": cert["metadata"]["uid"]}]
+    for job in jobs:
+        job["metadata"]["ownerReferences"] = [
+            {"kind": "Workflow", "name": workflows[0]["metadata"]["name"], "uid": workflows[0]["metadata"].get("uid", "")}
+        ]
 
     class Listing:
         def get(self, resource: Any, name: str, ns: str | None = None) -> dict[str, Any]:
@@ -91,7 +100,8 @@ def test_the_cli_prints_it_from_the_cluster(monkeypatch: pytest.MonkeyPatch) -> 
             raise NotFound(404, "NotFound", f"{resource.kind} {name} not found")
 
         def list(self, resource: Any, ns: str | None = None, **_: Any) -> ObjectList:
-            return ObjectList(tuple(workflows) if resource.kind == "Workflow" and ns == namespace else (), "1")
+            served = {"Workflow": workflows, "Job": jobs}.get(resource.kind, []) if ns == namespace else []
+            return ObjectList(tuple(served), "1")
 
     monkeypatch.setattr(common, "kube_client", lambda kubeconfig, context: Listing())
     main.mount_commands()
@@ -99,6 +109,8 @@ def test_the_cli_prints_it_from_the_cluster(monkeypatch: pytest.MonkeyPatch) -> 
     assert result.exit_code == 0, result.output
     printed = yaml.safe_load(result.stdout)
     assert printed["spec"]["categories"][0]["options"]["testScale"] == "diagnose"
-    assert ANNOTATION_DIAGNOSE_PRIOR in printed["metadata"]["annotations"]
+    prior = json.loads(printed["metadata"]["annotations"][ANNOTATION_DIAGNOSE_PRIOR])
+    assert {"nodes": ["node-2", "node-3"], "passed": False} in prior["groups"]
+    assert "left out" not in result.stderr
     missing = CliRunner().invoke(main.app, ["certification", "diagnose", "nope", "-n", namespace])
     assert missing.exit_code == 1

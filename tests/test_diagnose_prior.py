@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import pytest
+
 from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Prior, PriorGroup, Round, planner
 
 NODES = tuple(f"n{i:02d}" for i in range(16))
@@ -93,8 +95,9 @@ def test_a_prior_naming_nodes_outside_the_run_is_ignored_for_them() -> None:
     assert all("gone" not in g.nodes for r in rounds for g in r.groups)
 
 
-def test_the_prior_annotation_is_read_into_the_options_and_a_malformed_one_is_ignored() -> None:
+def test_the_prior_annotation_is_read_into_the_options_and_a_malformed_one_is_refused_by_field() -> None:
     from nvcre.compiler.diagnose.session import PRIOR_ANNOTATION, options_for
+    from nvcre.compiler.diagnostics import CompileError
 
     def workflow(value: str) -> dict[str, object]:
         return {"metadata": {"annotations": {PRIOR_ANNOTATION: value}}, "spec": {}}
@@ -102,6 +105,15 @@ def test_the_prior_annotation_is_read_into_the_options_and_a_malformed_one_is_ig
     good = '{"groups": [{"nodes": ["n00", "n01"], "passed": false}, {"nodes": ["n02"], "passed": true}]}'
     options = options_for(workflow(good), 4, mnnvl=False)
     assert options.prior == Prior((PriorGroup(("n00", "n01"), False), PriorGroup(("n02",), True)))
-    for bad in ("not json", "[]", '{"groups": [{"nodes": "n00", "passed": false}]}', '{"groups": []}'):
-        assert options_for(workflow(bad), 4, mnnvl=False).prior is None
+    for bad, message in (
+        ("not json", "not JSON"),
+        ("[]", "expected {"),
+        ('{"groups": [{"nodes": "n00", "passed": false}]}', "groups[0].nodes: expected a non-empty list"),
+        ('{"groups": []}', "groups: expected a non-empty list"),
+        ('{"groups": [{"nodes": ["n00"], "passed": "no"}]}', "groups[0].passed: expected true or false"),
+    ):
+        with pytest.raises(CompileError) as caught:
+            options_for(workflow(bad), 4, mnnvl=False)
+        (diagnostic,) = caught.value.diagnostics
+        assert diagnostic.path == f"metadata.annotations[{PRIOR_ANNOTATION}]" and message in diagnostic.message
     assert options_for({"spec": {}}, 4, mnnvl=False).prior is None

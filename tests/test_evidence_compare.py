@@ -1,4 +1,4 @@
-"""``evidence compare``: per-node and per-group changes, the tolerance widened by measured noise, node churn."""
+"""``evidence compare`` on recorded runs: per-node and per-group changes, the OLD side's own noise, node churn."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from nvcre.runtime.evidence import EvidenceError
 from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import write_bundle
-from nvcre.runtime.evidence.compare import compare, load_side, render_json, render_markdown, render_text
+from nvcre.runtime.evidence.compare import NOISE_CAP, compare, load_side, render_json, render_markdown, render_text
 from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,19 +101,26 @@ def test_lower_goodput_is_a_regression(tmp_path: Path, docs: list[dict[str, Any]
     assert len(result.regressed_nodes) == 2
 
 
-def test_repeats_that_disagree_widen_the_tolerance(tmp_path: Path, docs: list[dict[str, Any]]) -> None:
+def test_old_repeats_that_disagree_widen_only_their_own_group_and_only_up_to_the_cap(tmp_path: Path, docs: list[dict[str, Any]]) -> None:
     repeats = tmp_path / "repeats"
     repeats.mkdir()
     bundle(repeats, "a", scale_bandwidth(docs, 1, 1.12))
     bundle(repeats, "b", scale_bandwidth(docs, 1, 0.88))
-    new = bundle(tmp_path, "new", scale_bandwidth(docs, 1, 0.86))
-    single = compare(load_side(repeats / "a"), load_side(new))
+    members = group_nodes(docs, bandwidth_jobs(docs)[1])
+    within = bundle(tmp_path, "within", scale_bandwidth(docs, 1, 0.86))
+    single = compare(load_side(repeats / "a"), load_side(within))
     assert single.regressed_nodes, "one baseline: a 23 % drop regresses"
-    noisy = compare(load_side(repeats), load_side(new))
+    noisy = compare(load_side(repeats), load_side(within))
     assert len(load_side(repeats).paths) == 2
-    assert noisy.regressed_nodes == (), "two baselines 24 % apart: the same drop is within the noise"
-    key = next(k for k in noisy.noise if k.endswith("busBandwidthGBps") and "all-reduce" in k)
-    assert noisy.noise[key] == pytest.approx(0.12, abs=0.005)
+    assert noisy.regressed_nodes == (), "two baselines 24 % apart and the drop stays above the old floor"
+    (group,) = [r for r in noisy.groups if r.subject == ",".join(members) and r.metric == "busBandwidthGBps"]
+    assert group.old_spread == pytest.approx(0.12, abs=0.005) and group.unstable_baseline
+    assert group.tolerance == pytest.approx(0.05 + 2 * NOISE_CAP), "the noise term is capped"
+    others = [r for r in noisy.groups if r.subject != group.subject and r.metric == "busBandwidthGBps"]
+    assert others and all(r.tolerance == pytest.approx(0.05) for r in others), "no other group's bar moved"
+    assert "Unstable baseline: group " + group.subject in render_text(noisy)
+    below = bundle(tmp_path, "below", scale_bandwidth(docs, 1, 0.8))
+    assert compare(load_side(repeats), load_side(below)).regressed_nodes == tuple(members), "below the old floor regresses"
 
 
 def test_nodes_that_changed_appeared_or_went_are_listed_not_compared(tmp_path: Path, docs: list[dict[str, Any]]) -> None:

@@ -38,6 +38,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from ..diagnose.prior import annotation_problems
 from ..diagnostics import Diagnostic, PathPart, error, format_path
 from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
 from .cel_rules import MODEL_DECIDED_RULES
@@ -128,7 +129,7 @@ def certainly_valid(data: Any, kind: str) -> bool:
     namespaced = _installed_crd(crd_file_of_kind(kind) or "")["spec"].get("scope") == "Namespaced"
     if _check_metadata(kind, namespaced, meta) or certification_name_problems(current) or threshold_problems(current):
         return False
-    if training_count_problems(current):
+    if training_count_problems(current) or annotation_problems(current):
         return False
     return not _check_rules(schema, current, _MISSING, (), _Blocked([]), decide_model_rules=True)
 
@@ -185,6 +186,7 @@ def _run(data: Any, old: Any) -> tuple[ApiObject | None, list[Diagnostic]]:
     found += threshold_problems(current)
     found += health_expression_problems(current)
     found += training_count_problems(current)
+    found += annotation_problems(current)
     previous = _MISSING
     if old is not None:
         old_cls, old_problems = kind_of(old)

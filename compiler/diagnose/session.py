@@ -12,7 +12,6 @@ The planner is chosen with the Workflow annotation ``nvcre.nvidia.com/diagnose-p
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from typing import Any
 from ..diagnostics import CompileError, error
 from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
 from . import planner as planner_named
-from .model import Diagnosis, GroupResult, Options, Prior, PriorGroup, Round
+from .model import Diagnosis, GroupResult, Options, Prior, Round
+from .prior import PLANNERS, read_prior
 
 __all__ = [
     "DEFAULT_PLANNER",
@@ -41,9 +41,6 @@ __all__ = [
 PLANNER_ANNOTATION = ANNOTATION_DIAGNOSE_PLANNER
 #: the failed run that led to this diagnose, as JSON: {"groups": [{"nodes": [...], "passed": bool}, ...]}
 PRIOR_ANNOTATION = ANNOTATION_DIAGNOSE_PRIOR
-#: a prior larger than this many groups is ignored (an annotation is bounded by the object size anyway)
-_MAX_PRIOR_GROUPS = 4096
-PLANNERS = ("adaptive", "baseline")
 DEFAULT_PLANNER = "adaptive"
 
 #: the planner's stage -> the value ``status.orchestration.diagnose.stage`` may hold (NVCRE's enum)
@@ -105,28 +102,13 @@ def prior_for(workflow: Mapping[str, Any]) -> Prior | None:
     """The failed run's groups from the ``nvcre.nvidia.com/diagnose-prior`` annotation, if any.
 
     The annotation is set when the diagnose is created and never changes, so every replay reads
-    the same prior. A value that is not the documented shape gives no prior: the diagnose then
-    runs as it would without one, rather than failing over a hint.
+    the same prior. Validation refuses a prior that is not the documented shape; one that reaches
+    the runtime anyway (a Workflow written by hand) is refused here with a CompileError naming the
+    field inside the JSON, which fails the Workflow with that message: never another exception,
+    whatever the text holds (:func:`.prior.read_prior`).
     """
     annotations = (workflow.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(PRIOR_ANNOTATION)
-    if not isinstance(text, str):
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    raw = data.get("groups") if isinstance(data, dict) else None
-    if not isinstance(raw, list) or len(raw) > _MAX_PRIOR_GROUPS:
-        return None
-    groups = []
-    for group in raw:
-        nodes = group.get("nodes") if isinstance(group, dict) else None
-        passed = group.get("passed") if isinstance(group, dict) else None
-        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes) or not isinstance(passed, bool):
-            return None
-        groups.append(PriorGroup(tuple(nodes), passed))
-    return Prior(tuple(groups)) if groups else None
+    return read_prior(annotations) if isinstance(annotations, Mapping) else None
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,13 @@
 Pure: the same objects and verdict give the same bytes (no clock, no environment, no cluster).
 The reports are the project's own (the JSON report as ``report -o json`` prints it, the text
 report, JUnit) plus the HTML report; the predicate adds the measurements and times.
+
+Nothing in a bundle may carry a credential: a bundle leaves the cluster, and once signed a
+secret in it could not be taken out without breaking the signature. So every file is redacted
+here, before anything is digested or signed: the user-info of every URL (``sourceRepo:
+https://user:TOKEN@host/...`` and the like, see :mod:`nvcre.compiler.redact`) becomes ``***``,
+in the rendered Workflows (:func:`~.workflows.render_run`), the predicate, the identity and
+every report.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ def _tools() -> dict[str, str]:
 
 
 def assemble(objects: Objects, verdict: Any, *, signer: dsse.Signer | None = None) -> BundleContents:
-    """Every file of the bundle of one run."""
+    """Every file of the bundle of one run, credentials redacted."""
+    from nvcre.compiler.redact import redact_markup, redact_text, redact_value
     from nvcre.runtime.report import json as report_json
     from nvcre.runtime.report import junit as report_junit
     from nvcre.runtime.report import text as report_text
@@ -49,23 +57,25 @@ def assemble(objects: Objects, verdict: Any, *, signer: dsse.Signer | None = Non
     from .html import render_html
 
     workflows = sorted(objects.workflows, key=lambda w: str((w.get("metadata") or {}).get("name")))
-    identity = cluster_identity(node_names_of(verdict), objects.nodes, verdict.platform)
+    identity = redact_value(cluster_identity(node_names_of(verdict), objects.nodes, verdict.platform))
     rendered = render_run(objects.run, workflows, objects.nodes, objects.resource_slices)
-    predicate = build_predicate(
-        run=objects.run,
-        workflows=workflows,
-        jobs=objects.jobs,
-        measurements=objects.measurements,
-        verdict=verdict,
-        catalog=catalog_summary(),
-        tools=_tools(),
-        rendered=rendered,
+    predicate = redact_value(
+        build_predicate(
+            run=objects.run,
+            workflows=workflows,
+            jobs=objects.jobs,
+            measurements=objects.measurements,
+            verdict=verdict,
+            catalog=catalog_summary(),
+            tools=_tools(),
+            rendered=rendered,
+        )
     )
     reports = {
-        # the bytes `certification report -o json` prints for one run
-        "report.json": (json.dumps(report_json.to_dict(verdict), indent=2, sort_keys=True) + "\n").encode("utf-8"),
-        "report.txt": report_text.render(verdict).encode("utf-8"),
-        "junit.xml": report_junit.dumps([verdict]).encode("utf-8"),
-        "report.html": render_html(verdict, predicate, identity).encode("utf-8"),
+        # the bytes `certification report -o json` prints for one run (credentials redacted)
+        "report.json": (json.dumps(redact_value(report_json.to_dict(verdict)), indent=2, sort_keys=True) + "\n").encode("utf-8"),
+        "report.txt": redact_text(report_text.render(verdict)).encode("utf-8"),
+        "junit.xml": redact_markup(report_junit.dumps([verdict])).encode("utf-8"),
+        "report.html": redact_markup(render_html(verdict, predicate, identity)).encode("utf-8"),
     }
     return compose_bundle(workflows=rendered.files, identity=identity, reports=reports, predicate=predicate, signer=signer)

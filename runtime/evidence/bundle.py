@@ -13,8 +13,11 @@ Layout (every name relative to the bundle directory):
 
 A bundle is written into a fresh sibling directory and renamed into place once complete, so a
 failure leaves nothing behind; the target must not exist or be an empty directory. Checking
-reads every file with a size limit, and reports the first difference: a file missing, changed
-or not named by the Statement, or a signature that the key does not verify.
+reads every file with a size limit (subjects are hashed in pieces, never held whole), bounds
+every JSON file in items and nesting, and reports the first difference: a file missing, changed
+or not named by the Statement, or a signature that the key does not verify. Anything the file
+system refuses (a name too long for it, a file that cannot be opened) is invalid input, never a
+crash.
 """
 
 from __future__ import annotations
@@ -28,17 +31,32 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import dsse
-from .canonical import json_bytes, read_limited, sha256_hex
+from .canonical import digest_limited, json_bytes, parse_json, read_limited, sha256_hex
 from .errors import EvidenceError, Mismatch
 from .identity import IDENTITY_FILE
 from .statement import build_statement, parse_statement, subject
 
-__all__ = ["BundleContents", "Checked", "STATEMENT_FILE", "check_bundle", "compose_bundle", "load_bundle", "write_bundle"]
+__all__ = [
+    "BundleContents",
+    "Checked",
+    "Loaded",
+    "STATEMENT_FILE",
+    "check_bundle",
+    "compose_bundle",
+    "load_bundle",
+    "read_bundle",
+    "write_bundle",
+]
 
 STATEMENT_FILE = "statement.json"
 REPORT_FILES = ("report.json", "report.txt", "junit.xml", "report.html")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_STATEMENT_BYTES = 32 * 1024 * 1024
+#: the cluster identity: one short entry per node
+MAX_IDENTITY_BYTES = 8 * 1024 * 1024
+#: a subject's path in the bundle: each part and the whole (file systems refuse longer names)
+MAX_NAME_PART = 255
+MAX_NAME = 1024
 #: how many files a bundle may hold (a Workflow per category, the reports, the identity)
 MAX_FILES = 1000
 
@@ -115,8 +133,10 @@ class Checked:
 
 def _safe_name(name: str, where: str) -> str:
     pure = PurePosixPath(name)
-    if pure.is_absolute() or not pure.parts or any(p in ("", ".", "..") for p in pure.parts) or "\\" in name:
-        raise EvidenceError(f"{where}: {name!r} is not a plain relative file name")
+    if pure.is_absolute() or not pure.parts or any(p in ("", ".", "..") for p in pure.parts) or "\\" in name or "\0" in name:
+        raise EvidenceError(f"{where}: {name[:80]!r} is not a plain relative file name")
+    if len(name.encode("utf-8")) > MAX_NAME or any(len(p.encode("utf-8")) > MAX_NAME_PART for p in pure.parts):
+        raise EvidenceError(f"{where}: {name[:80]!r}...: a file name longer than {MAX_NAME_PART} bytes a part or {MAX_NAME} in all")
     return pure.as_posix()
 
 
@@ -148,6 +168,14 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
     """Check a bundle; the key (when given) must verify the envelope. Raises EvidenceError for
     input that cannot be read as a bundle and Mismatch for one that does not match itself."""
     root = Path(root)
+    try:
+        return _check(root, public_key)
+    except OSError as exc:  # a name the file system refuses, a file that vanished or cannot be opened
+        raise EvidenceError(f"{str(root)[:200]}: cannot read the bundle: {exc.strerror or type(exc).__name__}") from None
+
+
+# Long: the checks in the order that makes each failure the cheapest possible (a hostile bundle fails before the expensive steps).
+def _check(root: Path, public_key: Any) -> Checked:
     if not root.is_dir():
         raise EvidenceError(f"{root}: not a directory" if root.exists() else f"{root}: no such bundle directory")
     statement_path = root / STATEMENT_FILE
@@ -166,6 +194,9 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
         raise Mismatch(
             f"{root}: {next(iter(envelopes))} is there without {({dsse.ENVELOPE_FILE, dsse.SIGSTORE_FILE} - set(envelopes)).pop()}"
         )
+    for name, envelope in envelopes.items():
+        if envelope.payload != statement_bytes:
+            raise Mismatch(f"{STATEMENT_FILE} differs from the payload signed in {name}")
     statement = parse_statement(statement_bytes, str(statement_path))
     manifest = _manifest(statement, str(statement_path))
     key_id = ""
@@ -178,9 +209,6 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
             except Mismatch as exc:
                 raise Mismatch(f"{name}: {exc}") from None
         key_id = dsse.key_id(public_key)
-    for name, envelope in envelopes.items():
-        if envelope.payload != statement_bytes:
-            raise Mismatch(f"{STATEMENT_FILE} differs from the payload signed in {name}")
     expected = {name for name, _ in manifest} | {STATEMENT_FILE} | set(envelopes)
     for name, digest in manifest:
         path = root / name
@@ -188,7 +216,7 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
             raise Mismatch(f"{name} is missing from the bundle")
         if path.is_symlink() or not path.is_file():
             raise Mismatch(f"{name} is not a regular file")
-        actual = sha256_hex(read_limited(path, MAX_FILE_BYTES, "bundle file"))
+        actual = digest_limited(path, MAX_FILE_BYTES, "bundle file")
         if actual != digest:
             raise Mismatch(f"{name}: sha256 {actual[:16]}... does not match the Statement's {digest[:16]}...")
     extra = sorted(_present(root) - expected)
@@ -197,22 +225,37 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
     return Checked(statement, bool(envelopes), public_key is not None, len(manifest), key_id)
 
 
-def load_bundle(root: Path) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """The predicate and the cluster identity of a bundle whose files match its Statement.
+@dataclass(frozen=True)
+class Loaded:
+    """A bundle that matches its Statement: its predicate, its cluster identity and what was checked."""
+
+    predicate: Mapping[str, Any]
+    identity: Mapping[str, Any]
+    checked: Checked
+
+
+def read_bundle(root: Path, public_key: Any = None) -> Loaded:
+    """The predicate and the cluster identity of a bundle whose files match its Statement (and,
+    with a key, whose signature the key verifies).
 
     Any problem, including a file that does not match, is an EvidenceError here: a bundle that
     does not match itself is unusable input for a comparison."""
-    import json
-
     try:
-        checked = check_bundle(root)
+        checked = check_bundle(root, public_key)
     except Mismatch as exc:
         raise EvidenceError(f"{root}: {exc}") from None
-    data = read_limited(Path(root) / IDENTITY_FILE, MAX_FILE_BYTES, "identity")
+    path = Path(root) / IDENTITY_FILE
     try:
-        identity = json.loads(data)
-    except ValueError as exc:
-        raise EvidenceError(f"{root}/{IDENTITY_FILE}: not JSON ({exc})") from None
+        data = read_limited(path, MAX_IDENTITY_BYTES, "identity")
+    except OSError as exc:
+        raise EvidenceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    identity = parse_json(data, str(path))
     if not isinstance(identity, dict) or not isinstance(identity.get("nodes"), list):
-        raise EvidenceError(f"{root}/{IDENTITY_FILE}: nodes: expected a list")
-    return checked.statement["predicate"], identity
+        raise EvidenceError(f"{path}: nodes: expected a list")
+    return Loaded(checked.statement["predicate"], identity, checked)
+
+
+def load_bundle(root: Path, public_key: Any = None) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """``(predicate, identity)`` of :func:`read_bundle`."""
+    loaded = read_bundle(root, public_key)
+    return loaded.predicate, loaded.identity

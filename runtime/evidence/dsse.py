@@ -12,6 +12,10 @@ The same signature is also written as a Sigstore bundle (media type v0.3, the en
 bundle's envelope leaves the signature's key id out, because Sigstore's verifiers skip a
 signature whose key id differs from the one they derive for the key.
 
+Reading an envelope back is bounded: at most :data:`MAX_SIGNATURES` signatures of signature
+size, and a signature whose key id names another key is skipped without a verification, so a
+hostile envelope costs a handful of checks at most.
+
 Private keys are read from unencrypted PKCS#8 or SEC1 PEM files, or encrypted ones whose password is in
 ``NVCRE_SIGN_KEY_PASSWORD``. No message ever includes key material: errors name the file only.
 """
@@ -20,18 +24,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .canonical import read_limited, sha256_hex
+from .canonical import parse_json, read_limited, sha256_hex
 from .errors import EvidenceError, Mismatch
 
 __all__ = [
     "ENVELOPE_FILE",
+    "MAX_SIGNATURES",
     "PAYLOAD_TYPE",
     "SIGSTORE_FILE",
     "SIGSTORE_MEDIA_TYPE",
@@ -53,6 +57,11 @@ SIGSTORE_FILE = "statement.sigstore.json"
 SIGSTORE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 PASSWORD_VARIABLE = "NVCRE_SIGN_KEY_PASSWORD"
 _MAX_KEY_BYTES = 64 * 1024
+#: how many signatures an envelope may carry: a bundle is signed once; a verifier tries each
+#: signature over the whole payload, so an envelope of thousands would be work without end
+MAX_SIGNATURES = 8
+#: the longest signature accepted, in base64 characters (DER ECDSA P-256 is at most 72 bytes, Ed25519 64)
+_MAX_SIGNATURE_TEXT = 512
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -167,29 +176,43 @@ class Envelope:
     signatures: tuple[tuple[str, bytes], ...]
 
 
+def _count_signatures(data: bytes, where: str) -> None:
+    """Refuse an envelope of more than MAX_SIGNATURES signatures on its bytes, before parsing it
+    (the payload is base64 and key ids are hex: only a signature holds ``"sig"``)."""
+    count = data.count(b'"sig"')
+    if count > MAX_SIGNATURES:
+        raise EvidenceError(f"{where}: signatures: {count:,} signatures; at most {MAX_SIGNATURES} are read")
+
+
 def parse_envelope(data: bytes, where: str) -> Envelope:
     """The envelope in ``data``, every field checked; EvidenceError naming the field otherwise."""
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EvidenceError(f"{where}: not a JSON document, truncated or damaged ({exc})") from None
+    _count_signatures(data, where)
+    return _envelope_from(parse_json(data, where), where)
+
+
+def _envelope_from(value: Any, where: str) -> Envelope:
     if not isinstance(value, Mapping):
         raise EvidenceError(f"{where}: expected a JSON object (a DSSE envelope)")
     kind = value.get("payloadType")
     if kind != PAYLOAD_TYPE:
-        raise EvidenceError(f"{where}: payloadType: expected {PAYLOAD_TYPE!r}, got {kind!r}")
-    payload = _b64(value.get("payload"), f"{where}: payload")
+        raise EvidenceError(f"{where}: payloadType: expected {PAYLOAD_TYPE!r}, got {str(kind)[:80]!r}")
     signatures = value.get("signatures")
     if not isinstance(signatures, list) or not signatures:
         raise EvidenceError(f"{where}: signatures: expected a non-empty list")
+    if len(signatures) > MAX_SIGNATURES:
+        raise EvidenceError(f"{where}: signatures: {len(signatures):,} signatures; at most {MAX_SIGNATURES} are read")
     found = []
     for index, item in enumerate(signatures):
         if not isinstance(item, Mapping):
             raise EvidenceError(f"{where}: signatures[{index}]: expected an object")
         key_id = item.get("keyid", "")
-        if not isinstance(key_id, str):
-            raise EvidenceError(f"{where}: signatures[{index}].keyid: expected a string")
-        found.append((key_id, _b64(item.get("sig"), f"{where}: signatures[{index}].sig")))
+        if not isinstance(key_id, str) or len(key_id) > _MAX_SIGNATURE_TEXT:
+            raise EvidenceError(f"{where}: signatures[{index}].keyid: expected a key id string")
+        sig = item.get("sig")
+        if isinstance(sig, str) and len(sig) > _MAX_SIGNATURE_TEXT:
+            raise EvidenceError(f"{where}: signatures[{index}].sig: longer than any ECDSA P-256 or Ed25519 signature")
+        found.append((key_id, _b64(sig, f"{where}: signatures[{index}].sig")))
+    payload = _b64(value.get("payload"), f"{where}: payload")
     return Envelope(kind, payload, tuple(found))
 
 
@@ -200,7 +223,10 @@ def verify(envelope: Envelope, public_key: Any) -> None:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     message = pae(envelope.payload_type, envelope.payload)
-    for _, signature in envelope.signatures:
+    wanted = key_id(public_key)
+    for stated, signature in envelope.signatures:
+        if stated and stated != wanted:
+            continue  # made by another key: no need to spend a verification on it
         try:
             if isinstance(public_key, ec.EllipticCurvePublicKey):
                 public_key.verify(signature, message, ec.ECDSA(hashes.SHA256()))
@@ -209,7 +235,7 @@ def verify(envelope: Envelope, public_key: Any) -> None:
             return
         except (InvalidSignature, ValueError):
             continue
-    raise Mismatch(f"no signature in the envelope verifies with this public key (key id {key_id(public_key)[:16]}...)")
+    raise Mismatch(f"no signature in the envelope verifies with this public key (key id {wanted[:16]}...)")
 
 
 def sigstore_bundle(envelope: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,15 +254,13 @@ def sigstore_bundle(envelope: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse_sigstore_bundle(data: bytes, where: str) -> Envelope:
     """The envelope inside a Sigstore bundle this project wrote; EvidenceError naming the field otherwise."""
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EvidenceError(f"{where}: not a JSON document, truncated or damaged ({exc})") from None
+    _count_signatures(data, where)
+    value = parse_json(data, where)
     if not isinstance(value, Mapping):
         raise EvidenceError(f"{where}: expected a JSON object (a Sigstore bundle)")
     if value.get("mediaType") != SIGSTORE_MEDIA_TYPE:
-        raise EvidenceError(f"{where}: mediaType: expected {SIGSTORE_MEDIA_TYPE!r}, got {value.get('mediaType')!r}")
+        raise EvidenceError(f"{where}: mediaType: expected {SIGSTORE_MEDIA_TYPE!r}, got {str(value.get('mediaType'))[:80]!r}")
     inner = value.get("dsseEnvelope")
     if not isinstance(inner, Mapping):
         raise EvidenceError(f"{where}: dsseEnvelope: expected an object")
-    return parse_envelope(json.dumps(inner).encode("utf-8"), f"{where}: dsseEnvelope")
+    return _envelope_from(inner, f"{where}: dsseEnvelope")

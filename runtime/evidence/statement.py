@@ -2,17 +2,18 @@
 
 A Statement is ``{"_type", "subject", "predicateType", "predicate"}``; each subject has a
 ``name`` and a ``digest`` holding at least ``sha256`` (64 lowercase hex digits). Reading one
-back refuses, with the field path, anything that is not such a document, a predicate of
-another type, and a predicate of this project's type but a newer major version.
+back refuses, with the field path, anything that is not such a document (JSON bounded in items
+and nesting, :func:`~.canonical.parse_json`), a predicate of another type, and a predicate of
+this project's type but a newer major version.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .canonical import parse_json
 from .errors import EvidenceError
 from .predicate import PREDICATE_PREFIX, PREDICATE_TYPE, PREDICATE_VERSION
 
@@ -42,10 +43,7 @@ def _fail(where: str, field: str, message: str) -> EvidenceError:
 
 def parse_statement(data: bytes, where: str) -> dict[str, Any]:
     """The Statement in ``data`` after every structural check; EvidenceError naming the field otherwise."""
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise EvidenceError(f"{where}: not a JSON document ({exc})") from None
+    value = parse_json(data, where)
     if not isinstance(value, dict):
         raise EvidenceError(f"{where}: expected a JSON object (an in-toto Statement)")
     if value.get("_type") != STATEMENT_TYPE:

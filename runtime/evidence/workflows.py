@@ -5,8 +5,10 @@ ResourceSlices, as the controller's informers hold them), through the controller
 expansion; what a live object adds to the render (namespace, owner reference, the
 ``nvcre.nvidia.com/requested-test-scale`` annotation) is taken away again, and each Workflow is
 written with the compiler's YAML emitter: the same bytes ``certification render --facts`` prints
-for that Workflow, one document without ``---``. The bundle stores them as
-``workflows/<name>.yaml`` and the Statement names them as subjects.
+for that Workflow, one document without ``---``, except that the user-info of every URL in it
+(a ``sourceRepo`` with a token) is written as ``***`` (:func:`nvcre.compiler.redact.redact_value`):
+a bundle leaves the cluster and is signed, so it must never carry a credential. The bundle
+stores them as ``workflows/<name>.yaml`` and the Statement names them as subjects.
 
 The controller created the live Workflows from the same render, and the API server then added
 its own fields and the schema's defaults. :func:`matches_cluster` checks that every value the
@@ -98,6 +100,7 @@ def render_run(
     them), reduced to the render's document by :func:`rendered_workflow`.
     """
     from nvcre.compiler.emit import dump_yaml
+    from nvcre.compiler.redact import redact_value
     from nvcre.runtime import compile as lowering
 
     kind = str(run.get("kind") or "Certification")
@@ -115,9 +118,9 @@ def render_run(
     names = [str((d.get("metadata") or {}).get("name")) for d in documents]
     if documents and set(by_name) <= set(names):
         agrees = {name: matches_cluster(doc, rendered_workflow(by_name[name])) for name, doc in zip(names, documents) if name in by_name}
-        files = tuple((f"{WORKFLOW_DIR}/{name}.yaml", dump_yaml(doc).encode("utf-8")) for name, doc in zip(names, documents))
+        files = tuple((f"{WORKFLOW_DIR}/{name}.yaml", dump_yaml(redact_value(doc)).encode("utf-8")) for name, doc in zip(names, documents))
         return Rendered(files, "render", agrees)
     problem = problem or "the render names other Workflows than the cluster holds"
     reduced = [rendered_workflow(w) for w in sorted(live, key=lambda w: str((w.get("metadata") or {}).get("name")))]
-    files = tuple((f"{WORKFLOW_DIR}/{(d['metadata']).get('name')}.yaml", dump_yaml(d).encode("utf-8")) for d in reduced)
+    files = tuple((f"{WORKFLOW_DIR}/{(d['metadata']).get('name')}.yaml", dump_yaml(redact_value(d)).encode("utf-8")) for d in reduced)
     return Rendered(files, "cluster", {}, problem)
