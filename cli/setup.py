@@ -5,7 +5,10 @@ cluster, then every ``-f/--values`` file in order, then every ``--set`` and ``--
 order (Helm's precedence). ``render`` talks to no cluster: pipe it to ``kubectl apply -f -`` or
 commit it (``--output-dir``) for a GitOps tool to sync. ``chart`` writes the Helm chart whose
 ``helm template`` gives the same objects. ``init`` applies the same objects, ``status`` says
-exactly what is missing, ``reset`` removes what is ours and keeps the shared JobSet CRD.
+exactly what is missing, ``reset`` removes what is ours, and of that keeps what others still
+depend on: a namespace holding objects nvcrectl did not make, the Trainer CRDs while others'
+TrainJobs or TrainingRuntimes exist, the JobSet CRD while JobSets exist (``--delete-crd NAME``
+deletes a named one anyway).
 """
 
 from __future__ import annotations
@@ -335,25 +338,52 @@ def status(
         raise typer.Exit(1)
 
 
+DeleteCrdOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--delete-crd",
+        help="A Kubeflow Trainer or JobSet CRD setup init installed (e.g. trainjobs.trainer.kubeflow.org) to delete even while it "
+        "holds objects nvcrectl did not create: they are deleted with it, in every namespace. Repeatable.",
+    ),
+]
+
+
+def _delete_crds(names: list[str] | None) -> tuple[str, ...]:
+    """The ``--delete-crd`` names; exit 2 for one that is not a CRD of the deps phase."""
+    from nvcre.runtime.ops.install_deps import JOBSET_CRD, TRAINER_CRDS
+
+    known = (*TRAINER_CRDS, JOBSET_CRD)
+    for name in names or []:
+        if name not in known:
+            raise fail_invalid(f"--delete-crd {name}: not a CRD setup init installs; expected one of {', '.join(known)}")
+    return tuple(dict.fromkeys(names or []))
+
+
 @app.command("reset")
 @guarded
 def reset(
     skip_phases: SkipOption = None,
     auto_approve: AutoApproveOption = False,
+    delete_crd: DeleteCrdOption = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
 ) -> None:
-    """Delete every run (cr), then our install (helm); the JobSet CRD and Kubeflow Trainer stay."""
+    """Delete every run (cr), our install (helm), then what init installed of Kubeflow Trainer (deps).
+
+    Kept, each with a line saying why: a namespace holding objects nvcrectl did not create; the
+    whole Trainer while its CRDs hold others' TrainJobs or TrainingRuntimes; the JobSet CRD while
+    JobSets exist. --delete-crd NAME deletes that CRD (and what it holds) anyway."""
     from nvcre.runtime.ops import install as ops
 
     skip = _skip(skip_phases, "reset")
+    delete_crds = _delete_crds(delete_crd)
     if not auto_approve:
         if not sys.stdin.isatty():
             raise fail_invalid("setup reset deletes every Certification, Workflow and Job; pass --auto-approve")
         if not typer.confirm("Delete every nvcre run and the nvcre install?", err=True):
             raise typer.Exit(1)
     kube = kube_client(kubeconfig, context)
-    ops.setup_reset(kube, skip=skip, say=stderr_lines())
+    ops.setup_reset(kube, skip=skip, say=stderr_lines(), delete_crds=delete_crds)
 
 
 if __name__ == "__main__":

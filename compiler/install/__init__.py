@@ -4,6 +4,7 @@
 diagnostic with its field path), and returns the objects to apply, in apply order: the CRDs,
 the built-in LogProfiles, the namespace, the ServiceAccount, RBAC (the manager's cluster role,
 the per-namespace run role and its bindings for ``rbac.scope``, the metrics roles), the
+admission policy that checks a Workflow author's own rights (:mod:`.admission`), the
 controller Deployment, and what Prometheus and Grafana need (the metrics Service, a
 ServiceMonitor, the shipped alert rules as a PrometheusRule and the burn-in dashboard in a
 ConfigMap for Grafana's sidecar; see :mod:`.monitoring`).

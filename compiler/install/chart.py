@@ -17,6 +17,7 @@ from typing import Any
 from nvcre import __version__
 
 from ..emit import dump_yaml
+from .admission import admission_objects
 from .chart_templates import ChartError, Document, Holes, emit_document, template_documents, tokenize
 from .chart_values import values_schema, values_yaml
 from .manager import image_reference, manager_objects
@@ -63,7 +64,12 @@ def _check_image_helper() -> None:
 
 
 def _controller_objects(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [*manager_objects(values, dict(LABELS)), *rbac_objects(values, dict(LABELS)), *monitoring_objects(values, dict(LABELS))]
+    return [
+        *manager_objects(values, dict(LABELS)),
+        *rbac_objects(values, dict(LABELS)),
+        *admission_objects(values, dict(LABELS)),
+        *monitoring_objects(values, dict(LABELS)),
+    ]
 
 
 def _file_name(document: Document) -> str:

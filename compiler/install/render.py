@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..diagnostics import Diagnostic, info
+from .admission import admission_objects
 from .manager import manager_objects
 from .monitoring import monitoring_objects
 from .rbac import rbac_objects
@@ -70,6 +71,7 @@ def render_install(layers: Sequence[Mapping[str, Any]] = ()) -> Installed:
         objects.extend(profiles)
         diagnostics.extend(found)
     objects.extend(rbac_objects(values, dict(LABELS)))
+    objects.extend(admission_objects(values, dict(LABELS)))
     objects.extend(o for o in manager if o["kind"] != "Namespace")
     objects.extend(monitoring_objects(values, dict(LABELS)))
     return Installed(objects=objects, values=values, diagnostics=diagnostics)

@@ -33,6 +33,7 @@ from .install_deps import (
     missing_dependencies,
     wait_established,
 )
+from .holdings import crd_resource, summary
 from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
 if TYPE_CHECKING:
@@ -246,20 +247,6 @@ def _delete_all(kube: Kube, resource: Resource, say: Say, timeout: float = 300.0
         time.sleep(1.0)
 
 
-def _served_resource(crd: Mapping[str, Any]) -> Resource:
-    spec = crd.get("spec") or {}
-    versions = spec.get("versions") or [{}]
-    stored = next((v for v in versions if v.get("storage")), versions[0])
-    names = spec.get("names") or {}
-    return Resource(
-        str(spec.get("group") or ""),
-        str(stored.get("name") or "v1"),
-        str(names.get("plural") or ""),
-        str(names.get("kind") or ""),
-        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-    )
-
-
 def _list_when_ready(kube: Kube, resource: Resource, timeout: float = 60.0) -> list[dict[str, Any]]:
     """List a custom resource, waiting while the server's watch cache for it is still starting
     (it answers 429 "storage is (re)initializing" until then)."""
@@ -283,7 +270,7 @@ def _empty_custom_resource(kube: Kube, crd: Mapping[str, Any]) -> None:
     ``Terminating`` with "could not list instances: storage is (re)initializing" for minutes
     while the server's retry backs off.
     """
-    resource = _served_resource(crd)
+    resource = crd_resource(crd)
     for obj in _list_when_ready(kube, resource):
         meta = obj.get("metadata") or {}
         try:
@@ -327,11 +314,34 @@ def _wait_crds_gone(kube: Kube, names: Sequence[str], timeout: float = 180.0) ->
         time.sleep(0.5)
 
 
-def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequence[str], say: Say = lambda line: None) -> None:
+def _namespaces_in_use(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """The install's own Namespaces (ours on the cluster) that hold objects nvcrectl did not create."""
+    from .holdings import foreign_in_namespace
+
+    found = {}
+    for obj in objects:
+        if obj.get("kind") != "Namespace" or not marked(obj) or not is_ours(kube, obj):
+            continue
+        name = str((obj.get("metadata") or {}).get("name"))
+        foreign = foreign_in_namespace(kube, name, marked)
+        if foreign:
+            found[name] = foreign
+    return found
+
+
+def reset_install(
+    kube: Kube,
+    objects: Sequence[Mapping[str, Any]],
+    skip: Sequence[str],
+    say: Say = lambda line: None,
+    *,
+    delete_crds: Sequence[str] = (),
+) -> None:
     """``cr``: delete every run (the controller frees its GPUs first); ``helm``: remove our install;
     ``deps``: remove what ``setup init`` installed of Kubeflow Trainer and JobSet (only objects it
-    marked; a JobSet CRD is kept while JobSets exist). A JobSet CRD the install renders is never removed
-    by ``helm``.
+    marked, and not what others depend on: see :func:`.trainer.remove_trainer`; ``delete_crds``
+    names CRDs to delete even so). A JobSet CRD the install renders is never removed by ``helm``.
+    The install's Namespace is deleted only when it holds nothing nvcrectl did not create.
     """
     if "cr" not in skip:
         for resource in (CERTIFICATIONS, WORKLOADRUNS, WORKFLOWS):
@@ -346,6 +356,7 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
         ]
         for crd in ours:
             _empty_custom_resource(kube, crd)
+        in_use = _namespaces_in_use(kube, objects)
         removed = 0
         for obj in reversed(list(objects)):
             meta = obj.get("metadata") or {}
@@ -353,6 +364,10 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
                 continue
             if marked(obj) and is_ours(kube, obj) is False:
                 say(f"Kept {describe(obj)}: it was not created by nvcrectl.")
+                continue
+            if obj.get("kind") == "Namespace" and str(meta.get("name")) in in_use:
+                held = summary(in_use[str(meta.get("name"))])
+                say(f"Kept {describe(obj)}: it holds objects nvcrectl did not create ({held}); only the install was removed from it.")
                 continue
             resource = kube.resource_for(str(obj["apiVersion"]), str(obj["kind"]))
             try:
@@ -365,7 +380,7 @@ def reset_install(kube: Kube, objects: Sequence[Mapping[str, Any]], skip: Sequen
     if "deps" not in skip:
         from .trainer import remove_trainer
 
-        remove_trainer(kube, say)
+        remove_trainer(kube, say, delete_crds=delete_crds)
 
 
 def namespace_of(layers: Sequence[Mapping[str, Any]]) -> str:
@@ -457,13 +472,14 @@ def installed_objects(kube: Kube, namespace: str | None = None) -> list[dict[str
     return with_kept_values(render_over_kept(kube, layers))
 
 
-def setup_reset(kube: Kube, *, skip: Sequence[str] = (), say: Say = lambda line: None) -> None:
+def setup_reset(kube: Kube, *, skip: Sequence[str] = (), say: Say = lambda line: None, delete_crds: Sequence[str] = ()) -> None:
     """What ``setup reset --auto-approve`` does: every run (``cr``), then our install (``helm``),
     wherever ``setup init`` put it (every namespace holding its kept values; the default one when
-    none does)."""
+    none does), then what ``setup init`` installed of Kubeflow Trainer (``deps``, see
+    :func:`reset_install` for what is kept and ``delete_crds``)."""
     namespaces: list[str | None] = [*install_namespaces(kube)] or [None]
     for index, namespace in enumerate(namespaces):
         if namespace is not None:
             say(f"Removing the install in namespace {namespace}.")
-        # runs are cluster-wide: delete them once
-        reset_install(kube, installed_objects(kube, namespace), [*skip, *(["cr"] if index else [])], say=say)
+        later = ["cr", "deps"] if index else []  # runs and the Trainer are cluster-wide: once
+        reset_install(kube, installed_objects(kube, namespace), [*skip, *later], say=say, delete_crds=delete_crds)

@@ -6,7 +6,10 @@ chart version), else from the chart inside the pinned Trainer Go module on this 
 the JobSet chart of the pinned JobSet module in place of its remote dependency, so nothing is
 downloaded. nvcrectl applies them itself (server-side apply, CRDs first and waited for) and
 marks each one with the :data:`INSTALLED_BY` label and the :data:`INSTALLED_VERSION`
-annotation; ``setup reset`` deletes exactly the objects that carry the label.
+annotation. ``setup reset`` deletes only objects that carry the label, and of those not the ones
+others depend on (:mod:`.holdings`): a Trainer CRD holding objects nvcrectl did not create keeps
+the whole Trainer install (unless the CRD is named with ``--delete-crd``), the JobSet CRD stays
+while JobSets exist, and the namespace stays while it holds anything nvcrectl did not create.
 
 A JobSet CRD that is on the cluster without our label belongs to someone else: Trainer is then
 installed without its bundled JobSet (``jobset.install=false``) and that JobSet is never touched.
@@ -29,8 +32,9 @@ from nvcre.compiler.vocabulary import ANNOTATION_INSTALLED_VERSION, LABEL_INSTAL
 
 from ..kube.client import Kube
 from ..kube.errors import ApiError, ApiNotServed, NotFound
-from ..kube.resources import JOBSETS, Resource
+from ..kube.resources import Resource
 from .helmtool import HelmError, helm_template
+from .holdings import foreign_in_namespace, foreign_instances, summary
 from .install_deps import CRDS, JOBSET_CRD, TRAINER_CRDS, wait_established
 
 __all__ = [
@@ -267,13 +271,6 @@ def install_trainer(
     return len(objects)
 
 
-def _jobsets_exist(kube: Kube) -> bool:
-    try:
-        return bool(kube.list(JOBSETS).items)
-    except (NotFound, ApiNotServed):
-        return False
-
-
 def _wait_gone(kube: Kube, pending: list[tuple[Resource, str]], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while pending:
@@ -285,12 +282,40 @@ def _wait_gone(kube: Kube, pending: list[tuple[Resource, str]], timeout: float) 
         time.sleep(0.5)
 
 
-def remove_trainer(kube: Kube, say: Say = lambda line: None, timeout: float = 180.0) -> int:
-    """Delete every object the deps phase installed (our label); the JobSet CRD stays while JobSets exist."""
+def _in_use(kube: Kube, crd_names: Sequence[str]) -> dict[str, list[str]]:
+    """For each CRD of ``crd_names`` that holds objects nvcrectl did not install: those objects."""
+    found = {name: foreign_instances(kube, name, _marked) for name in crd_names}
+    return {name: objects for name, objects in found.items() if objects}
+
+
+def _kept_crd_line(name: str, objects: Sequence[str]) -> str:
+    return (
+        f"Kept CustomResourceDefinition {name}: it holds {len(objects)} object(s) nvcrectl did not create "
+        f"({summary(objects)}), and deleting it would delete them in every namespace; "
+        f"pass --delete-crd {name} to delete it anyway."
+    )
+
+
+def remove_trainer(kube: Kube, say: Say = lambda line: None, timeout: float = 180.0, *, delete_crds: Sequence[str] = ()) -> int:
+    """Delete every object the deps phase installed (our label), except what others depend on.
+
+    While a Trainer CRD holds objects nvcrectl did not create (another team's TrainJobs or
+    TrainingRuntimes), the whole Trainer install stays (its CRDs, controller and webhooks), unless
+    every such CRD is named in ``delete_crds``. The JobSet CRD stays while JobSets exist, unless
+    named. The Trainer namespace is deleted only when it holds nothing nvcrectl did not create.
+    Each thing kept is said, with why."""
+    forced = set(delete_crds)
+    blocking = {name: objs for name, objs in _in_use(kube, TRAINER_CRDS).items() if name not in forced}
+    if blocking:
+        for name, objects in blocking.items():
+            say(_kept_crd_line(name, objects))
+        say("Kept the whole Kubeflow Trainer install (its controller and webhooks too): those objects still need it.")
+        return 0
+    keep_jobset = {} if JOBSET_CRD in forced else _in_use(kube, (JOBSET_CRD,))
+    foreign_content = _kept_namespaces(kube)
     selector = f"{INSTALLED_BY[0]}={INSTALLED_BY[1]}"
     removed = 0
     cluster_scoped: list[tuple[Resource, str]] = []
-    keep_jobset = _jobsets_exist(kube)
     for resource in REMOVAL_ORDER:
         try:
             items = kube.list(resource, label_selector=selector).items
@@ -299,8 +324,14 @@ def remove_trainer(kube: Kube, say: Say = lambda line: None, timeout: float = 18
         for obj in items:
             meta = obj.get("metadata") or {}
             name = str(meta.get("name"))
-            if resource is CRDS and name == JOBSET_CRD and keep_jobset:
-                say(f"Kept CustomResourceDefinition {JOBSET_CRD}: JobSets exist, and deleting it would delete them in every namespace.")
+            if resource is CRDS and name in keep_jobset:
+                say(_kept_crd_line(name, keep_jobset[name]))
+                continue
+            if resource is _NAMESPACES and name in foreign_content:
+                say(
+                    f"Kept Namespace {name}: it holds objects nvcrectl did not create ({summary(foreign_content[name])}); "
+                    "only what setup init installed there was removed."
+                )
                 continue
             if kube.delete(resource, name, meta.get("namespace"), uid=meta.get("uid")):
                 removed += 1
@@ -313,3 +344,18 @@ def remove_trainer(kube: Kube, say: Say = lambda line: None, timeout: float = 18
         else "No Kubeflow Trainer objects installed by nvcrectl were found."
     )
     return removed
+
+
+def _kept_namespaces(kube: Kube) -> dict[str, list[str]]:
+    """Our labelled namespaces that hold something nvcrectl did not create, with those objects."""
+    try:
+        namespaces = kube.list(_NAMESPACES, label_selector=f"{INSTALLED_BY[0]}={INSTALLED_BY[1]}").items
+    except (NotFound, ApiNotServed, ApiError):
+        return {}
+    found = {}
+    for namespace in namespaces:
+        name = str((namespace.get("metadata") or {}).get("name"))
+        foreign = foreign_in_namespace(kube, name, _marked)
+        if foreign:
+            found[name] = foreign
+    return found

@@ -2,7 +2,10 @@
 
 Once the Workflow recorded the Job's launch (its dependencies exist), the compiler's
 ``expand_workload`` gives the TrainJob and the measurements; the TrainJob is created (or
-adopted when it is ours already) and recorded in ``status.workloadRef``.
+adopted when it is ours already) and recorded in ``status.workloadRef``. A TrainJob whose pods
+would name a ServiceAccount, Secret, ConfigMap or claim outside the Job's runtime patches (where
+admission checked the author's rights, :mod:`.pod_references`) is never created: the Job fails
+``PodReferencesNotAdmitted`` and no node is blamed.
 
 A create is never sent twice for one name: a reconcile that runs before the first create's
 outcome reached the caches (the Job's status without ``workloadRef`` yet, the TrainJob not in
@@ -23,6 +26,7 @@ from .common import Adopted, create_or_adopt, meta, name_of, namespace_of, refer
 from .context import Result, referenced_by
 from .job_base import workflow_label
 from .job_restart import JobRestarts
+from .pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 
 __all__ = ["LAUNCH_POLL_SECONDS", "LAUNCH_WAIT_SECONDS", "JobWorkloadCreation"]
 
@@ -69,6 +73,10 @@ class JobWorkloadCreation(JobRestarts):
         trainjob = next((o for o in objects if o.get("kind") == "TrainJob"), None)
         if trainjob is None:
             self._fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob", blame=False)
+            return Result()
+        refused = unadmitted([trainjob], admitted(job))
+        if refused:
+            self._fail(job, REASON_NOT_ADMITTED, refusal("Job", refused), blame=False)
             return Result()
         outcome = self._known_workload(job, trainjob) or create_or_adopt(ctx, trainjob, job)
         tj_name = name_of(trainjob)

@@ -1,16 +1,24 @@
 """PersistentVolume reclaim when a Workflow is deleted (NVCRE's deletion phases 0 and 3).
 
 A PersistentVolumeClaim the Workflow created is released with the Workflow, but a volume whose
-reclaim policy is ``Retain`` would then stay behind forever. NVCRE hands such volumes back:
+reclaim policy is ``Retain`` would then stay behind forever. NVCRE hands such volumes back, and
+this module does so only for a volume the Workflow's own claim caused to exist:
 
 * :func:`stamp_volumes` runs first, while the claims still exist (a Job-scoped claim goes with
-  its Job): the volume bound to every claim the Workflow owns gets the Workflow's creation
-  identity, the ``nvcre.nvidia.com/workflow-uid`` annotation. Once a claim is gone its volume
-  can be proven ours only by that annotation.
+  its Job). A volume is stamped only when every one of these holds (:func:`provisioned_for`):
+  the claim is the Workflow's and ``Bound``; the volume's ``spec.claimRef`` names that claim by
+  UID; the volume was dynamically provisioned (``pv.kubernetes.io/provisioned-by``) and created
+  no earlier than the claim; the claim was bound by the volume controller
+  (``pv.kubernetes.io/bound-by-controller``), and no claim of the Workflow names a volume in its
+  ``spec.volumeName``. A volume named by the Workflow's author, a pre-existing volume, or one
+  bound to anybody else's claim is never stamped. The stamp is two annotations: the Workflow's
+  creation identity (``nvcre.nvidia.com/workflow-uid``) and the claim's UID
+  (:data:`ANNOTATION_CLAIM_UID`).
 * :func:`reclaim_volumes` runs after the claims were deleted: a stamped volume still ``Bound``
-  is waited for; a ``Released`` one on ``Retain`` is switched to ``Delete``, so the cluster
-  removes it. A volume without this Workflow's stamp, or behind a claim someone else owns, is
-  never touched.
+  is waited for; a ``Released`` one on ``Retain`` whose ``claimRef`` still carries the stamped
+  claim UID, and that is still marked as provisioned, is switched to ``Delete``, so the cluster
+  removes it. Anything else (no stamp, a stamp without the claim UID, a ``claimRef`` to another
+  claim) is never touched.
 
 The claims are the ``PersistentVolumeClaim`` entries of ``status.dependencyRefs``; a claim
 already gone is traced to its volume through the volumes' ``spec.claimRef``.
@@ -24,12 +32,13 @@ from typing import Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
 
+from ..clock import parse_time
 from ..kube.errors import ApiError
 from ..kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from .common import annotations_of, meta, name_of, uid_of
+from .common import annotations_of, meta, name_of, namespace_of, uid_of
 from .context import Context, referenced_by
 
-__all__ = ["reclaim_volumes", "stamp_volumes"]
+__all__ = ["ANNOTATION_CLAIM_UID", "provisioned_for", "reclaim_volumes", "stamp_volumes"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.reclaim")
 
@@ -37,6 +46,13 @@ CLAIM_KIND = "PersistentVolumeClaim"
 RETAIN = "Retain"
 DELETE = "Delete"
 BOUND = "Bound"
+
+#: the UID of the claim a stamped volume was provisioned for (checked again before the switch)
+ANNOTATION_CLAIM_UID = "nvcre.nvidia.com/claim-uid"
+#: set on a volume by the provisioner that created it (Kubernetes' dynamic provisioning)
+ANNOTATION_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+#: set on a claim when the volume controller, not the claim's author, chose its volume
+ANNOTATION_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 
 
 def _claim_refs(wf: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -54,12 +70,52 @@ def _owned(claim: Mapping[str, Any], wf: Mapping[str, Any]) -> bool:
     return referenced_by(claim, wf) or annotations_of(claim).get(ANNOTATION_WORKFLOW_UID) == uid_of(wf)
 
 
-def _stamped(volume: Mapping[str, Any], wf: Mapping[str, Any]) -> bool:
-    return bool(uid_of(wf)) and annotations_of(volume).get(ANNOTATION_WORKFLOW_UID) == uid_of(wf)
+def _named_volumes(wf: Mapping[str, Any]) -> set[str]:
+    """The claim names (as written in the Workflow) whose ``spec.volumeName`` the author set."""
+    named = set()
+    for dep in (wf.get("spec") or {}).get("dependencies") or []:
+        if not isinstance(dep, Mapping) or dep.get("kind") != CLAIM_KIND:
+            continue
+        spec = dep.get("spec")
+        if isinstance(spec, Mapping) and spec.get("volumeName"):
+            named.add(name_of(dep))
+    return named
+
+
+def _names_a_volume(claim_name: str, wf: Mapping[str, Any]) -> bool:
+    """Whether the Workflow wrote this claim (or the claim its Job-scoped copy came from,
+    ``<name>-<hash>-...``) with a volume of the author's choosing."""
+    return any(claim_name == base or claim_name.startswith(base + "-") for base in _named_volumes(wf))
+
+
+def _created_no_earlier(volume: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    made, asked = parse_time(meta(volume).get("creationTimestamp")), parse_time(meta(claim).get("creationTimestamp"))
+    return made is not None and asked is not None and made >= asked
+
+
+def provisioned_for(volume: Mapping[str, Any], claim: Mapping[str, Any], wf: Mapping[str, Any]) -> str:
+    """Empty when ``volume`` was provisioned for ``claim``, a claim of ``wf``; else why not."""
+    if not _owned(claim, wf):
+        return "the claim is not the Workflow's"
+    claim_spec, claim_status = claim.get("spec") or {}, claim.get("status") or {}
+    if claim_spec.get("volumeName") != name_of(volume) or claim_status.get("phase") != BOUND:
+        return "the claim is not bound to the volume"
+    ref = (volume.get("spec") or {}).get("claimRef") or {}
+    if not uid_of(claim) or ref.get("uid") != uid_of(claim) or ref.get("name") != name_of(claim):
+        return "the volume's claimRef is not this claim"
+    if ref.get("namespace") != namespace_of(claim):
+        return "the volume's claimRef is not this claim"
+    if not annotations_of(volume).get(ANNOTATION_PROVISIONED_BY):
+        return "the volume was not dynamically provisioned"
+    if not _created_no_earlier(volume, claim):
+        return "the volume existed before the claim"
+    if annotations_of(claim).get(ANNOTATION_BOUND_BY_CONTROLLER) != "yes" or _names_a_volume(name_of(claim), wf):
+        return "the Workflow named the volume itself"
+    return ""
 
 
 def stamp_volumes(ctx: Context, wf: Mapping[str, Any]) -> None:
-    """Stamp the volume bound to each claim the Workflow owns (best effort: a failure is
+    """Stamp the volume provisioned for each claim the Workflow owns (best effort: a failure is
     retried on the next pass, which runs while the finalizer holds the Workflow)."""
     for namespace, name in _claim_refs(wf):
         claim = ctx.live(PERSISTENT_VOLUME_CLAIMS, name, namespace)
@@ -72,10 +128,25 @@ def stamp_volumes(ctx: Context, wf: Mapping[str, Any]) -> None:
             volume = ctx.live(PERSISTENT_VOLUMES, volume_name, None)
             if volume is None or _stamped(volume, wf):
                 continue
-            patch = {"metadata": {"annotations": {ANNOTATION_WORKFLOW_UID: uid_of(wf)}}}
+            refused = provisioned_for(volume, claim, wf)
+            if refused:
+                log.info("volume left alone", extra={"volume": volume_name, "claim": f"{namespace}/{name}", "why": refused})
+                continue
+            stamp = {ANNOTATION_WORKFLOW_UID: uid_of(wf), ANNOTATION_CLAIM_UID: uid_of(claim)}
+            patch = {"metadata": {"resourceVersion": meta(volume).get("resourceVersion"), "annotations": stamp}}
             ctx.kube.merge_patch(PERSISTENT_VOLUMES, volume_name, None, patch)
         except ApiError as exc:
             log.warning("volume not stamped", extra={"volume": volume_name, "claim": f"{namespace}/{name}", "error": exc.message})
+
+
+def _stamped(volume: Mapping[str, Any], wf: Mapping[str, Any]) -> bool:
+    """Stamped by this Workflow, with the claim UID, and still bound (or released) from that claim."""
+    notes = annotations_of(volume)
+    claim_uid = notes.get(ANNOTATION_CLAIM_UID)
+    if not uid_of(wf) or notes.get(ANNOTATION_WORKFLOW_UID) != uid_of(wf) or not claim_uid:
+        return False
+    ref = (volume.get("spec") or {}).get("claimRef") or {}
+    return ref.get("uid") == claim_uid and bool(notes.get(ANNOTATION_PROVISIONED_BY))
 
 
 def _volume_of(

@@ -4,6 +4,10 @@
 dependencies are created (or adopted) and recorded in ``dependencyRefs``; Pending groups are
 launched under ``execution.maxConcurrent`` and never two Running groups on one node: the Job,
 then its job-scoped dependencies, then the Job tier is told the launch is complete.
+
+Before anything of a group is created, the pods it would run are checked for references
+admission did not check against the Workflow's author (:mod:`.pod_references`): such a Workflow
+fails ``PodReferencesNotAdmitted`` and nothing runs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from . import conditions as cond
 from .common import create_or_adopt, name_of, namespace_of, reference
 from .context import Result
 from .diagnose import is_diagnose
+from .pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from .workflow_base import UNSCHEDULABLE_TAINT, WorkflowTierBase, execution_of, iterations_of, orchestration_of, progress_text
 
 __all__ = ["WorkflowLaunch"]
@@ -106,6 +111,13 @@ class WorkflowLaunch(WorkflowTierBase):
             message = f"Failed to create dependency: {exc}"
             status.update(cond.set_lifecycle(status, cond.FAILED, "DependencyCreationError", message, self.ctx.clock.stamp()))
             return message
+        own = {(str(d.get("kind")), name_of(d)) for d in deps if d.get("kind") in ("ConfigMap", "PersistentVolumeClaim")}
+        refused = unadmitted(deps, admitted(wf) | own)
+        if refused:
+            message = refusal("Workflow", refused)
+            self.ctx.event(wf, "Warning", REASON_NOT_ADMITTED, message)
+            status.update(cond.set_lifecycle(status, cond.FAILED, REASON_NOT_ADMITTED, message, self.ctx.clock.stamp()))
+            return message
         for dep in deps:
             known = any(r.get("kind") == dep.get("kind") and r.get("name") == name_of(dep) for r in status.get("dependencyRefs") or [])
             if known:
@@ -146,6 +158,35 @@ class WorkflowLaunch(WorkflowTierBase):
         status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "JobCreated", message, ctx.clock.stamp()))
         return Result(ctx.settings.step_interval if launched else ctx.settings.poll_interval)
 
+    def _refuse_unadmitted(
+        self, wf: dict[str, Any], status: dict[str, Any], plan: Any, planned: Any, iteration: int, manifest: Mapping[str, Any]
+    ) -> str | None:
+        """Fail the Workflow, before its first Job of a group exists, when the pods it would run name
+        a ServiceAccount, Secret, ConfigMap or claim that admission never checked (:mod:`.pod_references`)."""
+        ctx = self.ctx
+        try:
+            deps = compiler.expand_job_dependencies(wf, plan, planned, iteration, manifest)
+            # the TrainJob the Job tier will make from this Job; the uid only fills its ownerReference
+            job = {**manifest, "metadata": {**dict(manifest.get("metadata") or {}), "uid": "not-created-yet"}}
+            objects = [*deps, *compiler.expand_workload(job, wf)]
+        except compiler.CompileError:
+            return None  # the steps below report it with their own reasons
+        # the TrainingRuntimes a TrainJob names are job-scoped, so ``deps`` holds them; the claims
+        # and ConfigMaps the Workflow creates (overrides applied) keep their names or get the Job's
+        effective = getattr(plan, "workflow_spec", None) or wf.get("spec") or {}
+        own = {
+            (str(d.get("kind")), name_of(d))
+            for d in [*deps, *(effective.get("dependencies") or [])]
+            if isinstance(d, Mapping) and d.get("kind") in ("ConfigMap", "PersistentVolumeClaim")
+        }
+        refused = unadmitted(objects, admitted(wf) | own)
+        if not refused:
+            return None
+        message = refusal("Workflow", refused)
+        ctx.event(wf, "Warning", REASON_NOT_ADMITTED, message)
+        status.update(cond.set_lifecycle(status, cond.FAILED, REASON_NOT_ADMITTED, message, ctx.clock.stamp()))
+        return message
+
     def _launch(self, wf: dict[str, Any], status: dict[str, Any], plan: Any, group: dict[str, Any], iteration: int) -> str | None:
         ctx = self.ctx
         if is_diagnose(wf):
@@ -164,6 +205,9 @@ class WorkflowLaunch(WorkflowTierBase):
             message = f"Failed to build Job for group {group['name']}: {exc}"
             status.update(cond.set_lifecycle(status, cond.FAILED, "JobCreationError", message, ctx.clock.stamp()))
             return message
+        problem = self._refuse_unadmitted(wf, status, plan, planned, iteration, manifest)
+        if problem:
+            return problem
         # The compiler gives the Job the Job tier's finalizer (no patch after the create). The Job
         # tier creates the workload only once the dependencies below exist (``JobReconciler._launched``).
         outcome = create_or_adopt(ctx, manifest, wf)

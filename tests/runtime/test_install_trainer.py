@@ -25,6 +25,11 @@ KINDS = {
     "ClusterRole": ("clusterroles", False),
     "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", False),
     "MutatingWebhookConfiguration": ("mutatingwebhookconfigurations", False),
+    "ConfigMap": ("configmaps", True),
+    "TrainJob": ("trainjobs", True),
+    "TrainingRuntime": ("trainingruntimes", True),
+    "ClusterTrainingRuntime": ("clustertrainingruntimes", False),
+    "JobSet": ("jobsets", True),
 }
 
 
@@ -84,7 +89,16 @@ class MemoryKube:
 
 
 def crd(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name, "labels": labels or {}}}
+    plural, _, group = name.partition(".")
+    kind = next(k for k, (p, _) in KINDS.items() if p == plural)
+    spec = {
+        "group": group,
+        "names": {"plural": plural, "kind": kind},
+        "scope": "Cluster" if kind.startswith("Cluster") else "Namespaced",
+        "versions": [{"name": "v1alpha1", "storage": True}],
+    }
+    meta = {"name": name, "labels": labels or {}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": meta, "spec": spec}
 
 
 def chart(install_jobset: bool) -> list[dict[str, Any]]:
@@ -217,3 +231,81 @@ def test_when_trainer_cannot_be_rendered_nothing_is_written_and_the_way_by_hand_
     assert "Kubeflow Trainer CRDs" in names and "JobSet CRD" in names
     assert "NVCRE_HELM='/nonexistent/helm' is not an executable file" in missing.value.missing[-1].detail
     assert kube.writes == 0 and applied == []
+
+
+def _other_team(kube: MemoryKube) -> None:
+    """The audit's other team: objects in the shared Trainer namespace and a TrainJob of its own."""
+    kube.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other-team-config", "namespace": "kubeflow-system"}})
+    kube.put({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "katib-controller", "namespace": "kubeflow-system"}})
+    kube.put({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "userjob", "namespace": "ml-team"}})
+    kube.put(
+        {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime", "metadata": {"name": "userrt", "namespace": "ml-team"}}
+    )
+
+
+def _has(kube: MemoryKube, plural: str, name: str) -> bool:
+    return any(p == plural and n == name for p, _ns, n in kube.objects)
+
+
+def test_reset_keeps_the_whole_trainer_while_another_teams_trainjobs_exist(rendered: list[bool]) -> None:
+    kube = MemoryKube()
+    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    _other_team(kube)
+    said: list[str] = []
+    assert trainer.remove_trainer(kube, say=said.append) == 0  # type: ignore[arg-type]
+    assert all(_has(kube, "customresourcedefinitions", name) for name in deps.TRAINER_CRDS)
+    assert _has(kube, "trainjobs", "userjob") and _has(kube, "deployments", "kubeflow-trainer-controller-manager")
+    assert _has(kube, "namespaces", "kubeflow-system")
+    kept = [line for line in said if line.startswith("Kept CustomResourceDefinition trainjobs.trainer.kubeflow.org")]
+    assert kept and "TrainJob ml-team/userjob" in kept[0] and "--delete-crd trainjobs.trainer.kubeflow.org" in kept[0]
+    assert any("TrainingRuntime ml-team/userrt" in line for line in said)
+
+
+def test_reset_keeps_the_trainer_namespace_that_holds_another_teams_objects(rendered: list[bool]) -> None:
+    kube = MemoryKube()
+    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    _other_team(kube)
+    said: list[str] = []
+    named = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org")
+    assert trainer.remove_trainer(kube, say=said.append, delete_crds=named) > 0  # type: ignore[arg-type]
+    assert not any(_has(kube, "customresourcedefinitions", name) for name in deps.TRAINER_CRDS)  # asked for by name
+    assert _has(kube, "namespaces", "kubeflow-system")
+    assert _has(kube, "configmaps", "other-team-config") and _has(kube, "deployments", "katib-controller")
+    assert not _has(kube, "deployments", "kubeflow-trainer-controller-manager")
+    (line,) = [s for s in said if s.startswith("Kept Namespace kubeflow-system")]
+    assert "ConfigMap kubeflow-system/other-team-config" in line and "Deployment kubeflow-system/katib-controller" in line
+
+
+def test_naming_only_one_crd_in_use_still_keeps_the_trainer(rendered: list[bool]) -> None:
+    kube = MemoryKube()
+    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    _other_team(kube)
+    said: list[str] = []
+    assert trainer.remove_trainer(kube, say=said.append, delete_crds=["trainjobs.trainer.kubeflow.org"]) == 0  # type: ignore[arg-type]
+    assert _has(kube, "customresourcedefinitions", "trainjobs.trainer.kubeflow.org")
+    assert [line.split(":")[0] for line in said if line.startswith("Kept Custom")] == [
+        "Kept CustomResourceDefinition trainingruntimes.trainer.kubeflow.org"
+    ]
+
+
+def test_runtimes_the_chart_installed_do_not_hold_the_trainer_back(rendered: list[bool]) -> None:
+    kube = MemoryKube()
+    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    label = {trainer.INSTALLED_BY[0]: trainer.INSTALLED_BY[1]}
+    kube.put(
+        {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch", "labels": label}}
+    )
+    assert trainer.remove_trainer(kube) == 10  # type: ignore[arg-type]
+    assert not _has(kube, "namespaces", "kubeflow-system")
+
+
+def test_the_jobset_crd_is_kept_while_jobsets_exist_unless_named(rendered: list[bool]) -> None:
+    kube = MemoryKube()
+    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube.put({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "theirs", "namespace": "ml-team"}})
+    said: list[str] = []
+    trainer.remove_trainer(kube, say=said.append)  # type: ignore[arg-type]
+    assert _has(kube, "customresourcedefinitions", deps.JOBSET_CRD)
+    assert any(line.startswith(f"Kept CustomResourceDefinition {deps.JOBSET_CRD}") and "JobSet ml-team/theirs" in line for line in said)
+    trainer.remove_trainer(kube, delete_crds=[deps.JOBSET_CRD])  # type: ignore[arg-type]
+    assert not _has(kube, "customresourcedefinitions", deps.JOBSET_CRD)
