@@ -257,11 +257,29 @@ def _json_documents(text: str, source: str) -> list[Any] | None:
         return None  # not JSON after all, or an integer the YAML reader reports at its path
 
 
+def _facts_loader() -> Any:
+    """The project's safe YAML loader, except that an unquoted timestamp stays the text it is.
+
+    ``kubectl get -o yaml`` before about 2018 printed ``creationTimestamp: 2017-11-02T14:00:08Z``
+    without quotes; in the API those fields are strings, so they are read as strings here.
+    """
+    yaml = make_loader(version=None)
+    base: Any = yaml.Constructor
+
+    class _TimestampsAsText(base):  # type: ignore[misc]
+        def construct_timestamp_text(self, node: Any) -> str:
+            return str(self.construct_scalar(node))
+
+    _TimestampsAsText.add_constructor("tag:yaml.org,2002:timestamp", _TimestampsAsText.construct_timestamp_text)
+    yaml.Constructor = _TimestampsAsText
+    return yaml
+
+
 def _yaml_documents(text: str, source: str) -> list[Any]:
     from ruamel.yaml.error import YAMLError
 
     try:
-        return list(make_loader(version=None).load_all(text))
+        return list(_facts_loader().load_all(text))
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -373,10 +373,11 @@ def test_oversized_facts_are_refused_before_parsing():
 
 
 def test_facts_values_json_cannot_hold_are_refused_at_their_path():
-    text = "kind: Node\napiVersion: v1\nmetadata:\n  name: a\n  creationTimestamp: 2026-01-01T00:00:00Z\n"
+    # An unquoted timestamp (as old kubectl printed it) reads as text; a binary value still cannot.
+    text = "kind: Node\napiVersion: v1\nmetadata:\n  name: a\n  creationTimestamp: 2026-01-01T00:00:00Z\nx: !!binary aGk=\n"
     [(code, path, message)] = _errors(text)
-    assert (code, path) == ("FactsMalformed", "facts.yaml: metadata.creationTimestamp")
-    assert "quote it" in message
+    assert (code, path) == ("FactsMalformed", "facts.yaml: x")
+    assert "base64" in message
 
 
 def test_deep_facts_are_refused_in_json_and_yaml():

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, allocatable, labels_of, name_of
+from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of
 from .dra import dra_gpus_by_node
-from .hints import count_hint
+from .hints import count_hint, hint_kind
 from .model import ExcludedNode, name_list, plural
 
 __all__ = ["GPUCount", "node_gpu_counts", "filter_by_capacity", "GPU_RESOURCE"]
@@ -49,7 +49,7 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
         if dra is None:
             dra = dra_gpus_by_node(facts)
         found = dra.get(name)
-        hint = count_hint(labels_of(node))
+        hint = count_hint(labels_of(node), annotations_of(node))
         if found is not None and found.gpu_count > 0:
             out[name] = GPUCount(name, found.gpu_count, RESOURCE_SLICES)
         elif hint is not None:
@@ -65,7 +65,7 @@ def _count_words(source: str) -> str:
         return "allocatable nvidia.com/gpu"
     if source == RESOURCE_SLICES:
         return "GPUs in gpu.nvidia.com ResourceSlices"
-    return f"GPUs by its {source} label"
+    return f"GPUs by its {source} {hint_kind(source)}"
 
 
 # Long: keeps or excludes each node and words the diagnostic for every way a node falls short.

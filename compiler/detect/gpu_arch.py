@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, labels_of, name_of
+from ..facts import ClusterFacts, annotations_of, labels_of, name_of
 from .dra import dra_gpus_by_node
-from .hints import architecture_hint
+from .hints import architecture_hint, hint_kind
 from .model import DETECTED, SUPPLIED, ExcludedNode, Fact, name_list, plural
 from .products import parse_product
 from .tables import table
@@ -126,7 +126,7 @@ def node_products(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> di
         if found is not None and found.product:
             out[name] = NodeProduct(name, found.product, RESOURCE_SLICES, found.products, found.architectures)
             continue
-        hint = architecture_hint(labels_of(node))
+        hint = architecture_hint(labels_of(node), annotations_of(node))
         dra_archs = found.architectures if found else ()
         if hint is not None:
             out[name] = NodeProduct(name, "", hint.label, (), dra_archs, hint.architecture, hint.value)
@@ -169,7 +169,7 @@ def _product_source_notes(products: Mapping[str, NodeProduct], target_path: str)
                 "GPUArchitectureFromLabel",
                 target_path,
                 f"{plural(len(found), 'node')} without an {GPU_PRODUCT_LABEL} label (GPU Feature Discovery has not labelled "
-                f"{'it' if len(found) == 1 else 'them'}): GPU architecture read from the {label} label: "
+                f"{'it' if len(found) == 1 else 'them'}): GPU architecture read from the {label} {hint_kind(label)}: "
                 + name_list([f"{p.node} ({p.hint_value} -> {p.architecture})" for p in found]),
             )
         )
@@ -258,7 +258,7 @@ def _source_words(source: str) -> str:
         return f"{GPU_PRODUCT_LABEL} labels"
     if source == RESOURCE_SLICES:
         return "gpu.nvidia.com ResourceSlices"
-    return f"{source} labels"
+    return f"{source} {hint_kind(source)}s"
 
 
 @dataclass

@@ -4,11 +4,15 @@ GPU Feature Discovery writes ``nvidia.com/gpu.product``; a node it has not reach
 cluster without the GPU Operator, such as GKE with Google's driver installer) carries other
 labels that still name the GPU: GKE's ``cloud.google.com/gke-accelerator``, Karpenter's
 ``karpenter.k8s.aws/instance-gpu-name`` and the well-known ``node.kubernetes.io/instance-type``,
-looked up in a table of GPU instance types. The rules and the table live in
-``detection/gpu_hints.yaml``, each table row with its public source.
+looked up in a table of GPU instance types grouped by the cloud that sells them, and the
+capability labels of Akash providers (``akash.network/capabilities.gpu.vendor.nvidia.model.h100=8``)
+and the device list HAMi's device plugin registers in a node annotation.
+The rules and the table live in ``detection/gpu_hints.yaml``, each table row with its public
+source.
 
 The GPU count of a node that advertises none yet comes from ``nvidia.com/gpu.count`` (GFD),
-Karpenter's ``instance-gpu-count`` or the instance-type row.
+Karpenter's ``instance-gpu-count``, the capability label's value, the register annotation's
+device records or the instance-type row.
 """
 
 from __future__ import annotations
@@ -20,12 +24,23 @@ from typing import Any, Mapping
 from .products import parse_product
 from .tables import table
 
-__all__ = ["ArchitectureHint", "CountHint", "architecture_hint", "count_hint", "instance_type_row"]
+__all__ = [
+    "ArchitectureHint",
+    "CountHint",
+    "InstanceType",
+    "architecture_hint",
+    "count_hint",
+    "instance_type_row",
+    "instance_type",
+    "capability_hint",
+    "register_hint",
+    "hint_kind",
+]
 
 
 @dataclass(frozen=True)
 class ArchitectureHint:
-    """An architecture read from a node label: which label, its value, and the architecture."""
+    """An architecture read from a node label (or register annotation): which key, its value, and the architecture."""
 
     architecture: str
     label: str
@@ -34,27 +49,96 @@ class ArchitectureHint:
 
 @dataclass(frozen=True)
 class CountHint:
-    """A GPU count read from a node label (or the instance-type table, through its label)."""
+    """A GPU count read from a node label or annotation (or the instance-type table, through its label)."""
 
     count: int
     label: str
 
 
+@dataclass(frozen=True)
+class InstanceType:
+    """A node's instance type found in the table: the label read, its value, the cloud, the row."""
+
+    label: str
+    value: str
+    platform: str
+    row: Mapping[str, Any]
+
+
 @lru_cache(maxsize=1)
-def _rows_by_name() -> Mapping[str, Mapping[str, Any]]:
-    """The instance-type rows by lower-cased name (the table is read once)."""
-    return {str(row["name"]).lower(): row for row in table("gpu_hints")["instanceTypes"]}
+def _rows_by_name() -> Mapping[str, tuple[str, Mapping[str, Any]]]:
+    """``(platform, row)`` by lower-cased instance-type name (the table is read once)."""
+    out: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for platform, rows in table("gpu_hints")["instanceTypes"].items():
+        for row in rows:
+            for name in row["names"]:
+                out[str(name).lower()] = (str(platform), row)
+    return out
+
+
+def instance_type(labels: Mapping[str, str]) -> InstanceType | None:
+    """The node's instance type (first instance-type label present), when the table lists it."""
+    rows = _rows_by_name()
+    for key in table("gpu_hints")["instanceTypeLabels"]:
+        value = labels.get(str(key))
+        if value:
+            found = rows.get(value.lower())
+            return InstanceType(str(key), value, found[0], found[1]) if found is not None else None
+    return None
 
 
 def instance_type_row(labels: Mapping[str, str]) -> tuple[str, Mapping[str, Any]] | None:
     """``(label key, table row)`` for the node's instance type, when the table lists it."""
-    rules = table("gpu_hints")
-    rows = _rows_by_name()
-    for key in rules["instanceTypeLabels"]:
-        value = labels.get(str(key))
-        if value:
-            row = rows.get(value.lower())
-            return (str(key), row) if row is not None else None
+    found = instance_type(labels)
+    return (found.label, found.row) if found is not None else None
+
+
+def capability_hint(labels: Mapping[str, str]) -> tuple[ArchitectureHint, CountHint | None] | None:
+    """The GPU model (and count) a capability label names, when exactly one model is named.
+
+    ``akash.network/capabilities.gpu.vendor.nvidia.model.h100=8`` gives ``h100`` and 8; the
+    ``...model.h100.ram.80Gi`` style keys describe the same GPUs and are skipped.
+    """
+    for rule in table("gpu_hints").get("capabilityLabels", ()):
+        prefix = str(rule["prefix"])
+        models = [(key, value) for key, value in labels.items() if key.startswith(prefix) and "." not in key[len(prefix) :]]
+        models = [(key, value) for key, value in models if key[len(prefix) :]]
+        if len(models) != 1:
+            continue
+        ((key, value),) = models
+        arch = parse_product(key[len(prefix) :])
+        if not arch:
+            continue
+        count = _positive_int(value)
+        return ArchitectureHint(arch, key, value), (CountHint(count, key) if count is not None else None)
+    return None
+
+
+def hint_kind(key: str) -> str:
+    """``annotation`` for a register annotation's key, else ``label`` (for messages)."""
+    annotations = {str(r["annotation"]) for r in table("gpu_hints").get("registerAnnotations", ())}
+    return "annotation" if key in annotations else "label"
+
+
+def register_hint(annotations: Mapping[str, str]) -> tuple[ArchitectureHint, CountHint | None] | None:
+    """The GPU architecture (and count) a device plugin's register annotation lists.
+
+    The hint's value is the first record's device type. Only whole records count: a record with
+    fewer fields (a value cut short) leaves the count unknown; records naming different
+    architectures decide nothing.
+    """
+    for rule in table("gpu_hints").get("registerAnnotations", ()):
+        key = str(rule["annotation"])
+        value = annotations.get(key) or ""
+        records = [r for r in value.split(":") if r.strip()]
+        width, at = int(rule["fields"]), int(rule["typeField"])
+        whole = [r.split(",") for r in records if len(r.split(",")) == width]
+        archs = {parse_product(fields[at]) for fields in whole}
+        if len(archs) != 1 or "" in archs:
+            continue
+        (arch,) = archs
+        count = CountHint(len(whole), key) if len(whole) == len(records) else None
+        return ArchitectureHint(arch, key, whole[0][at]), count
     return None
 
 
@@ -66,8 +150,8 @@ def _allowed(labels: Mapping[str, str], requires: Mapping[str, Any] | None) -> b
     return value is None or value.lower() in {str(v).lower() for v in requires["values"]}
 
 
-def architecture_hint(labels: Mapping[str, str]) -> ArchitectureHint | None:
-    """The architecture the node's other labels name, first rule first; ``None`` when none does."""
+def architecture_hint(labels: Mapping[str, str], annotations: Mapping[str, str] | None = None) -> ArchitectureHint | None:
+    """The architecture the node's other labels (or register annotation) name, first rule first; ``None`` when none does."""
     rules = table("gpu_hints")
     for rule in rules["architectureLabels"]:
         key = str(rule["label"])
@@ -77,11 +161,16 @@ def architecture_hint(labels: Mapping[str, str]) -> ArchitectureHint | None:
         arch = parse_product(value)
         if arch:
             return ArchitectureHint(arch, key, value)
-    found = instance_type_row(labels)
+    capability = capability_hint(labels)
+    if capability is not None:
+        return capability[0]
+    registered = register_hint(annotations or {})
+    if registered is not None:
+        return registered[0]
+    found = instance_type(labels)
     if found is None:
         return None
-    key, row = found
-    return ArchitectureHint(str(row["architecture"]), key, labels[key])
+    return ArchitectureHint(str(found.row["architecture"]), found.label, found.value)
 
 
 def _positive_int(value: str | None) -> int | None:
@@ -89,14 +178,19 @@ def _positive_int(value: str | None) -> int | None:
     return int(text) if text.isdigit() and len(text) <= 6 and int(text) > 0 else None
 
 
-def count_hint(labels: Mapping[str, str]) -> CountHint | None:
-    """The GPU count the node's labels give, first label first, then the instance-type row."""
+def count_hint(labels: Mapping[str, str], annotations: Mapping[str, str] | None = None) -> CountHint | None:
+    """The GPU count the node's labels give, first label first, then the register annotation, then the instance-type row."""
     for key in table("gpu_hints")["countLabels"]:
         count = _positive_int(labels.get(str(key)))
         if count is not None:
             return CountHint(count, str(key))
-    found = instance_type_row(labels)
+    capability = capability_hint(labels)
+    if capability is not None and capability[1] is not None:
+        return capability[1]
+    registered = register_hint(annotations or {})
+    if registered is not None and registered[1] is not None:
+        return registered[1]
+    found = instance_type(labels)
     if found is None:
         return None
-    key, row = found
-    return CountHint(int(row["gpus"]), key)
+    return CountHint(int(found.row["gpus"]), found.label)

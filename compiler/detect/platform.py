@@ -1,21 +1,28 @@
 """Platform detection: which cloud or site a node runs on, from its ``spec.providerID``.
 
-The rules are data (``detection/platforms.yaml``). A user-supplied ``--platform`` replaces
-detection entirely; otherwise every target node is classified and all of them must agree.
+A node without a providerID is placed by its labels: the label prefixes each managed
+Kubernetes writes (``eks.amazonaws.com/``, ``kubernetes.azure.com/``...), then a GPU instance
+type only one cloud sells. The rules are data (``detection/platforms.yaml``); each node's
+reading records what decided it. A user-supplied ``--platform`` replaces detection entirely;
+otherwise every target node is classified and all of them must agree.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info
 from ..facts import labels_of, name_of, provider_id
+from .hints import instance_type
 from .model import DEFAULTED, DETECTED, SUPPLIED, Fact, name_list, plural
 from .tables import table
 
-__all__ = ["platform_names", "node_platform", "validate_platform_flag", "detect_platform"]
+__all__ = ["platform_names", "PlatformReading", "read_platform", "node_platform", "validate_platform_flag", "detect_platform"]
+
+PROVIDER_ID = "spec.providerID"
 
 
 def platform_names() -> tuple[str, ...]:
@@ -23,36 +30,80 @@ def platform_names() -> tuple[str, ...]:
     return tuple(table("platforms")["names"])
 
 
-def _rule_matches(rule: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+@dataclass(frozen=True)
+class PlatformReading:
+    """One node's platform and what decided it.
+
+    ``basis`` is ``spec.providerID``, ``label <key>``, ``instance type <value> (<label>)``, or
+    ``no spec.providerID`` when the node carries nothing that names a cloud.
+    """
+
+    platform: str
+    basis: str
+    note: str = ""
+
+    @property
+    def from_labels(self) -> bool:
+        """The platform came from a label rather than the providerID or the default."""
+        return self.basis.startswith(("label ", "instance type "))
+
+
+def _label_basis(rule: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
+    """The label that satisfies the rule's label conditions; ``""`` when it has none, ``None`` on a miss."""
+    present = rule.get("labelPresent")
+    if present is not None and present not in labels:
+        return None
+    contains = rule.get("labelContains")
+    if contains is not None and contains["substring"] not in labels.get(contains["key"], ""):
+        return None
+    prefixes = rule.get("labelPrefix")
+    if prefixes is not None:
+        keys = sorted(k for k in labels if k.startswith(tuple(str(p) for p in prefixes)))
+        if not keys:
+            return None
+        return f"label {keys[0]}"
+    cloud = rule.get("instanceTypeOf")
+    if cloud is not None:
+        found = instance_type(labels)
+        if found is None or found.platform != cloud:
+            return None
+        return f"instance type {found.value} ({found.label})"
+    if present is not None:
+        return f"label {present}"
+    if contains is not None:
+        return f"label {contains['key']}"
+    return ""
+
+
+def _rule_basis(rule: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
+    """What makes the rule hold for the node, or ``None`` when it does not."""
     pid = provider_id(node)
-    labels = labels_of(node)
     cond = rule.get("providerID")
     if cond is not None:
         if "equals" in cond and pid != cond["equals"]:
-            return False
+            return None
         if "prefix" in cond and not pid.startswith(cond["prefix"]):
-            return False
-    present = rule.get("labelPresent")
-    if present is not None and present not in labels:
-        return False
-    contains = rule.get("labelContains")
-    if contains is not None and contains["substring"] not in labels.get(contains["key"], ""):
-        return False
-    return True
+            return None
+    basis = _label_basis(rule, labels_of(node))
+    if basis is None:
+        return None
+    if pid:
+        return PROVIDER_ID  # a label that only qualifies a providerID rule (Together AI) does not decide
+    return basis or f"no {PROVIDER_ID}"
 
 
-def _matching_rule(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def read_platform(node: Mapping[str, Any]) -> PlatformReading:
+    """The platform one node belongs to (first matching rule, else the table default), and why."""
     for rule in table("platforms")["rules"]:
-        if _rule_matches(rule, node):
-            matched: Mapping[str, Any] = rule
-            return matched
-    return None
+        basis = _rule_basis(rule, node)
+        if basis is not None:
+            return PlatformReading(str(rule["platform"]), basis, str(rule.get("note") or ""))
+    return PlatformReading(str(table("platforms")["default"]), PROVIDER_ID if provider_id(node) else f"no {PROVIDER_ID}")
 
 
 def node_platform(node: Mapping[str, Any]) -> str:
-    """The platform one node belongs to (first matching rule, else the table default)."""
-    rule = _matching_rule(node)
-    return str(rule["platform"]) if rule is not None else str(table("platforms")["default"])
+    """The platform one node belongs to."""
+    return read_platform(node).platform
 
 
 def validate_platform_flag(value: str | None, *, path: str = "--platform") -> tuple[str | None, list[Diagnostic]]:
@@ -82,22 +133,25 @@ def detect_platform(
     diags: list[Diagnostic] = []
     by_platform: dict[str, list[str]] = defaultdict(list)
     notes: dict[str, list[str]] = defaultdict(list)
+    bases: dict[str, list[str]] = defaultdict(list)
     for node in sorted(nodes, key=name_of):
-        rule = _matching_rule(node)
-        platform = str(rule["platform"]) if rule is not None else str(table("platforms")["default"])
-        by_platform[platform].append(name_of(node))
-        if rule is not None and rule.get("note"):
-            notes[str(rule["note"])].append(name_of(node))
+        reading = read_platform(node)
+        by_platform[reading.platform].append(name_of(node))
+        bases[reading.basis].append(name_of(node))
+        if reading.note:
+            notes[reading.note].append(name_of(node))
     summary = _summary(by_platform)
 
     if supplied:
         others = {p: n for p, n in by_platform.items() if p != supplied}
+        replaced = {n for names in others.values() for n in names}
+        other_bases = {b: [n for n in names if n in replaced] for b, names in bases.items()}
         if others:
             diags.append(
                 info(
                     "PlatformOverridden",
                     "--platform",
-                    f"--platform {supplied} replaces the platform detected from spec.providerID ({_summary(others)})",
+                    f"--platform {supplied} replaces the platform detected from {_basis_words(other_bases)} ({_summary(others)})",
                 )
             )
         return Fact(supplied, SUPPLIED, "--platform"), diags
@@ -127,7 +181,22 @@ def detect_platform(
     ((platform, names),) = by_platform.items()
     for note, noted in sorted(notes.items()):
         diags.append(info("PlatformDetectionNote", target_path, f"{note} (nodes: {name_list(noted)})"))
-    return Fact(platform, DETECTED, f"spec.providerID of {plural(len(names), 'target node')}"), diags
+    for basis, named in sorted(bases.items()):
+        if basis.startswith(("label ", "instance type ")):
+            diags.append(
+                info(
+                    "PlatformFromLabel",
+                    target_path,
+                    f"{plural(len(named), 'node')} without {PROVIDER_ID}: platform {platform} read from the {basis}: {name_list(named)}",
+                )
+            )
+    return Fact(platform, DETECTED, _basis_words(bases)), diags
+
+
+def _basis_words(bases: Mapping[str, list[str]]) -> str:
+    """``spec.providerID of 2 target nodes; label eks.amazonaws.com/nodegroup of 1 target node``."""
+    ordered = sorted(((b, n) for b, n in bases.items() if n), key=lambda item: (item[0] != PROVIDER_ID, item[0]))
+    return "; ".join(f"{basis} of {plural(len(names), 'target node')}" for basis, names in ordered)
 
 
 def _summary(by_platform: Mapping[str, list[str]]) -> str:

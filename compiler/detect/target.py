@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, allocatable, is_cordoned, labels_of, name_of, taints_of
+from ..facts import ClusterFacts, allocatable, annotations_of, is_cordoned, labels_of, name_of, taints_of
 from .dra import dra_gpus_by_node
 from .model import ExcludedNode, name_list, plural
 
@@ -216,7 +216,7 @@ def _looks_like_gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], dra
         return True
     from .hints import architecture_hint
 
-    return architecture_hint(labels) is not None
+    return architecture_hint(labels, annotations_of(node)) is not None
 
 
 # --------------------------------------------------------------------------- validation
