@@ -163,6 +163,7 @@ def compare(
     """Per node and per group: the change in bus bandwidth and goodput; exit 1 when a node regressed."""
     from nvcre.runtime.evidence import EvidenceError
     from nvcre.runtime.evidence import compare as comparing
+    from nvcre.runtime.evidence import compare_render
     from nvcre.runtime.evidence.dsse import load_public_key
 
     try:
@@ -173,9 +174,9 @@ def compare(
     except _UNREADABLE as exc:
         raise _unreadable(exc) from None
     render = {
-        CompareFormat.text: comparing.render_text,
-        CompareFormat.json: comparing.render_json,
-        CompareFormat.markdown: comparing.render_markdown,
+        CompareFormat.text: compare_render.render_text,
+        CompareFormat.json: compare_render.render_json,
+        CompareFormat.markdown: compare_render.render_markdown,
     }
     sys.stdout.write(render[output](result))
     if result.regressed_nodes:

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .compare_render import render_json, render_markdown, render_text
 from .sides import METRICS, Key, Side, load_side, side_of
 
 __all__ = [
@@ -44,9 +43,6 @@ __all__ = [
     "compare",
     "compare_paths",
     "load_side",
-    "render_json",
-    "render_markdown",
-    "render_text",
     "side_of",
 ]
 

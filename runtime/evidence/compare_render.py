@@ -9,10 +9,8 @@ which nodes regressed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .compare import Comparison, Row
+from .compare import NOISE_CAP, Comparison, Row
 
 __all__ = ["render_json", "render_markdown", "render_text"]
 
@@ -79,8 +77,6 @@ def _summary(result: Comparison) -> list[str]:
 
 
 def _rule(result: Comparison) -> str:
-    from .compare import NOISE_CAP
-
     base = f"{result.base_tolerance * 100:g}%"
     return (
         f"Tolerance: {base} + 2 x the OLD side's own noise (at most {base} + {2 * NOISE_CAP * 100:g}%); "
