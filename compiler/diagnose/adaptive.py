@@ -5,17 +5,20 @@
    that node and nobody else, so one round of N node-units isolates every node-local fault — where
    group screening needs several rounds of bisection.
 2. ``confirm``: a node that failed is run alone again. It is blamed only after ``confirmations``
-   failures; a node that fails once and then passes is re-tested up to ``retests`` times (an
-   intermittent fault shows again; measurement noise does not) and is otherwise reported
-   unresolved, never blamed.
+   strong failures; a node that fails once and then passes is re-tested (an intermittent fault
+   shows again; measurement noise does not) and is otherwise reported unresolved, never blamed.
+   The re-runs are counted from the node's first failure: ``retests`` of them after a near miss,
+   at least ``_SHOW_AGAIN`` after a strong failure (enough for a node failing ``FLAKY_P`` of its
+   runs to show again with 95 % probability).
 3. ``path-screen``: when no node is at fault, all nodes run together (up to the workload's largest
    group), so every pair of nodes shares a group once: a bad link between two nodes — invisible to
    any test that holds only one of its ends — now fails the round.
 4. ``link-search``: the failing set is halved; a half that fails holds the link; when both halves
    pass the link crosses them and mixed groups (A1+B1, A2+B2, then A1+B2, A2+B1) narrow both sides
    at once, until each side is one node.
-5. ``link-confirm``: the two ends run as a pair, twice; both failures name the link as an
-   infrastructure fault with both ends. A candidate that passes is dropped.
+5. ``link-confirm``: the two ends run as a pair until ``confirmations`` failures of that pair
+   name the link as an infrastructure fault with both ends; a search group of exactly those two
+   nodes that failed counts as one. A candidate that passes is dropped.
 
 When node faults are confirmed the path screen is skipped (repair the nodes first; a link search
 over a broken node would chase it); the diagnosis says so. ``screen_cycles`` > 1 repeats steps 1
@@ -70,6 +73,8 @@ class _State:
     #: failures far below the cluster's bandwidth (or crashes): unlike a near-miss, noise does not make these
     strong: Mapping[str, int] = field(default_factory=dict)
     tests: Mapping[str, int] = field(default_factory=dict)
+    #: node -> its single-node run count when it first failed: re-runs are counted from there
+    first_fail: Mapping[str, int] = field(default_factory=dict)
     #: the median bus bandwidth of passing single-node runs: what "normal" measures here
     reference_bw: float | None = None
     blamed: tuple[str, ...] = ()
@@ -88,6 +93,11 @@ class _State:
     recheck_links: tuple[tuple[str, str], ...] = ()
     recheck: int = 0
     rechecks_run: int = 0
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    """A link's key, whichever end comes first."""
+    return (a, b) if a <= b else (b, a)
 
 
 def _halves(nodes: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -175,17 +185,24 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def _record_local(state: _State, outcome: Mapping[str, bool], results: Sequence[GroupResult]) -> _State:
-    fails, strong, tests = dict(state.fails), dict(state.strong), dict(state.tests)
+    fails, strong, tests, first_fail = dict(state.fails), dict(state.strong), dict(state.tests), dict(state.first_fail)
     bandwidth = {r.name: r.bus_bw for r in results}
     outcome, reference = _local_outcome(state, results, outcome)
     for name, (node,) in state.pending:
         tests[node] = tests.get(node, 0) + 1
         if not outcome.get(name, False):
             fails[node] = fails.get(node, 0) + 1
+            first_fail.setdefault(node, tests[node])
             bw = bandwidth.get(name)
             if bw is None or reference is None or bw < _NEAR_MISS * reference:
                 strong[node] = strong.get(node, 0) + 1
-    return replace(state, fails=fails, strong=strong, tests=tests, reference_bw=reference, pending=())
+    return replace(state, fails=fails, strong=strong, tests=tests, first_fail=first_fail, reference_bw=reference, pending=())
+
+
+#: the intermittent fault the confirmation window is sized for: a node failing this share of its runs
+FLAKY_P = 0.3
+#: re-runs after a strong failure before a node is left unresolved: 1 - (1 - FLAKY_P) ** 9 = 96 %
+_SHOW_AGAIN = 9
 
 
 def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
@@ -199,12 +216,18 @@ def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
         # of them blame. Near misses (a failed run within 40 % of normal) are what measurement noise
         # produces: they never blame on their own — the node is re-run, two passes clear it, and a
         # node still undecided after `retests` re-runs is reported as unresolved with its record.
+        # The re-runs are counted from the node's first failure, not from its first run: a prior
+        # suspect that showed on its fifth exposure gets the same chance to show again as one that
+        # showed on its first. After a strong failure the node is re-run until it fails again or
+        # until a node failing FLAKY_P of its runs would have shown again with 95 % probability.
         strong = state.strong.get(node, 0)
         tests = state.tests.get(node, 0)
+        reruns = tests - state.first_fail.get(node, 1)
+        window = max(state.options.retests, _SHOW_AGAIN if strong else 0, 1)
         conf = state.options.confirmations
         if strong >= conf:
             blamed.append(node)
-        elif (strong == 0 and tests - failures >= 2) or tests - 1 >= max(state.options.retests, 1):
+        elif (strong == 0 and tests - failures >= 2) or reruns >= window:
             unresolved.append(node)
         else:
             trial.append(node)
@@ -399,7 +422,14 @@ def _advance_search(state: _State, outcome: Mapping[str, bool]) -> tuple[_State,
         elif search.phase == 0:
             nxt.append(replace(search, phase=1))
         # phase 1 with nothing failing: the fault did not show again; drop this search
-    state = replace(state, searches=tuple(nxt), pending=(), roles={})
+    # A failing group of exactly two nodes was a test of that pair: it counts as the first of the
+    # link's confirmations, so link-confirm runs the pair once more instead of twice.
+    link_fails = dict(state.link_fails)
+    for name, nodes in state.pending:
+        if len(nodes) == 2 and name in state.roles and not outcome.get(name, False):
+            key = _pair(nodes[0], nodes[1])
+            link_fails[key] = link_fails.get(key, 0) + 1
+    state = replace(state, searches=tuple(nxt), link_fails=link_fails, pending=(), roles={})
     return _search_round(state)
 
 
@@ -445,8 +475,9 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
             elif verdicts[key]:
                 continue  # the pair passed: the search followed noise or an intermittent fault
             else:
-                link_fails[key] = link_fails.get(key, 0) + 1
-                (links if link_fails[key] >= state.options.confirmations else remaining).append(key)
+                pair = _pair(*key)
+                link_fails[pair] = link_fails.get(pair, 0) + 1
+                (links if link_fails[pair] >= state.options.confirmations else remaining).append(key)
         state = replace(state, link_fails=link_fails, links=tuple(dict.fromkeys(links)), candidates=tuple(remaining), pending=())
         if state.candidates:
             return _confirm_links(state)
