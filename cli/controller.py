@@ -44,6 +44,14 @@ def controller(
         "--compute-domain-timeout",
         help="How long a Job's ComputeDomain (GB200/GB300 multi-node NVLink) may stay not Ready before the Job fails.",
     ),
+    reconcile_budget: str = typer.Option(
+        "1m",
+        "--reconcile-budget",
+        help="How long one reconcile may hold its worker before another worker takes over its tier's queue.",
+    ),
+    stuck_worker_timeout: str = typer.Option(
+        "5m", "--stuck-worker-timeout", help="How long a worker may stay on one object before /healthz reports unhealthy."
+    ),
 ) -> None:
     """Run until SIGTERM or Ctrl-C."""
     from nvcre.runtime.main import OptionError, Options, serve
@@ -64,6 +72,8 @@ def controller(
         namespace_access_timeout=namespace_access_timeout,
         never_schedulable_timeout=never_schedulable_timeout,
         compute_domain_timeout=compute_domain_timeout,
+        reconcile_budget=reconcile_budget,
+        stuck_worker_timeout=stuck_worker_timeout,
     )
     try:
         code = serve(options)

@@ -3,19 +3,41 @@
 The runtime's thresholds and node health monitor share this, and validation probes threshold
 expressions with it: a program is cached by its expression, and evaluation returns either a
 boolean or the reason it could not give one.
+
+cel-python has no cost limit of its own, so evaluation can be given a budget of CPU seconds
+(``cpu_budget``): while the program runs, a trace hook on this thread only looks at the thread's
+CPU clock every few hundred Python calls and stops the evaluation once the budget is spent. A
+threshold is first refused by its estimated cost (``cel_cost.threshold_cost_problem``) and is then
+run under :data:`THRESHOLD_CPU_SECONDS`, so an expression the estimate misjudges still ends.
 """
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from types import FrameType
 from typing import Any
 
 import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-__all__ = ["CelOutcome", "compile_expression", "parse_expression", "run_bool", "run_threshold"]
+__all__ = ["THRESHOLD_CPU_SECONDS", "CelOutcome", "compile_expression", "parse_expression", "run_bool", "run_threshold"]
+
+#: CPU seconds one threshold evaluation may take. An expression under the step limit takes well
+#: under half a second; the budget is there for what the estimate misjudges.
+THRESHOLD_CPU_SECONDS = 2.0
+#: The CPU clock is read once per this many Python calls of the evaluation (a power of two).
+_CHECK_EVERY = 256
+
+
+class _OverBudget(BaseException):
+    """Raised inside an evaluation that spent its budget. A BaseException, so that cel-python's own
+    ``except Exception`` handlers cannot turn it into a CEL value and carry on."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +46,8 @@ class CelOutcome:
 
     value: bool | None
     error: str | None = None
+    #: True when the expression was refused unrun, its estimated cost over the limit
+    too_costly: bool = False
 
 
 @lru_cache(maxsize=1024)
@@ -42,13 +66,41 @@ def compile_expression(expression: str) -> tuple[Any, str | None]:
         return None, _parse_problem(exc)
 
 
-def run_bool(expression: str, activation: dict[str, Any]) -> CelOutcome:
-    """Evaluate ``expression`` over already-converted CEL values."""
+@contextmanager
+def _cpu_budget(seconds: float | None) -> Iterator[None]:
+    """Stop the code run inside with :class:`_OverBudget` once this thread spent ``seconds`` of CPU."""
+    if seconds is None:
+        yield
+        return
+    previous: Any = sys.gettrace()  # another tracer (a debugger, coverage) keeps seeing every call
+    deadline = time.thread_time() + seconds
+    calls = 0
+
+    def hook(frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        nonlocal calls
+        calls += 1
+        if not calls & (_CHECK_EVERY - 1) and time.thread_time() > deadline:
+            raise _OverBudget()
+        return previous(frame, event, arg) if previous is not None else None
+
+    sys.settrace(hook)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+def run_bool(expression: str, activation: dict[str, Any], *, cpu_budget: float | None = None) -> CelOutcome:
+    """Evaluate ``expression`` over already-converted CEL values, within ``cpu_budget`` CPU seconds
+    when one is given."""
     program, problem = compile_expression(expression)
     if program is None:
         return CelOutcome(None, f"compile: {problem}")
     try:
-        result = program.evaluate(activation)
+        with _cpu_budget(cpu_budget):
+            result = program.evaluate(activation)
+    except _OverBudget:
+        return CelOutcome(None, f"evaluate: stopped after {cpu_budget:g} s of CPU, the most one evaluation may take")
     except Exception as exc:  # noqa: BLE001 - an evaluation error of any kind is reported, not raised
         return CelOutcome(None, f"evaluate: {_first_line(exc)}")
     if isinstance(result, CELEvalError):
@@ -58,9 +110,15 @@ def run_bool(expression: str, activation: dict[str, Any]) -> CelOutcome:
     return CelOutcome(bool(result))
 
 
-def run_threshold(expression: str, value: float) -> CelOutcome:
-    """A threshold expression judged at one measured value (``value``, a double)."""
-    return run_bool(expression, {"value": celtypes.DoubleType(float(value))})
+def run_threshold(expression: str, value: float, *, cpu_budget: float = THRESHOLD_CPU_SECONDS) -> CelOutcome:
+    """A threshold expression judged at one measured value (``value``, a double): refused unrun
+    when its estimated cost is over the limit, else run within ``cpu_budget`` CPU seconds."""
+    from .cel_cost import threshold_cost_problem
+
+    too_costly = threshold_cost_problem(expression)
+    if too_costly is not None:
+        return CelOutcome(None, too_costly, too_costly=True)
+    return run_bool(expression, {"value": celtypes.DoubleType(float(value))}, cpu_budget=cpu_budget)
 
 
 def _first_line(value: Any) -> str:

@@ -6,6 +6,14 @@ controller owner, the Jobs on a Node...) and queued; a Job leaving the cache als
 per-Job metric series; a reconcile's answer decides the next
 visit (``requeue_after``), errors back off per key. Losing the Lease stops the workers and
 ends :meth:`Controller.run` with a non-zero code, so a supervisor restarts the process clean.
+
+No object may hold the workers of every tenant: each reconcile has a time budget
+(``reconcile_budget``). A watchdog flags a reconcile past it (a log line and a Warning Event
+``ReconcileTimeBudgetExceeded`` on the object, ``nvcre_reconcile_over_budget_total``) and starts
+another worker for the tier, so the queue keeps moving; the flagged reconcile runs to its end (a
+Python thread cannot be stopped), its object comes back only after a delay that doubles with each
+overrun, and its worker then leaves. ``/healthz`` fails once a worker has been on one object
+longer than ``stuck_worker_limit``, so the liveness probe restarts a process whose workers hang.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from .kube.errors import ApiError, Conflict, NotFound
 from .kube.informers import Informer, Store, pod_node, wait_all_synced
 from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
+from .kube.responses import count_responses
 from .kube.resources import (
     BANDWIDTH_MEASUREMENTS,
     GOODPUT_MEASUREMENTS,
@@ -44,6 +53,7 @@ from .reconcile.job import workflow_label
 from .reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL
 from .serve import Endpoint, parse_address
 from .tiers import KIND_TIER, TABLE, TIERS, Reconcile, build_reconcilers
+from .workers import Busy, WorkerBoard
 
 __all__ = ["TIERS", "Controller", "ControllerConfig"]
 
@@ -53,6 +63,8 @@ log = logging.getLogger("nvcre.runtime.controller")
 #: so a burst of child events (250 Jobs changing state) costs one owner reconcile, not one each.
 #: Owners poll on their own every ``poll_interval``; a second is small next to that.
 OWNER_BATCH_SECONDS = 1.0
+#: Longest delay before an object whose reconciles keep running past the budget is visited again.
+MAX_OVERRUN_DELAY = 600.0
 #: Every tier's own resource, then what the tiers read besides (and wake on).
 _WATCHED: tuple[Resource, ...] = (*(tier.resource for tier in TABLE), TRAINJOBS, PODS, NODES, LOGPROFILES, RESOURCE_SLICES)
 _OPTIONAL = (RESOURCE_SLICES,)
@@ -83,6 +95,10 @@ class ControllerConfig:
     retry_period: float = 2.0
     install_logprofiles: bool = True
     settings: Settings = field(default_factory=Settings)
+    #: seconds one reconcile may hold its worker before another worker takes over the tier's queue
+    reconcile_budget: float = 60.0
+    #: seconds on one object after which ``/healthz`` reports the process unhealthy
+    stuck_worker_limit: float = 300.0
 
 
 def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,16 +150,19 @@ class Controller:
         self.leading = threading.Event()
         self.lost_leadership = threading.Event()
         requests = getattr(kube, "requests", None)
+        self.board = WorkerBoard()
         self.metrics = ControllerMetrics(
             self.stores,
             self.leading.is_set,
             requests=requests if isinstance(requests, RequestCounter) else None,
             queue_stats=lambda: {tier: queue.stats() for tier, queue in self.queues.items()},
             job_alive=self._job_cached,
+            controllers=TIERS,
+            workers=max(1, self.config.workers),
+            active=self.board.active,
         )
-        self.queues: dict[str, WorkQueue[tuple[str, str]]] = {
-            tier: WorkQueue(on_wait=self.metrics.queue_wait.labels(tier).observe) for tier in TIERS
-        }
+        count_responses(kube)
+        self.queues: dict[str, WorkQueue[tuple[str, str]]] = {tier: self._queue(tier) for tier in TIERS}
         self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue, job_events=self.metrics.jobs)
         self.reconcilers: dict[str, Reconcile] = build_reconcilers(self.ctx)
         self._stop = threading.Event()
@@ -151,8 +170,35 @@ class Controller:
         self._endpoints: list[Endpoint] = []
         self._elector: LeaderElector | None = None
         self._elector_thread: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        self._lock = threading.Lock()
+        #: workers started in place of one flagged over budget and still running it, per tier
+        self._replaced: dict[str, int] = dict.fromkeys(TIERS, 0)
+        #: the names of those flagged workers: each leaves once its reconcile ends
+        self._superseded: set[str] = set()
+        #: consecutive overruns per object, for the delay before its next visit
+        self._overruns: dict[tuple[str, tuple[str, str]], int] = {}
+        #: workers started so far per tier (for their thread names)
+        self._spawned: dict[str, int] = dict.fromkeys(TIERS, 0)
         self.metrics_port: int | None = None
         self.health_port: int | None = None
+
+    def _queue(self, tier: str) -> WorkQueue[tuple[str, str]]:
+        ours = self.metrics.queue_wait.labels(tier).observe
+        standard = self.metrics.standard
+        if standard is None:
+            return WorkQueue(on_wait=ours)
+        theirs = standard.waited(tier)
+
+        def waited(seconds: float) -> None:
+            ours(seconds)
+            theirs(seconds)
+
+        return WorkQueue(on_wait=waited, on_done=standard.worked(tier))
+
+    def health_problem(self) -> str | None:
+        """Why ``/healthz`` fails (a worker on one object past ``stuck_worker_limit``), or None."""
+        return self.board.stuck(self.config.stuck_worker_limit)
 
     # ------------------------------------------------------------------ events -> keys
 
@@ -272,7 +318,7 @@ class Controller:
             self._endpoints.append(endpoint)
         health_at = parse_address(self.config.health_address)
         if health_at is not None:
-            endpoint = Endpoint(health_at, ready=self.synced).start()
+            endpoint = Endpoint(health_at, ready=self.synced, healthy=self.health_problem).start()
             self.health_port = endpoint.port
             self._endpoints.append(endpoint)
         if self.config.leader_elect:
@@ -299,17 +345,63 @@ class Controller:
         if self.config.install_logprofiles:
             self._install_logprofiles()
         self.leading.set()
+        if self.config.leader_elect and self.metrics.standard is not None:
+            self.metrics.standard.leading(self.config.lease_name, True)
         for tier in TIERS:
             for store_key in self._existing_keys(tier):
                 self.queues[tier].add(store_key)
-            for index in range(max(1, self.config.workers)):
-                worker = threading.Thread(target=self._work, args=(tier,), name=f"{tier}-worker-{index}", daemon=True)
-                worker.start()
-                self._workers.append(worker)
+            for _ in range(max(1, self.config.workers)):
+                self._start_worker(tier)
+        self._watchdog = threading.Thread(target=self._watch, name="reconcile-watchdog", daemon=True)
+        self._watchdog.start()
         log.info("reconcilers started", extra={"identity": self.config.identity})
+
+    def _start_worker(self, tier: str) -> None:
+        with self._lock:
+            index = self._spawned[tier]
+            self._spawned[tier] += 1
+        worker = threading.Thread(target=self._work, args=(tier,), name=f"{tier}-worker-{index}", daemon=True)
+        worker.start()
+        self._workers.append(worker)
+
+    def _watch(self) -> None:
+        """Flag reconciles past the budget, and give their tier another worker meanwhile."""
+        period = max(0.05, min(1.0, self.config.reconcile_budget / 4))
+        while not self._stop.wait(period):
+            for busy in self.board.over_budget(self.config.reconcile_budget):
+                self._over_budget(busy)
+
+    def _over_budget(self, busy: Busy) -> None:
+        tier = busy.controller
+        self.metrics.over_budget.labels(tier).inc()
+        with self._lock:
+            spare = self._replaced[tier] < max(1, self.config.workers)
+            if spare:
+                self._replaced[tier] += 1
+                self._superseded.add(busy.worker)
+        message = (
+            f"reconcile of {tier} {busy.object} has run past its time budget of {self.config.reconcile_budget:g} s; "
+            "other objects are being reconciled meanwhile, and this one is visited again later"
+        )
+        log.warning(
+            message, extra={"controller": tier, "object": busy.object, "reason": "ReconcileTimeBudgetExceeded", "worker": busy.worker}
+        )
+        plural = next(t.resource.plural for t in TABLE if t.name == tier)
+        obj = self.stores[plural].get(busy.key[1], busy.key[0] or None) if plural in self.stores else None
+        if obj is not None:
+            try:
+                self.kube.emit_event(
+                    obj, type="Warning", reason="ReconcileTimeBudgetExceeded", message=message, component="nvcre-controller"
+                )
+            except Exception as exc:  # noqa: BLE001 - an Event is a courtesy; the watchdog must keep watching
+                log.debug("event not written", extra={"error": str(exc)[:300]})
+        if spare:
+            self._start_worker(tier)
 
     def _stop_leading(self) -> None:
         self.leading.clear()
+        if self.config.leader_elect and self.metrics.standard is not None:
+            self.metrics.standard.leading(self.config.lease_name, False)
         self.lost_leadership.set()
         self._stop.set()
         for queue in self.queues.values():
@@ -340,42 +432,84 @@ class Controller:
                 log.warning("LogProfile not applied", extra={"profile": _meta(profile).get("name"), "error": exc.message})
 
     def _work(self, tier: str) -> None:
+        """Take keys of ``tier`` until shutdown; leave after a reconcile flagged over its budget
+        when another worker was started in this one's place (at most ``workers`` at a time)."""
         queue = self.queues[tier]
-        reconcile = self.reconcilers[tier]
+        name = threading.current_thread().name
         while not self._stop.is_set():
             try:
                 key = queue.get()
             except ShutDown:
                 return
-            started = time.monotonic()
+            self.board.begin(name, tier, key)
+            hold = 0.0
             try:
-                result = reconcile(*key)
-            except Conflict:
-                # the object moved on while we worked: run again on fresh state, soon
+                # None: back off as after a failure; a number: come back after that many seconds
+                after = self._reconcile_one(tier, key)
+            finally:
+                busy = self.board.end(name)
+                if busy is not None and busy.over_budget:
+                    hold = self._hold_after_overrun(tier, key)
+                    queue.done(key, hold=hold)
+            if hold:
+                with self._lock:
+                    superseded = name in self._superseded
+                    if superseded:
+                        self._superseded.discard(name)
+                        self._replaced[tier] = max(0, self._replaced[tier] - 1)
+                if superseded:
+                    return
+                continue
+            with self._lock:
+                self._overruns.pop((tier, key), None)
+            if after is None:
                 queue.add_rate_limited(key)
-                self._observe(tier, key, "requeue", "requeue", started)
-            except Exception as exc:  # noqa: BLE001 - one bad object must not stop the worker
-                delay = queue.add_rate_limited(key)
-                self._observe(tier, key, "error", "error", started)
-                log.warning(
-                    "reconcile failed; retrying",
-                    extra={"controller": tier, "object": f"{key[0]}/{key[1]}", "error": str(exc)[:500], "retry_in": round(delay, 3)},
-                    exc_info=not isinstance(exc, ApiError),
-                )
             else:
                 queue.forget(key)
-                if result.requeue_after is not None:
-                    queue.add_after(key, result.requeue_after)
-                    self._observe(tier, key, "requeue", "success", started)
-                else:
-                    self._observe(tier, key, "success", "success", started)
-            finally:
-                queue.done(key)
+                if after >= 0:
+                    queue.add_after(key, after)
+            queue.done(key)
 
-    def _observe(self, tier: str, key: tuple[str, str], result: str, job_result: str, started: float) -> None:
-        """Count a reconcile: per tier (``result``), and for a Job still cached also under NVCRE's
-        per-Job labels (``job_result``: a reconcile that asked to come back later succeeded)."""
-        self.metrics.observe(tier, result, started)
+    def _hold_after_overrun(self, tier: str, key: tuple[str, str]) -> float:
+        """Queue the next visit of an object that ran past the budget no sooner than the budget,
+        doubled for each overrun in a row (at most ``MAX_OVERRUN_DELAY``), whatever the reconcile
+        asked for."""
+        with self._lock:
+            count = self._overruns.get((tier, key), 0)
+            self._overruns[(tier, key)] = count + 1
+        delay = min(MAX_OVERRUN_DELAY, self.config.reconcile_budget * (1 << min(count, 20)))
+        self.queues[tier].add_after(key, delay, coalesce=False)
+        return delay
+
+    def _reconcile_one(self, tier: str, key: tuple[str, str]) -> float | None:
+        """Run one reconcile and count it; when to come back: None to back off (it failed, or lost
+        a write race), seconds (``requeue_after``), or -1 for no planned visit."""
+        started = time.monotonic()
+        try:
+            result = self.reconcilers[tier](*key)
+        except Conflict:
+            # the object moved on while we worked: run again on fresh state, soon
+            self._observe(tier, key, "requeue", "requeue", started, "requeue")
+            return None
+        except Exception as exc:  # noqa: BLE001 - one bad object must not stop the worker
+            self._observe(tier, key, "error", "error", started, "error")
+            log.warning(
+                "reconcile failed; retrying",
+                extra={"controller": tier, "object": f"{key[0]}/{key[1]}", "error": str(exc)[:500]},
+                exc_info=not isinstance(exc, ApiError),
+            )
+            return None
+        if result.requeue_after is not None:
+            self._observe(tier, key, "requeue", "success", started, "requeue_after")
+            return max(0.0, float(result.requeue_after))
+        self._observe(tier, key, "success", "success", started, "success")
+        return -1.0
+
+    def _observe(self, tier: str, key: tuple[str, str], result: str, job_result: str, started: float, standard: str | None = None) -> None:
+        """Count a reconcile: per tier (``result``; ``standard`` in controller-runtime's words), and
+        for a Job still cached also under NVCRE's per-Job labels (``job_result``: a reconcile that
+        asked to come back later succeeded)."""
+        self.metrics.observe(tier, result, started, standard)
         if tier != "job":
             return
         job = self.stores[JOBS.plural].get(key[1], key[0]) if JOBS.plural in self.stores else None
@@ -388,7 +522,7 @@ class Controller:
         self._stop.set()
         for queue in self.queues.values():
             queue.shutdown()
-        for worker in self._workers:
+        for worker in list(self._workers):
             worker.join(timeout=10)
         if self._elector_thread is not None:
             self._elector_thread.join(timeout=10)

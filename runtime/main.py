@@ -55,6 +55,8 @@ class Options:
     namespace_access_timeout: str = "10m"
     never_schedulable_timeout: str = "30m"
     compute_domain_timeout: str = "10m"
+    reconcile_budget: str = "1m"
+    stuck_worker_timeout: str = "5m"
 
     def check(self) -> None:
         for flag, value in (
@@ -78,6 +80,8 @@ class Options:
             ("--namespace-access-timeout", self.namespace_access_timeout),
             ("--never-schedulable-timeout", self.never_schedulable_timeout),
             ("--compute-domain-timeout", self.compute_domain_timeout),
+            ("--reconcile-budget", self.reconcile_budget),
+            ("--stuck-worker-timeout", self.stuck_worker_timeout),
         ):
             try:
                 if parse_duration(raw) <= 0:
@@ -113,6 +117,8 @@ def _controller_config(options: Options, *, secure_metrics: bool) -> ControllerC
         leader_elect=options.leader_elect,
         lease_namespace=options.lease_namespace,
         workers=options.workers,
+        reconcile_budget=parse_duration(options.reconcile_budget),
+        stuck_worker_limit=parse_duration(options.stuck_worker_timeout),
         settings=Settings(
             namespace_access_timeout=parse_duration(options.namespace_access_timeout),
             never_schedulable_timeout=parse_duration(options.never_schedulable_timeout),
@@ -203,6 +209,17 @@ def _parser() -> argparse.ArgumentParser:
         default="10m",
         help="how long a Job's ComputeDomain may stay not Ready after launch before the Job fails (Go duration)",
     )
+    parser.add_argument(
+        "--reconcile-budget",
+        default="1m",
+        help="how long one reconcile may hold its worker before another worker takes over its tier's queue and "
+        "the object is visited again only after a delay (Go duration)",
+    )
+    parser.add_argument(
+        "--stuck-worker-timeout",
+        default="5m",
+        help="how long a worker may stay on one object before /healthz reports the process unhealthy (Go duration)",
+    )
     return parser
 
 
@@ -237,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace_access_timeout=args.namespace_access_timeout,
         never_schedulable_timeout=args.never_schedulable_timeout,
         compute_domain_timeout=args.compute_domain_timeout,
+        reconcile_budget=args.reconcile_budget,
+        stuck_worker_timeout=args.stuck_worker_timeout,
     )
     try:
         return serve(options)

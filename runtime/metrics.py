@@ -23,6 +23,10 @@ and ``nvcre_controller_reconcile_duration_seconds{controller}`` (every tier), ``
 ``nvcre_workqueue_coalesced_adds_total``, ``nvcre_workqueue_longest_wait_seconds`` and
 ``nvcre_workqueue_depth``, and ``nvcre_node_events_total{result}`` (Node events that could
 matter to a run, and those ignored as heartbeats).
+
+Given the controller's tiers, the registry also serves the families every controller-runtime
+controller serves (``controller_runtime_*``, ``workqueue_*``, ``rest_client_requests_total``,
+``leader_election_master_status``, ``process_*``; see :mod:`nvcre.runtime.standard_metrics`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from .kube.accounting import RequestCounter
 from .kube.informers import Store
 from .kube.queue import QueueStats
 from .gauges import FAMILIES, CacheObjects, family_samples
+from .standard_metrics import StandardMetrics
 
 __all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "cache_objects", "verdicts"]
 
@@ -197,6 +202,18 @@ class CostCollector(Collector):
         yield from (adds, coalesced, longest, depth)
 
 
+def _over_budget_counter(registry: CollectorRegistry, controllers: Sequence[str]) -> Counter:
+    counter = Counter(
+        "nvcre_reconcile_over_budget_total",
+        "Reconciles that ran past the per-object time budget (another worker took over the queue meanwhile)",
+        ["controller"],
+        registry=registry,
+    )
+    for controller in controllers:
+        counter.labels(controller)  # each tier's series exists from the start, at 0
+    return counter
+
+
 class ControllerMetrics:
     """The registry served on ``/metrics``.
 
@@ -212,6 +229,9 @@ class ControllerMetrics:
         requests: RequestCounter | None = None,
         queue_stats: Callable[[], Mapping[str, QueueStats]] = dict,
         job_alive: Callable[[str, str], bool] | None = None,
+        controllers: Sequence[str] = (),
+        workers: int = 1,
+        active: Callable[[str], int] = lambda controller: 0,
     ) -> None:
         # NVCRE's Go client writes no ``<name>_created`` series beside counters and histograms;
         # neither do we (a process-wide switch of the client, set before any metric is made).
@@ -244,10 +264,24 @@ class ControllerMetrics:
             buckets=tuple(0.01 * 2**i for i in range(12)),
             registry=self.registry,
         )
+        self.over_budget = _over_budget_counter(self.registry, controllers)
         self.jobs = JobEventSeries(job_alive)
         self.registry.register(self.jobs)
         self.registry.register(StatusCollector(stores, is_leader))
+        #: controller-runtime's families, served when the controller's tiers are given
+        self.standard = (
+            StandardMetrics(
+                self.registry, controllers=controllers, workers=workers, queue_stats=queue_stats, active=active, requests=requests
+            )
+            if controllers
+            else None
+        )
 
-    def observe(self, controller: str, result: str, started: float) -> None:
+    def observe(self, controller: str, result: str, started: float, standard_result: str | None = None) -> None:
+        """Count one reconcile: ``result`` for the ``nvcre_controller_*`` families, and
+        ``standard_result`` (controller-runtime's vocabulary) for ``controller_runtime_*``."""
+        seconds = max(0.0, time.monotonic() - started)
         self.reconciles.labels(controller, result).inc()
-        self.durations.labels(controller).observe(max(0.0, time.monotonic() - started))
+        self.durations.labels(controller).observe(seconds)
+        if self.standard is not None:
+            self.standard.reconciled(controller, standard_result or result, seconds)

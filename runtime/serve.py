@@ -1,11 +1,12 @@
 """The controller's two HTTP endpoints: ``/metrics`` (Prometheus text) and ``/healthz``/``/readyz``.
 
 Both listen on loopback by default; the address is a flag. ``/readyz`` answers 200 once every
-informer has listed at least once. The metrics endpoint can be served over TLS (``tls`` gives the
+informer has listed at least once. ``/healthz`` answers 200 unless ``healthy`` names a problem (a
+reconcile worker stuck on one object), then 500 with the problem as the body. The metrics endpoint can be served over TLS (``tls`` gives the
 context for each new connection; the handshake runs in the connection's own thread, under its
 timeout, so a client that stalls in it holds nobody else up) and can require every ``/metrics``
 request to pass ``authorize`` (see :mod:`nvcre.runtime.kube.review`): no token 401, a token
-that may not read 403. Scrapes of ``/metrics`` run one at a time, are written as
+that may not read 403, too many tokens to review 429 (with ``Retry-After``). Scrapes of ``/metrics`` run one at a time, are written as
 they are made (:mod:`nvcre.runtime.exposition`), and each gives the memory it used back to the
 OS (:func:`nvcre.runtime.memory.trim`). Every connection has a socket timeout
 (``CLIENT_TIMEOUT``), so a reader that stops reading cannot hold the scrape lock for longer, and a
@@ -90,6 +91,11 @@ def parse_address(text: str) -> tuple[str, int] | None:
     return (host or "127.0.0.1"), number
 
 
+def _health_answer(problem: str | None) -> tuple[int, bytes]:
+    """``/healthz``'s status and body: 200 ``ok``, or 500 naming the problem."""
+    return (200, b"ok\n") if problem is None else (500, f"unhealthy: {problem}\n".encode())
+
+
 class Endpoint:
     """One small HTTP server in a daemon thread."""
 
@@ -99,11 +105,13 @@ class Endpoint:
         *,
         registry: CollectorRegistry | None = None,
         ready: Callable[[], bool] = lambda: True,
+        healthy: Callable[[], str | None] = lambda: None,
         tls: Callable[[], ssl.SSLContext] | None = None,
         authorize: Authorize | None = None,
     ) -> None:
         registry_ref = registry
         ready_ref = ready
+        healthy_ref = healthy
         authorize_ref = authorize
         scraping = threading.Lock()
 
@@ -117,6 +125,8 @@ class Endpoint:
                         verdict = authorize_ref(self.headers.get("Authorization"))
                         if verdict.status != 200:
                             extra = {"WWW-Authenticate": 'Bearer realm="nvcre-metrics"'} if verdict.status == 401 else {}
+                            if verdict.status == 429:
+                                extra = {"Retry-After": "1"}
                             self._send(verdict.status, f"{verdict.reason}\n".encode(), "text/plain", extra)
                             return
                     with scraping:
@@ -127,7 +137,7 @@ class Endpoint:
                         write_exposition(registry_ref, self.wfile.write)
                         trim()
                 elif path == "/healthz":
-                    self._send(200, b"ok\n", "text/plain")
+                    self._send(*_health_answer(healthy_ref()), "text/plain")
                 elif path == "/readyz":
                     ok = ready_ref()
                     self._send(200 if ok else 503, b"ok\n" if ok else b"informers not synced\n", "text/plain")

@@ -6,6 +6,12 @@ something other than a boolean (``value``, ``value + 1.0``) used to validate and
 time, fail the Job as if its nodes had missed the threshold: every healthy node of the group
 was blamed. Each expression is run here at a few probe values, as the Job tier would run it,
 and refused at its field path when any probe cannot give a boolean.
+
+An expression can also be too costly to run at all: cel-python has no cost limit, and a threshold
+of six nested comprehensions held two controller workers for minutes. Its cost is estimated first
+(``cel_cost.threshold_cost_problem``, the estimate node-health expressions get) and an expression
+over the limit is refused without being run (``ThresholdExpressionTooCostly``); the probes then
+run under the CPU budget the Job tier uses (``cel_program.THRESHOLD_CPU_SECONDS``).
 """
 
 from __future__ import annotations
@@ -32,18 +38,22 @@ def threshold_problems(data: Any) -> list[Diagnostic]:
     for path, key, expression in _expressions(data):
         problem = _problem(expression)
         if problem is not None:
-            found.append(error("InvalidThresholdExpression", (*path, key), f"threshold expression {json.dumps(expression)} {problem}"))
+            code, text = problem
+            found.append(error(code, (*path, key), f"threshold expression {json.dumps(expression)} {text}"))
     return found
 
 
-def _problem(expression: str) -> str | None:
+def _problem(expression: str) -> tuple[str, str] | None:
+    """(code, what is wrong) for an expression that cannot judge a measured value, else None."""
     # cel-python is loaded only for a document that has a threshold (a render without one never loads it)
     from ..cel_program import run_threshold
 
     for probe in PROBE_VALUES:
         outcome = run_threshold(expression, probe)
+        if outcome.too_costly:
+            return "ThresholdExpressionTooCostly", str(outcome.error)
         if outcome.value is None:
-            return f"cannot judge a measured value of {probe:g}: {outcome.error}"
+            return "InvalidThresholdExpression", f"cannot judge a measured value of {probe:g}: {outcome.error}"
     return None
 
 

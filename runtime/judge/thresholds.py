@@ -8,6 +8,10 @@ timeout passed, then ``MeasurementTimeout``), then the first failing key in sort
 (``ThresholdViolated`` or ``InvalidThresholdExpression``), else ``ThresholdsMet``. Without
 thresholds nothing is enforced (``NoThresholds``): pass and fail stay informational.
 ``measured_values`` turns measurement objects into the values the keys read.
+
+An expression is bounded in what it may cost: one whose estimated cost is over the limit is not
+run, and any other runs within a CPU budget (``nvcre.compiler.cel_program.run_threshold``); both
+give ``InvalidThresholdExpression``, a configuration error that blames no node.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ def _go_quote(text: str) -> str:
 def evaluate_one(expression: str, value: float) -> tuple[bool | None, str | None]:
     """(passed, None) or (None, error) for one expression at one value."""
     outcome = run_threshold(expression, value)
+    if outcome.too_costly:
+        return None, f"threshold expression {_go_quote(expression)} {outcome.error}"
     if outcome.value is None:
         return None, f"threshold expression {_go_quote(expression)} failed: {outcome.error}"
     return outcome.value, None

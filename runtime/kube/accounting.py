@@ -4,7 +4,10 @@
 names the API server's own audit vocabulary uses (``get``, ``list``, ``watch``, ``create``,
 ``update``, ``patch``, ``apply``, ``delete``; ``pods/log``, ``jobs/status``, ``discovery``).
 :class:`RequestCounter` keeps the totals, thread-safe; the controller serves them as
-``nvcre_api_requests_total{verb,resource}``. Pure bookkeeping: no I/O.
+``nvcre_api_requests_total{verb,resource}``. It also keeps the answers by status code, HTTP method
+and host (:meth:`RequestCounter.record_response`), as client-go counts them for
+``rest_client_requests_total{code,method,host}``: the code as digits, ``<error>`` when no answer
+came. Pure bookkeeping: no I/O.
 """
 
 from __future__ import annotations
@@ -60,12 +63,24 @@ class RequestCounter:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[str, str], int] = {}
+        self._responses: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
 
     def record(self, verb: str, resource: str) -> None:
         key = (verb, resource)
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + 1
+
+    def record_response(self, code: int | None, method: str, host: str) -> None:
+        """One answer (``code`` None: the request failed before one came) to ``method`` at ``host``."""
+        key = ("<error>" if code is None else str(code), method.upper(), host)
+        with self._lock:
+            self._responses[key] = self._responses.get(key, 0) + 1
+
+    def responses(self) -> dict[tuple[str, str, str], int]:
+        """A copy of the answer totals by ``(code, method, host)``."""
+        with self._lock:
+            return dict(self._responses)
 
     def snapshot(self) -> dict[tuple[str, str], int]:
         """A copy of the totals."""

@@ -13,8 +13,10 @@ The clock is injectable so the timing is tested without sleeping.
 
 The queue measures itself: how long each key waited between becoming ready (added, or its
 delay ran out) and being handed to a worker, the longest such wait, and how many adds were
-absorbed by a key already waiting or in progress (:meth:`WorkQueue.stats`). An optional
-``on_wait`` callback receives every wait, for a histogram.
+absorbed by a key already waiting or in progress, how many backoff retries were asked for, and
+how long the keys being processed now have been at it (:meth:`WorkQueue.stats`). Optional
+callbacks receive every wait (``on_wait``) and the time each key was processed, from being
+handed out to :meth:`WorkQueue.done` (``on_done``), for histograms.
 """
 
 from __future__ import annotations
@@ -79,6 +81,17 @@ class QueueStats:
     wait_seconds: float
     longest_wait: float
     depth: int
+    #: backoff retries asked for (``add_rate_limited``)
+    retries: int = 0
+    #: keys being processed now, the seconds they have been at it summed, and the longest of them
+    processing: int = 0
+    unfinished_seconds: float = 0.0
+    longest_running: float = 0.0
+
+    @property
+    def accepted_adds(self) -> int:
+        """Adds that queued a key or marked one in progress to come back (not absorbed)."""
+        return self.adds - self.coalesced
 
     @property
     def mean_wait(self) -> float:
@@ -94,10 +107,15 @@ class WorkQueue(Generic[K]):
         *,
         clock: Callable[[], float] = time.monotonic,
         on_wait: Callable[[float], None] | None = None,
+        on_done: Callable[[float], None] | None = None,
     ) -> None:
         self.backoff: Backoff[K] = backoff or Backoff()
         self._clock = clock
         self._on_wait = on_wait
+        self._on_done = on_done
+        #: when each key being processed was handed out
+        self._started: dict[K, float] = {}
+        self._retries = 0
         self._ready_at: dict[K, float] = {}
         self._adds = 0
         self._coalesced = 0
@@ -146,6 +164,8 @@ class WorkQueue(Generic[K]):
     def add_rate_limited(self, key: K) -> float:
         """Queue ``key`` after its next backoff delay; returns the delay chosen."""
         delay = self.backoff.next_delay(key)
+        with self._cond:
+            self._retries += 1
         self.add_after(key, delay, coalesce=False)
         return delay
 
@@ -205,6 +225,7 @@ class WorkQueue(Generic[K]):
                     key = self._order.popleft()
                     self._queued.discard(key)
                     self._processing.add(key)
+                    self._started[key] = self._clock()
                     waited = max(0.0, self._clock() - self._ready_at.pop(key, self._clock()))
                     self._handed_out += 1
                     self._wait_total += waited
@@ -220,14 +241,24 @@ class WorkQueue(Generic[K]):
             self._on_wait(waited)
         return key
 
-    def done(self, key: K) -> None:
-        """Finish with ``key``; it comes back once if it was added while processing."""
+    def done(self, key: K, *, hold: float = 0.0) -> None:
+        """Finish with ``key``; it comes back once if it was added while processing (after
+        ``hold`` seconds when given: a key that just ran too long does not go straight back)."""
+        held = False
         with self._cond:
             self._processing.discard(key)
+            started = self._started.pop(key, None)
+            worked = None if started is None else max(0.0, self._clock() - started)
             if key in self._dirty:
                 self._dirty.discard(key)
-                if not self._shutdown and key not in self._queued:
+                if hold > 0:
+                    held = True
+                elif not self._shutdown and key not in self._queued:
                     self._queue_locked(key)
+        if held:
+            self.add_after(key, hold)
+        if worked is not None and self._on_done is not None:
+            self._on_done(worked)
 
     # ------------------------------------------------------------------ state
 
@@ -255,6 +286,8 @@ class WorkQueue(Generic[K]):
 
     def stats(self) -> QueueStats:
         with self._cond:
+            now = self._clock()
+            running = [max(0.0, now - started) for started in self._started.values()]
             return QueueStats(
                 adds=self._adds,
                 coalesced=self._coalesced,
@@ -263,4 +296,8 @@ class WorkQueue(Generic[K]):
                 wait_seconds=self._wait_total,
                 longest_wait=self._wait_longest,
                 depth=len(self._order),
+                retries=self._retries,
+                processing=len(running),
+                unfinished_seconds=sum(running),
+                longest_running=max(running, default=0.0),
             )

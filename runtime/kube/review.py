@@ -6,6 +6,14 @@ URL ``/metrics`` and verb ``get``, the same pair of checks a Kubernetes componen
 own ``/metrics``. Answers are remembered per token (by its SHA-256, never the token itself) for
 a short while, so a scrape every few seconds costs the API server two requests a minute at most;
 an API server that cannot answer is never remembered, and nothing is allowed while it cannot.
+
+A token the cache does not hold costs a TokenReview, and anyone who reaches the port can send a
+fresh random token with every request. Reviews of tokens never seen to authenticate are therefore
+rate limited for the whole process (a token bucket: :data:`REVIEW_BURST` at once, then
+:data:`REVIEWS_PER_SECOND`); a request over the limit is answered 429 without asking the API
+server. A token that authenticated before (the last :data:`CACHE_ENTRIES` such, by hash) is
+re-reviewed outside the limit, so a flood of unknown tokens cannot lock out the scraper whose
+answer just expired.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ __all__ = [
     "ALLOWED_SECONDS",
     "DENIED_SECONDS",
     "MAX_TOKEN_BYTES",
+    "REVIEWS_PER_SECOND",
+    "REVIEW_BURST",
     "SUBJECT_ACCESS_REVIEWS",
     "TOKEN_REVIEWS",
     "Decision",
@@ -44,6 +54,30 @@ DENIED_SECONDS = 10.0
 CACHE_ENTRIES = 256
 #: A longer Authorization header is refused without asking the API server.
 MAX_TOKEN_BYTES = 16 * 1024
+#: Reviews of tokens not known to authenticate: this many per second on average, this many at once.
+#: A scraper needs one review a minute; the audit's flood sent about 250 a second.
+REVIEWS_PER_SECOND = 5.0
+REVIEW_BURST = 20
+
+
+class _Bucket:
+    """A token bucket on an injectable clock: ``take()`` is True while it holds a whole token."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float]) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + max(0.0, now - self._at) * self._rate)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
 
 
 @dataclass(frozen=True)
@@ -82,6 +116,8 @@ class RequestReviewer:
         clock: Callable[[], float] = time.monotonic,
         allowed_seconds: float = ALLOWED_SECONDS,
         denied_seconds: float = DENIED_SECONDS,
+        reviews_per_second: float = REVIEWS_PER_SECOND,
+        review_burst: int = REVIEW_BURST,
     ) -> None:
         self._kube = kube
         self._path = path
@@ -89,7 +125,12 @@ class RequestReviewer:
         self._clock = clock
         self._ttl = {True: allowed_seconds, False: denied_seconds}
         self._cache: OrderedDict[str, tuple[float, Decision]] = OrderedDict()
+        #: hashes of tokens that authenticated before: re-reviewed outside the rate limit
+        self._known: OrderedDict[str, None] = OrderedDict()
+        self._unknown_reviews = _Bucket(reviews_per_second, review_burst, clock)
         self._lock = threading.Lock()
+        #: requests answered 429 because the review rate limit was reached
+        self.limited = 0
 
     def review(self, authorization: str | None) -> Decision:
         """The decision for a request carrying ``authorization`` (the header's value, or None)."""
@@ -102,6 +143,9 @@ class RequestReviewer:
             cached = self._cache.get(key)
             if cached is not None and cached[0] > now:
                 return cached[1]
+            if key not in self._known and not self._unknown_reviews.take():
+                self.limited += 1
+                return Decision(429, "too many requests with tokens to review; try again shortly")
         try:
             decision = self._decide(token)
         except ApiError as exc:
@@ -111,6 +155,11 @@ class RequestReviewer:
             self._cache.move_to_end(key)
             while len(self._cache) > CACHE_ENTRIES:
                 self._cache.popitem(last=False)
+            if decision.status in (200, 403):  # the token authenticated
+                self._known[key] = None
+                self._known.move_to_end(key)
+                while len(self._known) > CACHE_ENTRIES:
+                    self._known.popitem(last=False)
         return decision
 
     def _decide(self, token: str) -> Decision:

@@ -44,7 +44,10 @@ NOT_PRODUCED = {
     "nvcre_nccl_busbw_gbs": "exists only while a bandwidth measurement holds provisional results; "
     "a simulated NCCL run ends within one sample interval (30 s), so no provisional sample is taken",
     "nvcre_nccl_algbw_gbs": "same as nvcre_nccl_busbw_gbs",
+    "leader_election_master_status": "the controller under test runs without leader election (--no-leader-elect)",
 }
+#: The families the doc lists, by prefix: NVCRE's, and controller-runtime's standard ones.
+SERVED = r"nvcre_.+|controller_runtime_.+|workqueue_.+|rest_client_.+|leader_election_.+|process_.+"
 #: Labels Prometheus adds to every series it scrapes (``job`` is the target's unless the family
 #: carries its own, which ``honor_labels`` keeps).
 TARGET_LABELS = {"instance", "job"}
@@ -235,7 +238,9 @@ def test_the_doc_tables_parse() -> None:
     assert families["nvcre_nccl_algbw_gbs"] == families["nvcre_nccl_busbw_gbs"]
     assert families["nvcre_reconcile_duration_seconds"] == ("histogram", frozenset({"namespace", "job", "workflow"}))
     assert families["nvcre_node_events_total"] == ("counter", frozenset({"result"}))
-    assert len(families) == 34 and set(NOT_PRODUCED) <= set(families)
+    assert families["workqueue_depth"] == ("gauge", frozenset({"name", "controller"}))
+    assert families["process_resident_memory_bytes"] == ("gauge", frozenset())
+    assert len(families) == 55 and set(NOT_PRODUCED) <= set(families)
 
 
 def _one_sample_per_second(spec: Any) -> None:
@@ -307,7 +312,7 @@ def _stored_names(family: str, kind: str) -> list[str]:
 
 def test_prometheus_holds_every_documented_family_with_nvcres_label_names(stack: Stack, every_kind_of_run: list[str]) -> None:
     documented = documented_families(METRICS_DOC.read_text())
-    held = stack.prometheus.series('{__name__=~"nvcre_.+"}')
+    held = stack.prometheus.series(f'{{__name__=~"{SERVED}"}}')
     by_name: dict[str, list[dict[str, str]]] = {}
     for labels in held:
         by_name.setdefault(labels["__name__"], []).append(labels)
@@ -333,7 +338,7 @@ def test_prometheus_holds_every_documented_family_with_nvcres_label_names(stack:
     assert not missing, f"documented families Prometheus never received: {missing}"
     assert not wrong, "label names other than documented:\n" + "\n".join(wrong)
 
-    # And nothing NVCRE-named that the doc does not list (no ``_created`` companions either:
+    # And nothing under those names that the doc does not list (no ``_created`` companions either:
     # NVCRE's Go client writes none, and the controller switches the Python client's off).
     stored = {n for family, (kind, _) in documented.items() for n in _stored_names(family, kind)}
     assert set(by_name) - stored == set()

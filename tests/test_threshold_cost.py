@@ -1,0 +1,120 @@
+"""A threshold expression is costed before it runs and runs within a CPU budget.
+
+The reproducer is nested ``all`` comprehensions over a ten-element list literal: each level costs
+ten times the one inside it (four levels took about 1.4 s per evaluation, six about 135 s), and a
+Certification carrying one held the controller's Certification workers for every tenant.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nvcre.compiler import cel_cost, cel_program
+from nvcre.compiler.api.threshold_check import threshold_problems
+from nvcre.compiler.api.validate import certainly_valid, validate
+from nvcre.runtime.judge import thresholds
+from nvcre.runtime.kube.informers import Store
+from nvcre.runtime.reconcile import conditions as cond
+from nvcre.runtime.reconcile.certification import CertificationReconciler
+from nvcre.runtime.reconcile.context import Context, Settings
+
+sys.path.insert(0, str(Path(__file__).parent / "runtime"))
+from test_runtime_certification import FixedClock, OneObjectKube, cert  # noqa: E402
+
+TEN = "[0,1,2,3,4,5,6,7,8,9]"
+PATH = "spec.categories[0].options.thresholds.busBandwidthGBps"
+NODES = Path(__file__).parent / "fixtures" / "facts" / "aws-h100-2nodes.yaml"
+
+
+def nested(levels: int) -> str:
+    """The audit's threshold with ``levels`` nested comprehensions (6 levels: 206 characters)."""
+    return "value >= 0.0 && " + "".join(f"{TEN}.all(x{i}, " for i in range(levels)) + "true" + ")" * levels
+
+
+def certification(expression: str) -> dict[str, Any]:
+    options = {"nodesPerJob": 2, "thresholds": {"busBandwidthGBps": expression}}
+    return {
+        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "kind": "Certification",
+        "metadata": {"name": "cost1", "namespace": "cost"},
+        "spec": {
+            "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+            "categories": [{"domain": "communication", "variant": "nccl-all-reduce", "options": options}],
+        },
+    }
+
+
+@pytest.mark.parametrize("levels", [4, 6])
+def test_validation_refuses_a_costly_threshold_at_its_path_without_running_it(levels: int) -> None:
+    started = time.perf_counter()
+    problems = [d for d in validate(certification(nested(levels))) if d.is_error]
+    assert [(d.code, d.path) for d in problems] == [("ThresholdExpressionTooCostly", PATH)]
+    assert "over the limit of 10,000" in problems[0].message
+    assert not certainly_valid(certification(nested(levels)), "Certification")
+    assert time.perf_counter() - started < 3.0
+
+
+def test_three_levels_over_a_literal_still_pass() -> None:
+    assert cel_cost.threshold_cost_problem(nested(3)) is None
+    assert threshold_problems(certification(nested(2))) == []
+
+
+def test_the_job_tier_refuses_the_expression_as_a_configuration_error() -> None:
+    started = time.perf_counter()
+    outcome = thresholds.evaluate({"busBandwidthGBps": nested(4)}, {"busBandwidthGBps": 950.0})
+    assert outcome.reason == "InvalidThresholdExpression" and outcome.reason in thresholds.CONFIGURATION_ERRORS
+    assert "too costly" in outcome.message
+    assert time.perf_counter() - started < 1.0
+
+
+def test_an_expression_the_estimate_misses_is_stopped_by_the_cpu_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # as if the estimate under-counted: the expression runs, and the budget ends it
+    monkeypatch.setattr(cel_cost, "threshold_cost_problem", lambda expression: None)
+    started = time.perf_counter()
+    outcome = cel_program.run_threshold(nested(5), 1.0, cpu_budget=0.2)
+    assert outcome.value is None and not outcome.too_costly
+    assert "stopped after 0.2 s of CPU" in str(outcome.error)
+    assert time.perf_counter() - started < 2.0
+    # the program is unharmed: the same text, cheap enough, still judges
+    assert cel_program.run_threshold("value >= 0.5", 1.0).value is True
+    assert cel_program.run_bool(nested(2), {"value": cel_program.celtypes.DoubleType(1.0)}, cpu_budget=5.0).value is True
+
+
+def test_the_budget_leaves_the_previous_trace_function_in_place() -> None:
+    seen: list[str] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        seen.append(event)
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        assert cel_program.run_bool("1 < 2", {}, cpu_budget=1.0).value is True
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(previous)
+    assert seen  # chained: the tracer saw the evaluation's calls
+
+
+def test_the_controller_refuses_the_certification_with_a_reason_and_creates_nothing() -> None:
+    obj = cert([{"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 2}}], timedelta(0))
+    obj["spec"] = certification(nested(4))["spec"]
+    nodes = Store()
+    nodes.replace(yaml.safe_load(NODES.read_text())["items"])
+    kube = OneObjectKube(obj)
+    ctx = Context(kube=kube, stores={"nodes": nodes, "resourceslices": Store()}, clock=FixedClock(), settings=Settings())  # type: ignore[arg-type]
+    started = time.perf_counter()
+    CertificationReconciler(ctx).reconcile("ns", "c")
+    assert time.perf_counter() - started < 5.0
+    failed = cond.condition(kube.obj["status"], cond.FAILED)
+    assert failed["status"] == "True" and failed["reason"] == "WorkflowValidationFailed"
+    assert PATH in failed["message"] and "ThresholdExpressionTooCostly" in failed["message"]
+    assert kube.created == []
+    assert "failedNodes" not in kube.obj["status"]
