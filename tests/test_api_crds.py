@@ -26,6 +26,7 @@ from nvcre.compiler.api.cel_rules import (
     UNIQUE_CATEGORIES,
     VALUE_FROM_MESSAGE,
 )
+from nvcre.compiler.api.common import INTEGER_COMPARISON
 from nvcre.compiler.api.crdgen import CRD_DIR, crd_file_name, render_crds
 from nvcre.compiler.api.validate import installed_schema, iter_rules
 from nvcre.compiler.yamlio import load_file
@@ -149,6 +150,15 @@ def _corpus() -> list[tuple[dict, dict | None]]:
         nodeHealthMonitor={"cel": {"expression": "false"}},
         goodputMeasurement={"logProfileRef": "megatron"},
     )
+    # a Gt requirement in every kind of target, so the integer-value rule on it is evaluated
+    more_than_four = {"key": "example.com/gpu-count", "operator": "Gt", "values": ["4"]}
+    cert["spec"]["target"]["matchExpressions"] = [more_than_four]
+    run["spec"]["target"]["matchExpressions"] = [more_than_four]
+    run["spec"]["overrides"] = [
+        {"when": {"platform": {"equals": "aws"}}, "orchestration": {"target": {"matchExpressions": [more_than_four]}}}
+    ]
+    flow["spec"]["orchestration"]["target"]["matchExpressions"] = [more_than_four]
+    flow["spec"]["overrides"][1]["orchestration"]["target"] = {"matchExpressions": [more_than_four]}
     docs = [cert, run, torch, flow, job] + [load(p.name) for p in sorted(FIXTURES.glob("*.yaml"))]
     return [(doc, copy.deepcopy(doc)) for doc in docs]
 
@@ -257,6 +267,9 @@ RULE_CASES: dict[str, Callable[[], tuple[dict, dict | None]]] = {
     "bandwidthMeasurement cannot be added or removed after creation": _updated(_JOB, lambda s: s.pop("bandwidthMeasurement")),
     "gangScheduler is immutable": _updated(_FLOW, lambda s: s["gangScheduler"].update(schedulerName="other")),
     "gangScheduler cannot be added or removed after creation": _updated(_FLOW, lambda s: s.pop("gangScheduler")),
+    INTEGER_COMPARISON.message: _cert_with(
+        lambda s: s["target"].update(matchExpressions=[{"key": "example.com/gpu-count", "operator": "Lt", "values": ["4.5"]}])
+    ),
 }
 
 

@@ -109,7 +109,7 @@ def test_no_matching_nodes():
 
 
 def test_invalid_target_stops_detection():
-    det, diags = run("aws-h100-2nodes.yaml", target={"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]})
+    det, diags = run("aws-h100-2nodes.yaml", target={"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["one"]}]})
     assert det is None and [d.code for d in diags] == ["InvalidTarget"]
 
 

@@ -56,6 +56,44 @@ def test_match_expressions(expression, expected):
     assert names(select_target_nodes(facts, {"matchExpressions": [expression]})) == expected
 
 
+GT_LT_NODES = (
+    node("four", labels={"gpu.count": "4"}),
+    node("eight", labels={"gpu.count": "8"}),
+    node("padded", labels={"gpu.count": "0016"}),
+    node("negative", labels={"gpu.count": "-2"}),
+    node("text", labels={"gpu.count": "eight"}),
+    node("huge", labels={"gpu.count": "9223372036854775808"}),
+    node("unlabelled"),
+)
+
+
+@pytest.mark.parametrize(
+    ("operator", "value", "expected"),
+    [
+        ("Gt", "4", ["eight", "padded"]),  # strictly greater; "0016" reads as 16
+        ("Gt", "-3", ["eight", "four", "negative", "padded"]),
+        ("Lt", "8", ["four", "negative"]),
+        ("Lt", "-2", []),
+        ("Gt", "9223372036854775807", []),  # a label past int64 is not an integer to Kubernetes either
+        ("Lt", "-9223372036854775808", []),
+    ],
+)
+def test_gt_and_lt_compare_the_label_as_an_integer(operator, value, expected):
+    """Kubernetes' node affinity rule: the label must be present and parse as an int64; absent or
+    non-integer labels never match."""
+    target = {"matchExpressions": [{"key": "gpu.count", "operator": operator, "values": [value]}]}
+    nodes, excluded, diags = select_target_nodes(ClusterFacts(nodes=GT_LT_NODES), target)
+    assert sorted(name_of(n) for n in nodes) == expected
+    assert excluded == [] and diags == []
+
+
+def test_a_node_named_in_node_names_that_fails_gt_is_reported():
+    target = {"nodeNames": ["text"], "matchExpressions": [{"key": "gpu.count", "operator": "Gt", "values": ["1"]}]}
+    nodes, excluded, [diag] = select_target_nodes(ClusterFacts(nodes=GT_LT_NODES), target)
+    assert nodes == () and [e.name for e in excluded] == ["text"]
+    assert "does not match matchExpressions[0] (gpu.count Gt 1)" in diag.message
+
+
 def test_all_filters_are_anded():
     facts = ClusterFacts(
         nodes=(
@@ -157,9 +195,34 @@ def test_result_does_not_depend_on_node_order():
     [
         ({"nodeSelector": {"nvidia.com/gpu.present": True}}, "spec.target.nodeSelector.nvidia.com/gpu.present", "must be strings"),
         (
-            {"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["3"]}]},
+            {"matchExpressions": [{"key": "n", "operator": "Matches", "values": ["3"]}]},
             "spec.target.matchExpressions[0].operator",
-            "'Gt' is not supported",
+            "'Matches' is not supported",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["3", "4"]}]},
+            "spec.target.matchExpressions[0].values",
+            "exactly one value",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Lt"}]},
+            "spec.target.matchExpressions[0].values",
+            "exactly one value",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["3.5"]}]},
+            "spec.target.matchExpressions[0].values[0]",
+            "64-bit integer",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Lt", "values": ["+3"]}]},
+            "spec.target.matchExpressions[0].values[0]",
+            "64-bit integer",
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "Lt", "values": ["9223372036854775808"]}]},
+            "spec.target.matchExpressions[0].values[0]",
+            "64-bit integer",
         ),
         (
             {"matchExpressions": [{"key": "n", "operator": "In", "values": []}]},

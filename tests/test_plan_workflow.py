@@ -160,7 +160,7 @@ def test_discovery_failures() -> None:
     with pytest.raises(PlanError, match=r"HeterogeneousPlatform: heterogeneous platforms detected: map\[aws:1 onprem:1\]"):
         plan_workflow(workflow(), facts(node("a", provider="aws:///us-east-1a/i-1"), node("b")))
     with pytest.raises(PlanError, match="NodeDiscoveryError: Node discovery failed: .*operator"):
-        plan_workflow(workflow(target={"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1"]}]}), facts(node("a")))
+        plan_workflow(workflow(target={"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["one"]}]}), facts(node("a")))
 
 
 def test_shortfall_names_the_filters_that_caused_it() -> None:

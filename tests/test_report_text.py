@@ -110,6 +110,7 @@ categories = st.builds(
     target_nodes=st.integers(0, 10**4),
     exercised_nodes=st.integers(0, 10**4),
     mnnvl=st.sampled_from(["", "Enabled", "Disabled"]),
+    env_names=st.lists(awkward, max_size=12).map(tuple),
     groups=st.lists(groups, max_size=4).map(tuple),
     bandwidth=st.lists(points, max_size=2).map(tuple),
     transport=st.lists(st.sampled_from(["IB", "Socket"]), max_size=2, unique=True).map(tuple),
@@ -167,6 +168,22 @@ def test_formats() -> None:
     assert [fmt.size(n) for n in (8, 1024, 33554432, 17179869184, 3 * 2**29)] == ["8 B", "1 KB", "32 MB", "16 GB", "1.5 GB"]
     assert fmt.human_duration(45) == "45s" and fmt.human_duration(725) == "12m 5s" and fmt.human_duration(7385) == "2h 3m"
     assert fmt.goodput(0.9) == "0.90 (90%)" and fmt.step_time(2.854) == "2.85s" and fmt.tflops(539.84) == "539.8"
+
+
+def _card_lines(category: CategoryVerdict) -> list[str]:
+    rendered = render(CertificationVerdict("Certification", "c", "ns", "Failed", "FAILED", categories=(category,)))
+    return [line.strip("│ ").rstrip() for line in rendered.splitlines()]
+
+
+def test_the_card_names_the_env_variables_the_run_set() -> None:
+    names = tuple(f"NCCL_SETTING_NUMBER_{i:02d}" for i in range(6))
+    category = CategoryVerdict("communication", "nccl-all-reduce", "Succeeded", test_scale="full-scale", nodes_per_job=2, env_names=names)
+    lines = _card_lines(category)
+    start = next(i for i, line in enumerate(lines) if line.startswith("Env:"))
+    assert lines[start - 1] == "Nodes/Job: 2"
+    shown = " ".join(line.removeprefix("Env:").strip() for line in lines[start : start + 3])
+    assert shown == ", ".join(names)  # word-wrapped under the label, every name whole
+    assert not any(line.startswith("Env:") for line in _card_lines(CategoryVerdict("communication", "nccl-all-reduce", "Succeeded")))
 
 
 def test_the_diagnosis_section_is_nvcres_then_ours() -> None:

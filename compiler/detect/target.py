@@ -1,11 +1,15 @@
 """Target node selection: which Nodes a certification's ``target`` selects.
 
 The filters are ANDed, in this order: ``nodeSelector`` (exact label values),
-``matchExpressions`` (In, NotIn, Exists, DoesNotExist), ``nodeNames``, ``taintSelectors``
+``matchExpressions`` (In, NotIn, Exists, DoesNotExist, Gt, Lt), ``nodeNames``, ``taintSelectors``
 (a node must carry every listed taint; an empty value or effect matches any). Cordoned nodes
 (``spec.unschedulable``) are then left out unless a taint selector names
 ``node.kubernetes.io/unschedulable``, and nodes not labelled ``nvidia.com/gpu.present=true``
 are left out always. The result is sorted by name.
+
+``Gt`` and ``Lt`` follow Kubernetes' node affinity: they take exactly one value, an integer,
+and a node matches when its label is present, reads as a 64-bit signed integer and is greater
+(less) than that value; a node whose label is absent or not an integer does not match.
 
 Nodes the selectors simply do not match are not "excluded", they were never targeted; the
 exception is a node listed by name in ``nodeNames``, whose rejection is reported.
@@ -13,6 +17,7 @@ exception is a node listed by name in ``nodeNames``, whose rejection is reported
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
@@ -27,7 +32,10 @@ __all__ = ["select_target_nodes", "GPU_PRESENT_LABEL", "GPU_PRODUCT_LABEL", "UNS
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: the value form admission accepts for Gt and Lt (the CRD rule on NodeSelectorRequirement)
+_INTEGER = re.compile(r"-?[0-9]+")
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
 REASON_CORDONED = "cordoned (spec.unschedulable is true); a taintSelector for node.kubernetes.io/unschedulable opts it in"
@@ -176,15 +184,51 @@ def _expression_miss(labels: Mapping[str, str], expressions: Sequence[Mapping[st
         key, op = expr["key"], expr["operator"]
         values = list(expr.get("values") or [])
         present = key in labels
-        ok = {
-            "In": present and labels.get(key) in values,
-            "NotIn": not present or labels.get(key) not in values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }[op]
+        if op in ("Gt", "Lt"):
+            ok = _compares(labels.get(key), op, values[0])
+        else:
+            ok = {
+                "In": present and labels.get(key) in values,
+                "NotIn": not present or labels.get(key) not in values,
+                "Exists": present,
+                "DoesNotExist": not present,
+            }[op]
         if not ok:
             return f"does not match matchExpressions[{i}] ({key} {op}{' ' + ','.join(values) if values else ''})"
     return ""
+
+
+def _int64(text: str | None) -> int | None:
+    """``text`` as a 64-bit signed integer the way Go's ``strconv.ParseInt(text, 10, 64)`` reads
+    it (an optional sign, then decimal digits only), or None."""
+    if not text:
+        return None
+    digits = text[1:] if text[0] in "+-" else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    significant = digits.lstrip("0")  # leading zeros carry no value (and may be many)
+    if len(significant) > 19:  # more digits than any 64-bit integer has
+        return None
+    number = int(significant or "0") * (-1 if text[0] == "-" else 1)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+def _compares(label: str | None, op: str, value: str) -> bool:
+    """Whether a node label satisfies ``Gt``/``Lt`` ``value``; an absent or non-integer label does not."""
+    have, bound = _int64(label), _int64(value)
+    if have is None or bound is None:
+        return False
+    return have > bound if op == "Gt" else have < bound
+
+
+def _comparison_problem(op: str, values: list[str]) -> tuple[str, str] | None:
+    """(field below the expression, message) when a ``Gt``/``Lt`` expression's values are not one
+    64-bit integer in the form admission accepts, else None."""
+    if len(values) != 1:
+        return "values", f"operator {op} takes exactly one value, an integer"
+    if not _INTEGER.fullmatch(values[0]) or _int64(values[0]) is None:
+        return "values[0]", f"operator {op} needs a 64-bit integer value (digits, an optional leading -), got {values[0]!r}"
+    return None
 
 
 def _taint_miss(node: Mapping[str, Any], selectors: Sequence[Mapping[str, Any]]) -> str:
@@ -256,6 +300,10 @@ def _validate(target: Mapping[str, Any], path: str) -> list[Diagnostic]:
                     bad(f"{where}.values", f"operator {op} needs at least one value")
                 elif op in ("Exists", "DoesNotExist") and values:
                     bad(f"{where}.values", f"operator {op} takes no values")
+                elif op in ("Gt", "Lt"):
+                    problem = _comparison_problem(str(op), values or [])
+                    if problem:
+                        bad(f"{where}.{problem[0]}", problem[1])
     names = target.get("nodeNames")
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n for n in names)):
         bad("nodeNames", "expected a list of node names")

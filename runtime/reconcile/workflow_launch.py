@@ -7,11 +7,15 @@ then its job-scoped dependencies, then the Job tier is told the launch is comple
 
 Before anything of a group is created, the pods it would run are checked for references
 admission did not check against the Workflow's author (:mod:`.pod_references`): such a Workflow
-fails ``PodReferencesNotAdmitted`` and nothing runs.
+fails ``PodReferencesNotAdmitted`` and nothing runs. When partitioning and again before each
+group is launched, the spec after overrides is held to ``spec.gangScheduler``
+(:mod:`.gang_contract`): a conflict fails ``GangSchedulingConflict``. A refused diagnose
+annotation fails ``WorkflowValidationFailed``; any other build error there ``OverrideError``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -23,12 +27,29 @@ from . import conditions as cond
 from .common import create_or_adopt, name_of, namespace_of, reference
 from .context import Result
 from .diagnose import is_diagnose
+from .gang_contract import REASON_GANG_CONFLICT, GangCheck, check_gang_contract
 from .pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from .workflow_base import UNSCHEDULABLE_TAINT, WorkflowTierBase, execution_of, iterations_of, orchestration_of, progress_text
 
 __all__ = ["WorkflowLaunch"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.workflow")
+
+#: build errors that are about the Workflow's own annotations, not its overrides
+_ANNOTATION_CODES = frozenset({"InvalidDiagnosePrior", "InvalidDiagnosePlanner"})
+
+
+def _invalid_annotations(exc: Any) -> bool:
+    """Whether a CompileError is a refused diagnose annotation (reason WorkflowValidationFailed)."""
+    codes = {d.code for d in (getattr(exc, "errors", None) or getattr(exc, "diagnostics", None) or ())}
+    return bool(codes) and codes <= _ANNOTATION_CODES
+
+
+def _with_spec(plan: Any, check: GangCheck) -> Any:
+    """``plan`` building its children from the gang check's working copy, when it restored a label."""
+    if check.restored and dataclasses.is_dataclass(plan) and not isinstance(plan, type):
+        return dataclasses.replace(plan, workflow_spec=check.spec)
+    return plan
 
 
 class WorkflowLaunch(WorkflowTierBase):
@@ -51,17 +72,32 @@ class WorkflowLaunch(WorkflowTierBase):
             self._write(wf, new)
             return Result()
         except compiler.CompileError as exc:
-            new = cond.set_lifecycle(status, cond.FAILED, "OverrideError", f"Failed to apply overrides: {exc}", now)
+            if _invalid_annotations(exc):
+                new = cond.set_lifecycle(status, cond.FAILED, "WorkflowValidationFailed", str(exc), now)
+            else:
+                new = cond.set_lifecycle(status, cond.FAILED, "OverrideError", f"Failed to apply overrides: {exc}", now)
             self._write(wf, new)
             return Result()
         for event in plan.events:
             ctx.event(wf, event.type, event.reason, event.message)
+        if self._gang_conflict(wf, status, plan).problems:
+            self._write(wf, status)
+            return Result()
         orchestration = plan.as_status()
         orchestration["completedIterations"] = 0
         status["orchestration"] = orchestration
         new = cond.set_lifecycle(status, cond.IN_PROGRESS, "GroupsPartitioned", plan.message, now)
         self._write(wf, new)
         return Result(ctx.settings.step_interval)
+
+    def _gang_conflict(self, wf: Mapping[str, Any], status: dict[str, Any], plan: Any) -> GangCheck:
+        """Hold the spec after overrides to ``spec.gangScheduler`` (:mod:`.gang_contract`); on a
+        conflict the Workflow fails ``GangSchedulingConflict``, before any child exists."""
+        check = check_gang_contract(wf, getattr(plan, "workflow_spec", None))
+        if check.problems:
+            self.ctx.event(wf, "Warning", REASON_GANG_CONFLICT, check.message)
+            status.update(cond.set_lifecycle(status, cond.FAILED, REASON_GANG_CONFLICT, check.message, self.ctx.clock.stamp()))
+        return check
 
     def _plan_for_launch(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
         """The plan the Jobs are expanded from: the stored groups, with today's facts for the rest."""
@@ -199,6 +235,10 @@ class WorkflowLaunch(WorkflowTierBase):
             planned = compiler.planned_group(group, loopback=loopback, no_nvl=no_nvl)
         else:
             planned = compiler.planned_group(group)
+        gang = self._gang_conflict(wf, status, plan)
+        if gang.problems:
+            return gang.message
+        plan = _with_spec(plan, gang)
         try:
             manifest = compiler.expand_job(wf, plan, planned, iteration)
         except compiler.CompileError as exc:

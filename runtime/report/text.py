@@ -1,7 +1,8 @@
 """The human report: NVCRE's 66-column boxed layout, rendered from the verdict model.
 
 A banner with the title, the header (name, platform, GPU, nodes, excluded nodes), one card per
-category (Failed Groups; Cliques for topology-aware runs; NVCRE's Diagnosis section for
+category (an ``Env:`` line with the names, never the values, of the environment variables the
+run set; Failed Groups; Cliques for topology-aware runs; NVCRE's Diagnosis section for
 `testScale: diagnose` (stage, rounds, healthy, suspect, faulty nodes per screening domain,
 infrastructure faults, max/min bandwidth, test results per stage), then ours: each confirmed
 node's reason, the links, the unresolved nodes; training metrics per topology domain in
@@ -294,6 +295,8 @@ def _category_card(category: CategoryVerdict) -> list[str]:
                 card.add("Placement: Unpinned")
         if category.mnnvl:
             card.add(f"MNNVL:     {category.mnnvl}")
+    if category.env_names:  # the names only: a value may be a secret
+        card.wrapped("Env:", ", ".join(category.env_names), words=True)
     _failed_groups(card, category)
     _cliques(card, category)
     if category.diagnosis is not None:
