@@ -6,9 +6,9 @@ boolean or the reason it could not give one.
 
 cel-python has no cost limit of its own, so evaluation can be given a budget of CPU seconds
 (``cpu_budget``): while the program runs, a trace hook on this thread only looks at the thread's
-CPU clock every few hundred Python calls and stops the evaluation once the budget is spent. A
-threshold is first refused by its estimated cost (``cel_cost.threshold_cost_problem``) and is then
-run under :data:`THRESHOLD_CPU_SECONDS`, so an expression the estimate misjudges still ends.
+CPU clock every few hundred Python calls and stops the evaluation once the budget is spent.
+Thresholds run under :data:`THRESHOLD_CPU_SECONDS` (through ``cel_threshold.run_threshold``, which
+first refuses them by their estimated cost), so an expression the estimate misjudges still ends.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-__all__ = ["THRESHOLD_CPU_SECONDS", "CelOutcome", "compile_expression", "parse_expression", "run_bool", "run_threshold"]
+__all__ = ["THRESHOLD_CPU_SECONDS", "CelOutcome", "compile_expression", "parse_expression", "run_bool"]
 
 #: CPU seconds one threshold evaluation may take. An expression under the step limit takes well
 #: under half a second; the budget is there for what the estimate misjudges.
@@ -108,17 +108,6 @@ def run_bool(expression: str, activation: dict[str, Any], *, cpu_budget: float |
     if not isinstance(result, celtypes.BoolType):
         return CelOutcome(None, f"expression must return bool, got {type(result).__name__.removesuffix('Type').lower()}")
     return CelOutcome(bool(result))
-
-
-def run_threshold(expression: str, value: float, *, cpu_budget: float = THRESHOLD_CPU_SECONDS) -> CelOutcome:
-    """A threshold expression judged at one measured value (``value``, a double): refused unrun
-    when its estimated cost is over the limit, else run within ``cpu_budget`` CPU seconds."""
-    from .cel_cost import threshold_cost_problem
-
-    too_costly = threshold_cost_problem(expression)
-    if too_costly is not None:
-        return CelOutcome(None, too_costly, too_costly=True)
-    return run_bool(expression, {"value": celtypes.DoubleType(float(value))}, cpu_budget=cpu_budget)
 
 
 def _first_line(value: Any) -> str:

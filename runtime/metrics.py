@@ -66,6 +66,7 @@ _HELP = {
     "nvcre_workflow_status": "Lifecycle of each Workflow (1 = current)",
     "nvcre_job_status": "Lifecycle of each Job (1 = current; timed out counts as failed)",
     "nvcre_job_failed_nodes": "Nodes the health monitor flagged in each Job with a hardware failure",
+    "nvcre_nccl_measurement_failed": "Bandwidth measurements whose run cannot be trusted (1 each; reason label)",
     "nvcre_goodput_ratio": "Goodput of each training measurement, 0 to 1 (kept once it completes)",
     "nvcre_goodput_avg_tflops_per_gpu": "Mean TFLOPS per GPU of the current attempt while measuring",
     "nvcre_goodput_avg_step_time_seconds": "Mean seconds per training step of the current attempt while measuring",

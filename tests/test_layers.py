@@ -199,6 +199,7 @@ CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
             "nvcre.compiler.cel",
             "nvcre.compiler.cel_cost",
             "nvcre.compiler.cel_program",
+            "nvcre.compiler.cel_threshold",
         ),
     ),
     AllowOnly(

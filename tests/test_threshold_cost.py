@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nvcre.compiler import cel_cost, cel_program
+from nvcre.compiler import cel_cost, cel_program, cel_threshold
 from nvcre.compiler.api.threshold_check import threshold_problems
 from nvcre.compiler.api.validate import certainly_valid, validate
 from nvcre.runtime.judge import thresholds
@@ -76,14 +76,14 @@ def test_the_job_tier_refuses_the_expression_as_a_configuration_error() -> None:
 
 def test_an_expression_the_estimate_misses_is_stopped_by_the_cpu_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     # as if the estimate under-counted: the expression runs, and the budget ends it
-    monkeypatch.setattr(cel_cost, "threshold_cost_problem", lambda expression: None)
+    monkeypatch.setattr(cel_threshold, "threshold_cost_problem", lambda expression: None)
     started = time.perf_counter()
-    outcome = cel_program.run_threshold(nested(5), 1.0, cpu_budget=0.2)
+    outcome = cel_threshold.run_threshold(nested(5), 1.0, cpu_budget=0.2)
     assert outcome.value is None and not outcome.too_costly
     assert "stopped after 0.2 s of CPU" in str(outcome.error)
     assert time.perf_counter() - started < 2.0
     # the program is unharmed: the same text, cheap enough, still judges
-    assert cel_program.run_threshold("value >= 0.5", 1.0).value is True
+    assert cel_threshold.run_threshold("value >= 0.5", 1.0).value is True
     assert cel_program.run_bool(nested(2), {"value": cel_program.celtypes.DoubleType(1.0)}, cpu_budget=5.0).value is True
 
 

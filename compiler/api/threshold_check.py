@@ -46,7 +46,7 @@ def threshold_problems(data: Any) -> list[Diagnostic]:
 def _problem(expression: str) -> tuple[str, str] | None:
     """(code, what is wrong) for an expression that cannot judge a measured value, else None."""
     # cel-python is loaded only for a document that has a threshold (a render without one never loads it)
-    from ..cel_program import run_threshold
+    from ..cel_threshold import run_threshold
 
     for probe in PROBE_VALUES:
         outcome = run_threshold(expression, probe)

@@ -23,6 +23,10 @@ from nvcre.compiler.cel import to_cel
 from nvcre.compiler.cel_cost import health_cost_problem
 from nvcre.compiler.cel_program import compile_expression, run_bool
 
+#: CPU seconds one node's health check may spend; the cost estimate above refuses what it can
+#: foresee, this bounds what it misjudges
+HEALTH_CPU_SECONDS = 1.5
+
 __all__ = [
     "DEFAULT_EXPRESSION",
     "HARDWARE_FAILURE_MESSAGE",
@@ -135,7 +139,7 @@ class NodeHealthMonitor:
         too_costly = health_cost_problem(self.expression, _largest_collection(activation))
         if too_costly is not None:
             return HealthCheck(name, False, error=f"not evaluated: {too_costly}")
-        outcome = run_bool(self.expression, activation)
+        outcome = run_bool(self.expression, activation, cpu_budget=HEALTH_CPU_SECONDS)
         if outcome.value is None:
             return HealthCheck(name, False, error=outcome.error)
         if not outcome.value:

@@ -10,7 +10,7 @@ thresholds nothing is enforced (``NoThresholds``): pass and fail stay informatio
 ``measured_values`` turns measurement objects into the values the keys read.
 
 An expression is bounded in what it may cost: one whose estimated cost is over the limit is not
-run, and any other runs within a CPU budget (``nvcre.compiler.cel_program.run_threshold``); both
+run, and any other runs within a CPU budget (``nvcre.compiler.cel_threshold.run_threshold``); both
 give ``InvalidThresholdExpression``, a configuration error that blames no node.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..measure.nccl import max_alg_bandwidth, max_bus_bandwidth, results_from_status
-from nvcre.compiler.cel_program import run_threshold
+from nvcre.compiler.cel_threshold import run_threshold
 
 __all__ = [
     "THRESHOLD_KEYS",
@@ -125,9 +125,13 @@ def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 
 def bandwidth_is_final(measurement: Mapping[str, Any]) -> bool:
-    """Only ``Complete`` with reason ``JobSucceeded`` and at least one result is final for thresholds."""
+    """Only ``Complete`` with reason ``JobSucceeded``, at least one result and no recorded failure is
+    final for thresholds: a corrupted, failed or unfinished run gives no value to compare."""
     cond = _condition(measurement, "Complete")
-    results = ((measurement.get("status") or {}).get("results")) or []
+    status = measurement.get("status") or {}
+    results = status.get("results") or []
+    if status.get("failure"):
+        return False
     return bool(cond and cond.get("status") == "True" and cond.get("reason") == "JobSucceeded" and results)
 
 
