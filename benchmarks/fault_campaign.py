@@ -14,9 +14,18 @@ is judged on:
   answered within 1 s at every 3 s sample (the liveness probe), and exits other than the ones the
   campaign caused (a restart under a Deployment).
 
+Two scenarios grow a pod log large while the controller watches, each line with its own kubelet
+timestamp as a container runtime writes it: ``huge-log`` appends ``--log-mib`` of chatter to a
+hung loopback pod's log at ``--log-mib-per-second``, then a 40 KB line of repeated Megatron step
+prefixes (the shape that froze a backtracking engine); ``big-training-log`` is a training run
+that makes a step every second for as long as it takes to log ``--training-log-mib`` of NCCL
+INFO chatter beside them (the simulated cluster's ``NVCRE_SIM_*`` variables). The table's last
+column says what the measurement read: its final-read message (the complete log, or how far it
+got), the steps it saw and the size of the largest pod log.
+
 Prints a Markdown table and the totals in the reliability audit's terms.
 
-    python benchmarks/fault_campaign.py [--only NAME ...] [--log-mib 300]
+    python benchmarks/fault_campaign.py [--only NAME ...] [--log-mib 300] [--training-log-mib 1024]
 
 Needs the simulated cluster's binaries (``python tests/controlplane/build.py --sim``). Everything
 it starts is stopped when it ends, on Ctrl-C too.
@@ -43,18 +52,20 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT_MIB = 512
-REDOS_LINE = "iteration " + "1" * 40_000 + "x"
+#: a 40 KB line of Megatron step prefixes: a backtracking engine spends minutes on it
+REDOS_LINE = "[2026-12-03 17:00:00] iteration 1/ 1 | elapsed time per iteration (ms): 1 | throughput per GPU (TFLOP/s/GPU): 1 |" * 360
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     fault: str  # what is injected
-    variant: str  # communication/<variant>
+    variant: str  # <domain>/<variant>
+    domain: str = "communication"
     profile: str = "h100"
     nodes: int = 2
     node_fault: str = ""  # a simulated fault on the first node (the last for imex-down)
-    action: str = ""  # kill-controller | kill-controller-3x | delete-trainjob | pause-apiserver | huge-log
+    action: str = ""  # kill-controller | kill-controller-3x | delete-trainjob | pause-apiserver | huge-log | big-training-log
     options: dict[str, Any] = field(default_factory=dict)
     expect: str = "PASSED"
     #: indices of the nodes that must be blamed (exactly these)
@@ -132,15 +143,29 @@ SCENARIOS = (
         expect="FAILED",
     ),
     Scenario("pause-apiserver", "kube-apiserver stopped (SIGSTOP) for 8 s while the Job runs", "nccl-all-reduce", action="pause-apiserver"),
+    # The hung pod's log grows by --log-mib, a timestamp on every line, then ends with the ReDoS
+    # line: the final read must get through all of it (its message says so) and the hang is
+    # still the only finding.
     Scenario(
         "huge-log",
-        "a hung pod logs {log_mib} MiB and a 40 KB ReDoS line",
+        "a hung pod logs {log_mib} MiB, a timestamp a line, then a 40 KB ReDoS line",
         "nccl-loopback",
         node_fault="hang",
         action="huge-log",
-        options={"timeoutPerJob": "2m"},
+        options={"timeoutPerJob": "{huge_log_timeout}"},
         expect="FAILED",
         blamed=(0,),
+    ),
+    # A healthy training run with NCCL_DEBUG=INFO-like chatter: a step every second while its
+    # log grows to --training-log-mib. Reading the whole log at every sample failed such a run
+    # WorkloadStalled near 90 MB and blamed both nodes.
+    Scenario(
+        "big-training-log",
+        "a progressing training run logs {training_log_mib} MiB, a timestamp a line",
+        "nemotron5-8b",
+        domain="training",
+        action="big-training-log",
+        options={"nodesPerJob": 2, "timeoutPerJob": "1h"},
     ),
 )
 
@@ -253,16 +278,44 @@ class Controller:
                 self.proc.wait()
 
 
-def _certification(namespace: str, name: str, nodes: list[str], scenario: Scenario) -> dict[str, Any]:
-    category: dict[str, Any] = {"domain": "communication", "variant": scenario.variant}
+def _certification(namespace: str, name: str, nodes: list[str], scenario: Scenario, sizes: Sizes) -> dict[str, Any]:
+    category: dict[str, Any] = {"domain": scenario.domain, "variant": scenario.variant}
     if scenario.options:
-        category["options"] = dict(scenario.options)
+        category["options"] = {k: v.format(**sizes.names()) if isinstance(v, str) else v for k, v in scenario.options.items()}
+    target: dict[str, Any] = {"nodeNames": nodes}
+    if scenario.action == "big-training-log":
+        from nvcre.testing.simplayer import LOG_BYTES_ENV, TRAINING_SECONDS_ENV
+
+        seconds = max(10, round(sizes.training_log_mib / sizes.mib_per_second))
+        rate = round(sizes.training_log_mib * 1024 * 1024 / seconds)
+        category["options"]["env"] = [{"name": TRAINING_SECONDS_ENV, "value": str(seconds)}, {"name": LOG_BYTES_ENV, "value": str(rate)}]
+    if scenario.domain == "training":
+        # The simulated GPU nodes carry the GPU taint; the training entries do not tolerate it.
+        target["taintSelectors"] = [{"key": "nvidia.com/gpu"}]
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "Certification",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"target": {"nodeNames": nodes}, "categories": [category]},
+        "spec": {"target": target, "categories": [category]},
     }
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big the log scenarios grow their logs, and how fast."""
+
+    log_mib: int = 300
+    training_log_mib: int = 1024
+    mib_per_second: float = 4.0
+
+    @property
+    def huge_log_seconds(self) -> float:
+        return self.log_mib / self.mib_per_second
+
+    def names(self) -> dict[str, Any]:
+        # the hung pod's Job outlives the append by two minutes, so its final read sees it all
+        timeout = f"{int(self.huge_log_seconds) + 120}s"
+        return {"log_mib": self.log_mib, "training_log_mib": self.training_log_mib, "huge_log_timeout": timeout}
 
 
 def _report(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
@@ -278,17 +331,62 @@ def _report(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
     return json.loads(out.stdout) if out.stdout.strip() else {"result": f"report failed: {out.stderr.strip()}"}
 
 
-def _append_log(path: Path, mib: int) -> None:
-    """CRI lines on a pod's log file: ``mib`` MiB of chatter in 1 MiB lines, then a ReDoS line."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    chunk = "x" * (1 << 20)
+def _append_log(path: Path, mib: int, mib_per_second: float) -> None:
+    """Grow a pod's log file by ``mib`` MiB of NCCL INFO chatter at ``mib_per_second``, every line
+    stamped when it is written (CRI format, as a container runtime writes it), then a ReDoS line."""
+    from nvcre.testing import simlogs
+
+    total = mib * 1024 * 1024
+    chatter = simlogs.Chatter(0.0, total / (mib_per_second * 1024 * 1024), round(mib_per_second * 1024 * 1024))
+    started = datetime.now(UTC)
+    upto = 0.0
+    while upto < chatter.end:
+        time.sleep(0.25)
+        now = min(time.time() - started.timestamp(), chatter.end)
+        text = "".join(line for _, line in chatter.lines(started, upto, now))
+        with path.open("a") as log:
+            log.write(text)
+        upto = now
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
     with path.open("a") as log:
-        for _ in range(mib):
-            log.write(f"{stamp} stdout F {chunk}\n")
-        log.write(f"{stamp} stdout F {REDOS_LINE}\n")
+        log.write(f"{stamp}000Z stdout F {REDOS_LINE}\n")
 
 
-def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kubeconfig: Path, log_mib: int) -> dict[str, Any]:
+def _wait_measurements(kube: Any, namespace: str, timeout: float) -> float | None:
+    """Seconds until every measurement in ``namespace`` is complete (None: not within ``timeout``)."""
+    from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS
+    from nvcre.runtime.reconcile import conditions as cond
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        items = [m for r in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS) for m in kube.list(r, namespace).items]
+        if all(cond.is_true(m.get("status"), "Complete") for m in items):
+            return time.monotonic() - started
+        time.sleep(2.0)
+    return None
+
+
+def _measured(kube: Any, namespace: str, podlogs: Path) -> str:
+    """What the measurements read: their final-read message, the steps seen, the largest pod log."""
+    from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS
+    from nvcre.runtime.reconcile import conditions as cond
+
+    parts = []
+    for resource in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS):
+        for item in kube.list(resource, namespace).items:
+            status = item.get("status") or {}
+            complete = cond.condition(status, "Complete") or {}
+            text = str(complete.get("message") or "not complete")
+            if status.get("highestStep"):
+                text += f"; {status['highestStep']} steps"
+            parts.append(text)
+    sizes = [p.stat().st_size for p in podlogs.glob("*.log")] if podlogs.is_dir() else []
+    if sizes:
+        parts.append(f"largest pod log {max(sizes) / 1024 / 1024:.0f} MiB")
+    return "; ".join(parts)
+
+
+def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kubeconfig: Path, sizes: Sizes) -> dict[str, Any]:
     from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS
     from nvcre.runtime.reconcile import conditions as cond
 
@@ -300,10 +398,11 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
         cluster.set_fault(target, scenario.node_fault)
     name = f"campaign-{scenario.name}"
     started = time.monotonic()
-    kube.create(_certification(namespace, name, nodes, scenario))
+    kube.create(_certification(namespace, name, nodes, scenario, sizes))
     acted = False
     verdict_at = None
-    while time.monotonic() - started < 900:
+    appender: threading.Thread | None = None
+    while time.monotonic() - started < 900 + sizes.huge_log_seconds + sizes.training_log_mib / sizes.mib_per_second:
         status = kube.get(CERTIFICATIONS, name, namespace).get("status") or {}
         if cond.lifecycle(status) in (cond.SUCCEEDED, cond.FAILED):
             verdict_at = time.monotonic()
@@ -331,16 +430,23 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
                         os.kill(pid, signal.SIGCONT)
                 elif scenario.action == "huge-log":
                     pod = running[0]["metadata"]["name"]
-                    _append_log(cluster.workdir / "podlogs" / namespace / f"{pod}.log", log_mib)
+                    path = cluster.workdir / "podlogs" / namespace / f"{pod}.log"
+                    appender = threading.Thread(target=_append_log, args=(path, sizes.log_mib, sizes.mib_per_second), daemon=True)
+                    appender.start()
                 acted = True
         time.sleep(1.0)
+    if appender is not None:
+        appender.join()
+    # a verdict without a threshold does not wait for a measurement's final read: wait for it
+    # here (at most 10 minutes), so the row says what the final read covered
+    measured_after = _wait_measurements(kube, namespace, 600.0)
     report = _report(kubeconfig, name, namespace)
     blamed = sorted(report.get("failedNodes") or [])
     expected = sorted(nodes[i] for i in scenario.blamed)
     jobs = len(kube.list(JOBS, namespace).items)
     row = {
         "scenario": scenario.name,
-        "fault": scenario.fault.format(log_mib=log_mib),
+        "fault": scenario.fault.format(**sizes.names()),
         "expected": scenario.expect,
         "result": report.get("result"),
         "blamed": blamed,
@@ -349,6 +455,9 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
         "seconds": round(verdict_at - started) if verdict_at else None,
         "jobs": jobs,
         "reason": next((c.get("failureReason") for c in report.get("categories") or [] if c.get("failureReason")), ""),
+        "measured": _measured(kube, namespace, cluster.workdir / "podlogs" / namespace),
+        "measurements_complete_after_verdict_s": round(measured_after) if measured_after is not None else None,
+        "controller_peak_rss_mib": round(controller.peak_rss_kib / 1024),
     }
     row["ok"] = row["result"] == scenario.expect and blamed == expected
     kube.delete(CERTIFICATIONS, name, namespace)
@@ -362,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--only", nargs="*", default=None, help="scenario names to run")
     parser.add_argument("--log-mib", type=int, default=300, help="size of the huge-log scenario's injected log")
+    parser.add_argument("--training-log-mib", type=int, default=1024, help="size of the big-training-log scenario's log")
+    parser.add_argument("--log-mib-per-second", type=float, default=4.0, help="how fast the two log scenarios grow their logs")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     chosen = [s for s in SCENARIOS if args.only is None or s.name in args.only]
@@ -376,21 +487,22 @@ def main(argv: list[str] | None = None) -> int:
         try:
             controller.start()
             for scenario in chosen:
-                row = run(scenario, cluster, kube, controller, cluster.kubeconfig, args.log_mib)
+                sizes = Sizes(args.log_mib, args.training_log_mib, args.log_mib_per_second)
+                row = run(scenario, cluster, kube, controller, cluster.kubeconfig, sizes)
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
         finally:
             controller.stop()
             kube.close()
         errors = sum(1 for line in (Path(tmp) / "controller.log").read_text(errors="replace").splitlines() if '"level": "error"' in line)
-    print("| scenario | fault | expected | result | nodes blamed | time to verdict | verdict right |")
-    print("|---|---|---|---|---|---|---|")
+    print("| scenario | fault | expected | result | nodes blamed | time to verdict | verdict right | what was read |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         blamed = ", ".join(b.rsplit("-", 2)[-2] + "-" + b.rsplit("-", 1)[-1] for b in r["blamed"]) or "none"
         seconds = f"{r['seconds']} s" if r["seconds"] is not None else "no verdict"
         print(
             f"| {r['scenario']} | {r['fault']} | {r['expected']} | {r['result']} | {blamed} | {seconds} | "
-            f"{'yes' if r['ok'] else '**no**'} |"
+            f"{'yes' if r['ok'] else '**no**'} | {r['measured'] or '-'} |"
         )
     wrong = sum(1 for r in rows if not r["ok"])
     print()

@@ -15,6 +15,7 @@ import json
 import math
 import random
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -311,6 +312,52 @@ def _nccl_init(ranks: Sequence[Rank], nodes: Sequence[str], transport: str, *, m
             f"nvmlDev {rank.device} - Init COMPLETE"
         )
     return out
+
+
+# ----------------------------------------------------------------- chatter
+
+#: a line NCCL prints at ``NCCL_DEBUG=INFO`` (200 bytes in CRI format with its timestamp)
+NCCL_INFO_LINE = (
+    "node-0:1234:1234 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read comm 0x55d1a3 nRanks 16 "
+    "localRanks 8 localRank 0 MNNVL 0 xxxxxxxxxxxxxxxxxxxxxxxxx"
+)
+
+
+@dataclass(frozen=True)
+class Chatter:
+    """Output a workload prints steadily besides its own lines (``NCCL_DEBUG=INFO``-style), each
+    line stamped when it is printed, as a container runtime stamps it: ``bytes_per_second`` of
+    log (CRI format) from ``start`` to ``end`` seconds after the container started."""
+
+    start: float
+    end: float
+    bytes_per_second: int
+    text: str = NCCL_INFO_LINE
+
+    @property
+    def lines_per_second(self) -> float:
+        return self.bytes_per_second / len(cri_line(datetime(2026, 1, 1, tzinfo=timezone.utc), LogLine(0.0, self.text)))
+
+    def lines(self, started: datetime, since: float, until: float) -> list[tuple[float, str]]:
+        """(offset, CRI line) of the lines printed in ``[since, until)`` seconds after the start."""
+        rate = self.lines_per_second
+        low, high = max(since, self.start), min(until, self.end)
+        if rate <= 0 or high <= low:
+            return []
+        first = math.ceil((low - self.start) * rate)
+        last = math.ceil((high - self.start) * rate)
+        zero = started.timestamp()
+        tail = f"000Z stdout F {self.text}\n"
+        out: list[tuple[float, str]] = []
+        head_second, head = -1, ""
+        for index in range(first, last):
+            offset = self.start + index / rate
+            micros = round((zero + offset) * 1_000_000)
+            second, micro = divmod(micros, 1_000_000)
+            if second != head_second:
+                head_second, head = second, time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+            out.append((offset, f"{head}{micro:06d}{tail}"))
+        return out
 
 
 # -------------------------------------------------------------------- Megatron

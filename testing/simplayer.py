@@ -11,6 +11,12 @@ owned by a Job is Running and not decided yet, the player looks at what it runs
 3. annotates the pod (``sim.nvcre.io/decided``, ``exit-code``, ``duration``) so
    kwok's completion stage ends it; a hanging pod is never annotated.
 
+A training pod can be asked for a long, chatty run through two variables of the simulated
+cluster's own, set like any workload variable (the category's ``env``):
+``NVCRE_SIM_TRAINING_SECONDS`` (the run's wall time, one Megatron step report a second) and
+``NVCRE_SIM_LOG_BYTES_PER_SECOND`` (``NCCL_DEBUG=INFO``-style chatter on the pod that logs the
+steps, a kubelet timestamp on every line, written as it is due, never held in memory whole).
+
 MPI workers are only given an sshd log: they stay Running until the launcher ends
 and JobSet removes them. Numbers come from the node profile's nominal bandwidth
 times the link quality of the group's slowest node, with a seeded jitter.
@@ -58,6 +64,12 @@ from .simworkloads import (
 KWOK_GROUP = "kwok.x-k8s.io"
 KWOK_VERSION = "v1alpha1"
 XID_DELAY_SECONDS = 1.0
+#: a training run's wall time in seconds (one step report a second), when set on the pod
+TRAINING_SECONDS_ENV = "NVCRE_SIM_TRAINING_SECONDS"
+#: bytes of chatter a second on the pod that logs the steps, when set on the pod
+LOG_BYTES_ENV = "NVCRE_SIM_LOG_BYTES_PER_SECOND"
+#: the longest a chatter pass of the log writer waits (its lines are written when due)
+CHATTER_PASS_SECONDS = 0.2
 # Each watch window ends after this long (it bounds how long stop() waits); the next one goes
 # on from the last version seen.
 WATCH_SECONDS = 5
@@ -105,6 +117,8 @@ class Decision:
     #: crash-once nodes whose crash this attempt takes
     crash_once_taken: tuple[str, ...] = ()
     attempt: str = ""
+    #: steady output besides ``lines`` (generated as it is due)
+    chatter: simlogs.Chatter | None = None
 
 
 class LogWriter(threading.Thread):
@@ -113,6 +127,9 @@ class LogWriter(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="sim-log-writer", daemon=True)
         self._heap: list[tuple[float, int, Path, str]] = []
+        # chatter streams: path, wall time of the container start, its start, the chatter, and
+        # the offset written up to
+        self._streams: list[tuple[Path, float, datetime, simlogs.Chatter, float]] = []
         self._counter = 0
         self._cond = threading.Condition()
         self._stopped = False
@@ -125,22 +142,36 @@ class LogWriter(threading.Thread):
                 heapq.heappush(self._heap, (start_wall + line.offset, self._counter, path, simlogs.cri_line(stamp, line)))
             self._cond.notify()
 
+    def stream(self, path: Path, start_wall: float, started: datetime, chatter: simlogs.Chatter) -> None:
+        """Write ``chatter`` to ``path`` as it is due, in time order with the scheduled lines."""
+        with self._cond:
+            self._streams.append((path, start_wall, started, chatter, chatter.start))
+            self._cond.notify()
+
     def run(self) -> None:
         while True:
             with self._cond:
-                while not self._stopped and (not self._heap or self._heap[0][0] > time.time()):
+                while not self._stopped and not self._streams and (not self._heap or self._heap[0][0] > time.time()):
                     timeout = None if not self._heap else max(self._heap[0][0] - time.time(), 0)
                     self._cond.wait(timeout if timeout is None else min(timeout, 1.0))
                 if self._stopped:
                     return
-                due: dict[Path, list[str]] = {}
+                if self._streams and (not self._heap or self._heap[0][0] > time.time()):
+                    self._cond.wait(CHATTER_PASS_SECONDS)
+                due: dict[Path, list[tuple[float, str]]] = {}
                 now = time.time()
                 while self._heap and self._heap[0][0] <= now:
-                    _, _, path, text = heapq.heappop(self._heap)
-                    due.setdefault(path, []).append(text)
-            for path, texts in due.items():
+                    wall, _, path, text = heapq.heappop(self._heap)
+                    due.setdefault(path, []).append((wall, text))
+                streams = self._streams
+                self._streams = [(p, w, s, c, max(upto, now - w)) for p, w, s, c, upto in streams if now - w < c.end]
+            for path, start_wall, started, chatter, upto in streams:
+                lines = chatter.lines(started, upto, now - start_wall)
+                due.setdefault(path, []).extend((start_wall + offset, text) for offset, text in lines)
+            for path, items in due.items():
+                items.sort(key=lambda item: item[0])  # stable: scheduled lines keep their order
                 with path.open("a", encoding="utf-8") as fh:
-                    fh.write("".join(texts))
+                    fh.write("".join(text for _, text in items))
 
     def stop(self) -> None:
         with self._cond:
@@ -322,6 +353,9 @@ def decide(
         size = max(len(workers), int(declared) if declared.isdigit() else 0, 1)
         ppn = _requests(pod, GPU_RESOURCE) or (prof.gpus if prof else 8)
         claim = checkpoint_claim(pod)
+        env = _env(pod)
+        long_run = _positive(env.get(TRAINING_SECONDS_ENV, ""))
+        shape: dict[str, Any] = {"seconds": long_run, "iterations": max(int(long_run) * 10, 10)} if long_run else {}
         run = simlogs.TrainingRun(
             world_size=size * ppn,
             first_pod=index == 0,
@@ -333,12 +367,16 @@ def decide(
             hang_at=0.5 if hang else None,
             tflops_per_gpu=520.0 * quality,
             seed=pod_seed,
+            **shape,
         )
         lines = simlogs.training_log(run, started)
         code = CRASH_EXIT_CODE if crash else 0
+        chatter_rate = int(_positive(env.get(LOG_BYTES_ENV, "")))
+        if chatter_rate and run.last_pod and lines:
+            extra["chatter"] = simlogs.Chatter(0.0, max(line.offset for line in lines), chatter_rate)
         if claim:
             saves = tuple(simlogs.checkpoint_saves(lines))
-            extra = {"checkpoint_claim": claim[0], "saves": saves, "resumed_from": run.resume_from}
+            extra.update(checkpoint_claim=claim[0], saves=saves, resumed_from=run.resume_from)
     elif workload.kind == "dcgm":
         fault = faults.get(node, NO_FAULT)
         run_dcgm = simlogs.DcgmRun(
@@ -371,6 +409,15 @@ def decide(
     if workload.kind == "training" and extra:
         decision = replace(decision, **extra)
     return decision
+
+
+def _positive(text: str) -> float:
+    """A positive number from a variable's text, else 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return value if 0 < value < float("inf") else 0.0
 
 
 def _gpu_name(view: ClusterView, node: str) -> str:
@@ -569,6 +616,8 @@ class Player:
         self.remember(decision, started.timestamp())
         self.decisions[f"{namespace}/{name}"] = decision
         self._schedule(path, decision.lines, started)
+        if decision.chatter is not None:
+            self._writer.stream(path, started.timestamp(), started, decision.chatter)
         for node in decision.xid_nodes:
             timer = threading.Timer(XID_DELAY_SECONDS, self._view.trigger_xid, args=(node,))
             timer.daemon = True

@@ -84,6 +84,7 @@ def test_both_run_commands_come_from_one_factory_with_the_shared_flags() -> None
         "--wait", "--timeout", "--results-file", "--junit", "--evidence", "--sign-key", "--workload-registry",
         "--workload-registry-username", "--workload-registry-password", "--grant-run-access", "--setup", "--image",
         "--controller-pull-secret", "--cleanup", "--kubeconfig", "--context", "--name", "--namespace", "-n",
+        "--nvcre-streams",
     }  # fmt: skip
     assert shared <= commands["certification"] and shared <= commands["workloadrun"]
     assert commands["workloadrun"] - shared == {"file", "--node-list", "--topology-domain", "--topology-key", "--test-scale"}

@@ -31,7 +31,7 @@ from .profile import parse_rfc3339
 from .timefmt import rfc3339
 from .training import Goodput, TrainingParse
 
-__all__ = ["PRIOR_ANNOTATION", "PriorAttempts", "combine", "fold", "pending_interruption"]
+__all__ = ["PRIOR_ANNOTATION", "PriorAttempts", "combine", "combine_from", "fold", "has_steps", "logged_steps", "pending_interruption"]
 
 PRIOR_ANNOTATION = ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
 
@@ -147,9 +147,15 @@ def pending_interruption(status: Mapping[str, Any], reason: str, now: datetime) 
 
 def combine(prior: PriorAttempts, current: Goodput, parse: TrainingParse, now: datetime) -> Goodput:
     """The whole run's goodput: ``current`` (this attempt's log) plus ``prior``."""
+    started = parse.application_start or (parse.first_step.timestamp if parse.first_step else None)
+    return combine_from(prior, current, started, now)
+
+
+def combine_from(prior: PriorAttempts, current: Goodput, started: datetime | None, now: datetime) -> Goodput:
+    """:func:`combine`, given when this attempt started (its application start, else its first
+    step's time; None when neither is known)."""
     if prior.interruptions == 0:
         return current
-    started = parse.application_start or (parse.first_step.timestamp if parse.first_step else None)
     reschedule = prior.reschedule
     if prior.interrupted_at is not None:
         resumed_at = started or now
@@ -184,4 +190,9 @@ def has_steps(prior: PriorAttempts, parse: TrainingParse) -> bool:
     An attempt that resumes from a checkpoint taken at the last iteration has nothing left to
     train and logs no step; the run still trained, in the attempts before it, so its goodput is
     the earlier attempts' (``combine`` with an empty current attempt), not "no data"."""
-    return bool(parse.steps) or (prior.interruptions > 0 and prior.highest_step > 0)
+    return logged_steps(prior, bool(parse.steps))
+
+
+def logged_steps(prior: PriorAttempts, current: bool) -> bool:
+    """:func:`has_steps`, given whether the current attempt logged a step."""
+    return current or (prior.interruptions > 0 and prior.highest_step > 0)

@@ -9,6 +9,11 @@ cap, not the log. A log whose windows cannot move on (a log without timestamps, 
 second than a window holds, a read refused half way) or that needs more than ``max_windows``
 windows is read as far as it goes and marked incomplete.
 
+The windows may also begin where an earlier read stopped (``start``, the first read made from
+``start.since_time()``), and a provisional read (``final=False``, the log still growing) leaves
+a last line without its newline for the next read. :attr:`LogWindows.cursor` says where the
+lines handed out end, so the next read can begin there.
+
 The reader is given as a function, so this module does no I/O of its own.
 """
 
@@ -48,20 +53,27 @@ class LogWindows:
     max_windows: int = DEFAULT_MAX_WINDOWS
     #: False once iteration stopped before the end of the log
     complete: bool = field(default=True, init=False)
+    #: where the earlier reads this one goes on from stopped (the first read was made from it)
+    start: LogCursor = field(default_factory=LogCursor)
+    #: the log is complete (its pod ended): a last line without a newline is handed out too
+    final: bool = True
     #: how many reads iteration made (the first one included)
     reads: int = field(default=1, init=False)
+    #: after iteration, the cursor after the last complete line handed out
+    cursor: LogCursor = field(default_factory=LogCursor, init=False)
 
     def __bool__(self) -> bool:
         return True
 
     def __iter__(self) -> Iterator[str]:
-        cursor = LogCursor()
+        cursor = self.cursor = self.start
         text: str | None = self.first
         while text is not None:
             chunk, after = advance(cursor, text)
+            self.cursor = after
             if not _filled(text, self.cap):
-                # the end of the log: its last line may have no newline, and is complete now
-                rest = text[text.rfind("\n") + 1 :]
+                # the end of the log: a last line without its newline is complete once the log is
+                rest = text[text.rfind("\n") + 1 :] if self.final else ""
                 if chunk or rest:
                     yield chunk + rest
                 return

@@ -1,17 +1,22 @@
 """The measurement tier: BandwidthMeasurement and GoodputMeasurement, read once when the Job ends.
 
 A measurement waits (``Measuring=True``/``JobRunning``) while its Job runs, sampling the log
-every ``sampleInterval`` for provisional numbers once the profile's pod has started. A
-BandwidthMeasurement reads only what its pod logged since its last read (``sinceTime``,
-:mod:`..measure.cursor`), waits twice as long after a sample that added nothing (at most eight
-intervals), and its rows only feed the gauges. Until that pod has started there is nothing to read:
-the measurement waits for the events of its Job and of the Job's pods, with a slow timer as a
-safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
+every ``sampleInterval`` for provisional numbers once the profile's pod has started. Each sample
+reads only what its pod logged since the last one (``sinceTime``, :mod:`..measure.cursor`). A
+BandwidthMeasurement waits twice as long after a sample that added nothing (at most eight
+intervals), and its rows only feed the gauges. A GoodputMeasurement keeps running sums of its
+training log (:mod:`.goodput_reads`) and records how far its reads got in its ``LogRead``
+condition (:mod:`.log_read`), the clock stall detection runs on; reads that fall behind the log
+say so there, with a Warning Event, and the next sample follows at once. Until that pod has
+started there is nothing to read: the measurement waits for the events of its Job and of the
+Job's pods, with a slow timer as a safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
 with more bandwidth measurements running than the budget allows per interval, each one's gap
 stretches so the reads stay within it. The final read is never held back.
 
-When the Job is terminal, the profile's pod log is read in full once and handed to the pure parsers in ``runtime.measure``; the result is one
-terminal write (``Complete=True``), never overwritten. Status is written only when it changes.
+When the Job is terminal, the profile's pod log is read in full once (a GoodputMeasurement reads
+on from where its samples stopped) and handed to the pure parsers in ``runtime.measure``; the
+result is one terminal write (``Complete=True``), never overwritten. Status is written only when
+it changes.
 Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
 (Job gone or replaced, or the log stayed unreadable past the grace), with
 ``Measuring=False``/``FinalReadPending`` while a finished Job's log cannot be read yet and
@@ -45,9 +50,11 @@ from ..measure.cursor import LogCursor, advance
 from ..measure.windows import LogWindows
 from ..measure.profile import PatternError
 from . import conditions as cond
-from .common import annotations_of, meta, name_of, namespace_of, uid_of
+from . import log_read
+from .common import annotations_of, meta, name_of, namespace_of
 from .context import SAFETY_NET_POLLS, Context, Result
-from .measurement_kinds import KINDS, MeasurementKind, transports
+from .goodput_reads import SAMPLE_WINDOWS, GoodputRead, GoodputReading, GoodputReads, log_identity
+from .measurement_kinds import KINDS, GoodputKind, MeasurementKind, transports
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 __all__ = ["MeasurementReconciler"]
@@ -104,10 +111,19 @@ def _merged(status: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, A
     return new
 
 
-def _log_identity(pod: Mapping[str, Any]) -> str:
-    """The pod and how often its containers restarted: a restart begins another log."""
-    restarts = sum(int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or ())
-    return f"{uid_of(pod)}/{restarts}"
+_log_identity = log_identity
+_LAG_REASONS = (log_read.FALLING_BEHIND, log_read.NOT_READABLE)
+
+
+@dataclass(frozen=True)
+class _Note:
+    """What a GoodputMeasurement's sample says about its reads: the ``LogRead`` condition, and
+    whether the next sample should follow at once."""
+
+    state: str
+    reason: str
+    message: str
+    hurry: bool = False
 
 
 class MeasurementReconciler:
@@ -125,6 +141,8 @@ class MeasurementReconciler:
         self._reading: set[tuple[str, str]] = set()
         # where each running BandwidthMeasurement's provisional reads stopped
         self._tails: dict[tuple[str, str], _Tail] = {}
+        # where each GoodputMeasurement's reads stopped, and their running sums
+        self._goodput = GoodputReads(ctx)
 
     def _forget(self, key: tuple[str, str]) -> None:
         """Drop everything remembered of a measurement that completed or went."""
@@ -133,6 +151,7 @@ class MeasurementReconciler:
         self._final_tries.pop(key, None)
         self._reading.discard(key)
         self._tails.pop(key, None)
+        self._goodput.forget(key)
 
     def _budget_gap(self) -> float:
         """The shortest gap between two provisional reads of one BandwidthMeasurement that keeps
@@ -169,10 +188,13 @@ class MeasurementReconciler:
             message = f"LogProfile {ref} not found"
             self._measuring(resource, measurement, "False", "LogProfileNotFound", message, warn=True)
             return Result(ctx.settings.poll_interval)
-        text = self._read_log(job, profile, kind.training_log, _attempt_start(measurement))
+        text = self._final_read(kind, job, profile, measurement)
         completed_at = _job_terminal_time(job)
         if life == cond.FAILED:
-            fields = self._fields(kind, profile, text, completed_at, measurement) if text else {}
+            try:
+                fields = self._final_fields(kind, profile, text, completed_at, measurement) if text else {}
+            except PatternError:
+                fields = {}
             self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
             return Result()
         if text is None:
@@ -192,7 +214,7 @@ class MeasurementReconciler:
             self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
             return Result()
         try:
-            fields = self._fields(kind, profile, text, completed_at, measurement)
+            fields = self._final_fields(kind, profile, text, completed_at, measurement)
         except PatternError as exc:
             self._complete(resource, measurement, "NoDataCollected", f"LogProfile cannot parse the log: {exc}", completed_at, {})
             return Result()
@@ -214,14 +236,16 @@ class MeasurementReconciler:
     # Long: the pass's pacing entry (``_sampled``) is read, advanced by what the read found and
     # read again for the requeue around one status write; split, that state would be handed around.
     def _sample_running(self, kind: MeasurementKind, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
-        """While the Job runs: every sampleInterval, read the log so far and record provisional
+        """While the Job runs: every sampleInterval, read what the log added and record provisional
         numbers (the final read replaces them; thresholds never read them, stall detection
-        reads the last step)."""
+        reads the last step and how far the reads got)."""
         key = (namespace_of(measurement), name_of(measurement))
         interval = self._sample_interval(measurement)
         now = time.monotonic()
         message = f"Job {name_of(job)} is running"
         fields: dict[str, Any] = {}
+        note: _Note | None = None
+        read: GoodputRead | None = None
         # Between a checkpoint restart and the next workload there is no log to read.
         job_status = job.get("status") or {}
         has_workload = bool(job_status.get("workloadRef"))
@@ -233,12 +257,15 @@ class MeasurementReconciler:
             pod = self._log_pod(job, profile, kind.training_log, _attempt_start(measurement)) if profile is not None else None
             # A pod that has not started has no log: reading it would only be refused.
             started = pod is not None and str((pod.get("status") or {}).get("phase") or "Pending") != "Pending"
-            self._sampled[key] = (now, gap) if started else (float("-inf"), interval)
+            self._sampled[key] = (now, interval) if started else (float("-inf"), interval)
             if started and kind.budgeted:
                 self._reading.add(key)
             if started and pod is not None and profile is not None:
                 try:
-                    fields = self._sample(kind, key, profile, pod, measurement)
+                    if isinstance(kind, GoodputKind):
+                        fields, note, read = self._sample_goodput(kind, key, profile, pod, measurement, interval)
+                    else:
+                        fields = self._sample_bandwidth(key, profile, pod)
                 except PatternError:
                     fields = {}
             if started and kind.budgeted:
@@ -247,6 +274,8 @@ class MeasurementReconciler:
                 status = measurement.get("status") or {}
                 unchanged = not fields or _merged(status, fields) == status
                 self._sampled[key] = (now, max(min(gap * 2, interval * 8) if unchanged else interval, self._budget_gap()))
+            if note is not None and note.hurry:
+                self._sampled[key] = (now, 0.0)  # behind the log: go on reading at once
             if fields.get("results"):
                 message = f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
             elif fields.get("currentStep"):
@@ -258,35 +287,79 @@ class MeasurementReconciler:
                 return None
             new = _merged(status, fields)
             new.setdefault("startTime", stamp)
+            if note is not None:
+                new = cond.set_condition(new, log_read.CONDITION, note.state, note.reason, note.message, stamp)
             if not fields:
                 previous = cond.condition(new, MEASURING) or {}
                 if previous.get("reason") == "JobRunning" and previous.get("status") == "True":
                     return new
             return cond.set_condition(new, MEASURING, "True", "JobRunning", message, stamp)
 
-        self.ctx.write_status(kind.resource, measurement, mutate)
+        written = self.ctx.write_status(kind.resource, measurement, mutate)
+        if note is not None:
+            self._warn_lag(written or measurement, note)
+        if read is not None:
+            self._goodput.keep(key, measurement, read)
         last, gap = self._sampled.get(key, (float("-inf"), interval))
         if last == float("-inf"):
             # Nothing to read yet (no workload, or its pod has not started): the Job's and the
             # pods' events bring the measurement back; the timer is only a safety net.
             return Result(self.ctx.settings.safety_net)
-        return Result(max(1.0, last + gap - now))
+        # the next sample is due a gap after this one began, however long its read took
+        return Result(max(1.0, last + gap - time.monotonic()) if gap > 0 else 0.1)
 
     # ------------------------------------------------------------------ reading
 
-    def _sample(
+    # Long: one sample, then the three things it can say about the reads (caught up, behind,
+    # unreadable), each with the moment the log is read through.
+    def _sample_goodput(
         self,
-        kind: MeasurementKind,
+        kind: GoodputKind,
         key: tuple[str, str],
         profile: Mapping[str, Any],
         pod: Mapping[str, Any],
         measurement: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """A provisional read: bandwidth from where its last read stopped, goodput the whole log."""
-        if kind.budgeted:
-            return self._sample_bandwidth(key, profile, pod)
-        windows = self._log_windows(pod)
-        return self._fields(kind, profile, windows, None, measurement) if windows else {}
+        interval: float,
+    ) -> tuple[dict[str, Any], _Note, GoodputRead | None]:
+        """A provisional read of what the training pod logged since the last one, added to the
+        running sums; the fields they give, what to say about the reads, and the read."""
+        previous = log_read.read_through(measurement.get("status"))
+        tail = self._goodput.tail_for(key, pod, measurement)
+        spec = profile.get("spec") or {}
+        reading = self._goodput.start(
+            tail, spec, lambda since: self._read_pod_log(pod, since), final=False, max_windows=SAMPLE_WINDOWS, budget=interval
+        )
+        if reading is None:
+            held = previous or parse_time((pod.get("status") or {}).get("startTime")) or self.ctx.clock.now()
+            detail = "the last sample could not read the log; stall detection waits until one can, and no node is blamed for it"
+            return {}, _Note("False", log_read.NOT_READABLE, log_read.message(held, detail)), None
+        read = reading.finish()
+        fields = kind.fields_of(read.state, None, measurement, lambda: self.ctx.clock.now())
+        step = f"step {read.state.last_iteration} is the last seen" if read.state.steps else "no step seen yet"
+        if read.complete and read.seconds <= interval:
+            detail = f"{step}; the sample read {read.reads} window(s) in {read.seconds:.1f} s"
+            return fields, _Note("True", log_read.CAUGHT_UP, log_read.message(read.began, detail)), read
+        if read.complete:
+            through = read.began
+            why = f"the sample took {read.seconds:.1f} s, longer than the {interval:g} s sample interval"
+        else:
+            through = max((m for m in (previous, read.last_line) if m is not None), default=read.began)
+            why = f"the sample stopped after {read.reads} window(s) and {read.seconds:.1f} s, before the end of the log"
+        detail = (
+            f"{step}; the reads are falling behind the log ({why}); stall detection waits for them, and no node is blamed for the delay"
+        )
+        return fields, _Note("False", log_read.FALLING_BEHIND, log_read.message(through, detail), hurry=not read.complete), read
+
+    def _warn_lag(self, measurement: Mapping[str, Any], note: _Note) -> None:
+        """A Warning Event when the reads start falling behind or stop working (once an episode)."""
+        key = (namespace_of(measurement), name_of(measurement))
+        if note.reason == log_read.CAUGHT_UP:
+            self._warned = {w for w in self._warned if not (w[:2] == key and w[2] in _LAG_REASONS)}
+            return
+        if (*key, note.reason) in self._warned:
+            return
+        self._warned.add((*key, note.reason))
+        self.ctx.event(measurement, "Warning", note.reason, note.message)
 
     def _sample_bandwidth(self, key: tuple[str, str], profile: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any]:
         """A provisional read of only what the pod logged since the last one (``sinceTime``),
@@ -320,6 +393,35 @@ class MeasurementReconciler:
         if transport:
             fields["transport"] = transport
         return fields
+
+    def _final_read(
+        self, kind: MeasurementKind, job: Mapping[str, Any], profile: Mapping[str, Any], measurement: Mapping[str, Any]
+    ) -> LogWindows | GoodputReading | None:
+        """The read of the complete log once the Job has ended, its first request made; None when
+        the log cannot be read (yet). A GoodputMeasurement goes on from where its samples stopped."""
+        since = _attempt_start(measurement)
+        if not isinstance(kind, GoodputKind):
+            return self._read_log(job, profile, kind.training_log, since)
+        pod = self._log_pod(job, profile, kind.training_log, since)
+        if pod is None:
+            return None
+        tail = self._goodput.tail_for((namespace_of(measurement), name_of(measurement)), pod, measurement)
+        reader = lambda since_time: self._read_pod_log(pod, since_time)  # noqa: E731
+        spec = profile.get("spec") or {}
+        return self._goodput.start(tail, spec, reader, final=True, max_windows=self.ctx.settings.max_log_windows)
+
+    def _final_fields(
+        self,
+        kind: MeasurementKind,
+        profile: Mapping[str, Any],
+        text: LogWindows | GoodputReading,
+        completed_at: str | None,
+        measurement: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        if isinstance(text, GoodputReading) and isinstance(kind, GoodputKind):
+            return kind.fields_of(text.finish().state, completed_at, measurement, lambda: self.ctx.clock.now())
+        assert isinstance(text, LogWindows)
+        return self._fields(kind, profile, text, completed_at, measurement)
 
     def _profile(self, measurement: Mapping[str, Any]) -> dict[str, Any] | None:
         ref = str((measurement.get("spec") or {}).get("logProfileRef") or "")
@@ -441,14 +543,23 @@ class MeasurementReconciler:
             return cond.set_condition(new, COMPLETE, "True", reason, message, now)
 
         ctx.write_status(resource, measurement, mutate)
+        if resource == GOODPUT_MEASUREMENTS:
+            self._goodput.drop_annotation(measurement)
         self._forget((namespace_of(measurement), name_of(measurement)))
 
 
-def _final_read_message(windows: LogWindows) -> str:
+def _final_read_message(text: LogWindows | GoodputReading) -> str:
     """What the final read covered: the complete log, or as much of it as its windows reached."""
-    if windows.complete:
+    windows = text.windows if isinstance(text, GoodputReading) else text
+    complete = windows.complete and not (isinstance(text, GoodputReading) and text.cut)
+    if complete:
         return "Final read of the complete log"
     read = windows.reads * windows.cap // (1024 * 1024)
+    if windows.start.stamp is not None:
+        return (
+            f"Final read of the log as far as the samples and {read} MiB after them: it is longer than the controller reads, "
+            "or could not be read past that point"
+        )
     return (
         f"Final read of the first {read} MiB of the log only: it is longer than the controller reads, or could not be read past that point"
     )

@@ -6,8 +6,10 @@ terminal status) is the same for both kinds; what a kind decides is written here
 * which pod's log it reads (the launcher's for bandwidth, a training node's for goodput);
 * how a log becomes status fields (NCCL rows and transports; goodput, steps and checkpoints,
   folded with the attempts before a checkpoint restart);
-* how it samples while the Job runs (bandwidth reads only what was logged since its last read,
-  within a shared read budget, and backs off while nothing changes; goodput reads the whole log);
+* how it samples while the Job runs (both read only what was logged since their last read;
+  bandwidth within a shared read budget, backing off while nothing changes; goodput keeps the
+  running sums of :mod:`..measure.goodput_state` and says how far its reads got, which is the
+  clock stall detection runs on);
 * whether a sample must wait (goodput, until a checkpoint restart is folded in);
 * what an empty read means.
 """
@@ -21,7 +23,7 @@ from typing import Any, ClassVar
 
 from ..clock import format_time, parse_time
 from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, Resource
-from ..measure import attempts, nccl, training
+from ..measure import attempts, goodput_state, nccl
 from .common import annotations_of
 
 __all__ = ["KINDS", "MAX_TRANSPORT_LENGTH", "MAX_TRANSPORTS", "MeasurementKind", "transports"]
@@ -97,7 +99,6 @@ class GoodputKind(MeasurementKind):
         recorded = int((measurement.get("status") or {}).get("interruptionCount") or 0)
         return int(job_status.get("restartCount") or 0) > recorded
 
-    # Long: one status field per line, each from the parse or the attempts before a restart.
     def fields(
         self,
         spec: Mapping[str, Any],
@@ -106,32 +107,42 @@ class GoodputKind(MeasurementKind):
         measurement: Mapping[str, Any],
         now: Callable[[], datetime],
     ) -> dict[str, Any]:
-        parsed = training.parse_training(text, spec)
+        state = goodput_state.fold(goodput_state.RunningGoodput(), text, spec)
+        return self.fields_of(state, completed_at, measurement, now)
+
+    # Long: one status field per line, each from the running sums or the attempts before a restart.
+    def fields_of(
+        self,
+        state: goodput_state.RunningGoodput,
+        completed_at: str | None,
+        measurement: Mapping[str, Any],
+        now: Callable[[], datetime],
+    ) -> dict[str, Any]:
+        """The status fields of the lines ``state`` took in (``{}``: no step in any attempt)."""
         prior = attempts.PriorAttempts.from_json(annotations_of(measurement).get(attempts.PRIOR_ANNOTATION))
-        if not attempts.has_steps(prior, parsed):
+        if not attempts.logged_steps(prior, state.steps > 0):
             return {}
         moment = parse_time(completed_at) or now()
-        goodput = attempts.combine(prior, training.calculate_goodput(parsed, moment), parsed, moment)
+        started = state.application_start or state.first_step_time
+        goodput = attempts.combine_from(prior, state.goodput(moment), started, moment)
         out: dict[str, Any] = dict(goodput.status_fields())
         out["highestStep"] = goodput.highest_step
-        out["currentStep"] = parsed.steps[-1].iteration if parsed.steps else goodput.highest_step
+        out["currentStep"] = state.last_iteration if state.steps else goodput.highest_step
         out["lastCheckpointStep"] = goodput.last_checkpoint_step
-        last_checkpoint = parsed.last_checkpoint
-        if last_checkpoint is not None and last_checkpoint.timestamp is not None:
-            out["lastCheckpointTime"] = format_time(last_checkpoint.timestamp)
+        if state.checkpoints and state.last_checkpoint_time is not None:
+            out["lastCheckpointTime"] = format_time(state.last_checkpoint_time)
         if prior.interruptions:
             out["interruptionCount"] = prior.interruptions
             out["priorWarmupTimeSec"] = f"{prior.warmup:.2f}"
             out["priorNonWarmupTimeSec"] = f"{prior.non_warmup:.2f}"
             # The new attempt ran (and logged its steps, if it had any left): the interruption is accounted for.
             out["pendingInterruption"] = None
-        if parsed.log_interval:
-            out["logInterval"] = parsed.log_interval
-        if parsed.application_start is not None:
-            out["applicationStartTime"] = format_time(parsed.application_start)
-        last = parsed.steps[-1].timestamp if parsed.steps else None
-        if last is not None:
-            out["lastStepTimestamp"] = format_time(last)
+        if state.log_interval:
+            out["logInterval"] = state.log_interval
+        if state.application_start is not None:
+            out["applicationStartTime"] = format_time(state.application_start)
+        if state.steps and state.last_step_time is not None:
+            out["lastStepTimestamp"] = format_time(state.last_step_time)
         return out
 
 

@@ -6,6 +6,13 @@ latest of the application start (or the measurement's start), the workload start
 the last unschedulable episode. After that, a step is overdue once
 ``stallMultiplier x avgStepTimeSec x max(logInterval, 1)`` plus two sample intervals have passed
 since the latest of the last step and the end of the last unschedulable episode.
+
+The clock these budgets run on is the measurement's, not the wall's: once the GoodputMeasurement
+has sampled the current attempt's log, time counts only up to the moment its reads got to
+(:func:`.log_read.read_through`). A sample still under way, or reads that fall behind a fast
+growing log, therefore never let the clock run past what was actually looked at, and a slow read
+is never taken for a hung workload (the measurement reports the lag itself). Before the first
+sample of the attempt, the wall clock counts.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ..clock import parse_time
+from .log_read import read_through
 
 __all__ = ["DEFAULT_STARTUP_STALL_SECONDS", "STARTUP_STALL", "STEP_STALL", "stall_message"]
 
@@ -36,6 +44,15 @@ def _float(value: Any) -> float | None:
     return number if number > 0 else None
 
 
+def _observed(goodput_status: Mapping[str, Any], job_status: Mapping[str, Any], now: datetime) -> datetime:
+    """The moment the evidence covers: how far the measurement read this attempt's log, else now."""
+    through = read_through(goodput_status)
+    attempt = _latest(parse_time(goodput_status.get("startTime")), parse_time(job_status.get("workloadStartTime")))
+    if through is None or (attempt is not None and through < attempt):
+        return now  # no sample of this attempt yet
+    return min(now, through)
+
+
 def stall_message(
     job_spec: Mapping[str, Any],
     job_status: Mapping[str, Any],
@@ -48,6 +65,7 @@ def stall_message(
     if multiplier is None or goodput_status is None or job_status.get("schedulingBlockedSince"):
         return None
     slack = 2 * max(sample_interval, 0.0)
+    now = _observed(goodput_status, job_status, now)
     resumed = parse_time(job_status.get("schedulingResumedTime"))
     last_step = parse_time(goodput_status.get("lastStepTimestamp"))
     step_time = _float(goodput_status.get("avgStepTimeSec"))

@@ -9,7 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
+
+from nvcre.runtime.measure.cursor import LogCursor
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.windows import LogWindows
@@ -100,3 +104,36 @@ def test_bandwidth_read_in_windows_equals_the_whole_log() -> None:
     assert parse_bandwidth(windows, profile) == whole
     assert windows.complete and server.reads > 5
     assert whole.results and whole.avg_bus_bandwidth == pytest.approx(3.25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    per_second=st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=40),
+    sample_at=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    cap=st.integers(min_value=600, max_value=3000),  # more than one second of lines: windows must move on
+)
+def test_a_growing_log_read_in_samples_then_a_final_read_gives_every_line_once(
+    per_second: list[int], sample_at: list[int], cap: int
+) -> None:
+    """Samples read on from where the last stopped (several lines may share one timestamp, a
+    sample may stop inside a second, the last line may still be without its newline); the final
+    read takes the rest. Every line comes out exactly once, in order."""
+    lines = []
+    for second, count in enumerate(per_second):
+        for n in range(count):
+            # duplicates: every second holds pairs of lines with the very same timestamp
+            lines.append(f"{_stamp(second, n // 2)} line {second}-{n}\n")
+    text = "".join(lines)
+    got: list[str] = []
+    cursor = LogCursor()
+    for cut in sorted({c % (len(text) + 1) for c in sample_at}):
+        # the log as it stood at the sample: a prefix, its last line maybe still being written
+        server = Server(text[:cut].splitlines(keepends=True), cap)
+        windows = LogWindows(server.read(cursor.since_time()), server.read, cap, 10_000, start=cursor, final=False)
+        got.extend("".join(windows).splitlines(keepends=True))
+        assert windows.complete
+        cursor = windows.cursor
+    server = Server(lines, cap)
+    final = LogWindows(server.read(cursor.since_time()), server.read, cap, 10_000, start=cursor)
+    got.extend("".join(final).splitlines(keepends=True))
+    assert got == lines
