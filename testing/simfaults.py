@@ -10,6 +10,10 @@ Kinds:
 ``crash-once``          like ``nccl-crash`` for the first workload played on the node, then healthy
                         (a transient fault: what checkpoint restarts exist for)
 ``hang``                the workload on this node never finishes
+``corrupt-data``        the collective of a group holding this node returns wrong values: the
+                        nccl-tests rows print a non-zero ``#wrong`` and the run ends ``Out of
+                        bounds values : N FAILED``, yet the workload exits 0 (a launcher that
+                        loses the rank's exit status), so only the log tells
 ``imex-down``           the node's IMEX daemon never joins a ComputeDomain: a pod claiming the
                         domain's channel there never starts its program (on GB200/GB300)
 ``xid``                 once work runs on the node, a GPU health condition appears and the node
@@ -27,7 +31,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FAULT_KINDS = ("slow-link", "bad-link", "nccl-crash", "crash-once", "hang", "imex-down", "xid", "no-capacity", "cordon", "none")
+FAULT_KINDS = (
+    "slow-link",
+    "bad-link",
+    "nccl-crash",
+    "crash-once",
+    "hang",
+    "corrupt-data",
+    "imex-down",
+    "xid",
+    "no-capacity",
+    "cordon",
+    "none",
+)
 DEFAULT_SLOW_FACTOR = 0.1
 #: what a group holding both ends of a bad link measures, as a share of nominal bandwidth
 BAD_LINK_FACTOR = 0.1

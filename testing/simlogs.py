@@ -86,6 +86,7 @@ class NcclOutcome:
     crash_node: str | None = None  # a rank on this node dies with an NCCL error
     seconds: float = 3.0  # wall time of the size sweep
     hang_at: float | None = None  # stop printing after this fraction of the sweep
+    wrong_elements: int = 0  # elements a corrupted collective gets wrong in each row from the middle size on
     seed: str = "nccl"
     extra_lines: tuple[str, ...] = field(default=())
 
@@ -134,11 +135,12 @@ def _time_field(us: float) -> str:
 
 
 def nccl_table_row(size: int, count: int, dtype: str, redop: str, root: int,
-                   cells: Sequence[tuple[float, float, float]]) -> str:  # fmt: skip
-    """One row of the size table: out-of-place then in-place ``(time_us, algbw, busbw)``."""
+                   cells: Sequence[tuple[float, float, float]], wrong: int = 0) -> str:  # fmt: skip
+    """One row of the size table: out-of-place then in-place ``(time_us, algbw, busbw)``, each
+    with ``wrong`` elements that failed the check."""
     row = f"{size:12d}  {count:12d}  {dtype:>8s}  {redop:>6s}  {root:6d}"
     for time_us, alg, bus in cells:
-        row += f"  {_time_field(time_us)}  {alg:6.2f}  {bus:6.2f}  {0:6d}"
+        row += f"  {_time_field(time_us)}  {alg:6.2f}  {bus:6.2f}  {wrong:6d}"
     return row
 
 
@@ -198,6 +200,7 @@ def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[
     latency_us = 28.0 if len(nodes) > 1 else 9.0
     peak_alg = outcome.bus_bandwidth_gbps / factor  # GB/s == bytes per ns
     bus_values: list[float] = []
+    wrong_total = 0
     start = timeline[-1].offset + 0.05
     per_row = outcome.seconds / max(len(steps), 1)
     elements = _ELEMENT_BYTES.get(run.datatype, 4)
@@ -218,7 +221,9 @@ def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[
         count = size // elements
         if collective in ("all_gather", "reduce_scatter", "alltoall"):
             count = max(count // max(n, 1), 0)
-        row = nccl_table_row(size, count, run.datatype, redop, root, cells)
+        wrong = min(outcome.wrong_elements, count) if index >= len(steps) // 2 else 0
+        wrong_total += 2 * wrong
+        row = nccl_table_row(size, count, run.datatype, redop, root, cells, wrong)
         timeline.append(LogLine(offset, row))
     avg = sum(bus_values) / len(bus_values) if bus_values else 0.0
     end = timeline[-1].offset
@@ -227,7 +232,7 @@ def nccl_log(run: NcclRun, ranks: Sequence[Rank], outcome: NcclOutcome) -> list[
             f"{r.node}:{r.pid}:{r.pid} [{r.device}] NCCL INFO comm 0x{0x5555569A0000 + i * 0x2940:x} rank {i} nranks {n} cudaDev {r.device} busId {0x18 + 0x10 * r.device:x}0 - Destroy COMPLETE"
             for i, r in enumerate(ranks[:2])
         ),
-        "# Out of bounds values : 0 OK",
+        f"# Out of bounds values : {wrong_total} FAILED" if wrong_total else "# Out of bounds values : 0 OK",
         f"# Avg bus bandwidth    : {_g6(avg)} ",
         "#",
         f"# Collective test concluded: {name}",

@@ -74,6 +74,8 @@ CHATTER_PASS_SECONDS = 0.2
 # on from the last version seen.
 WATCH_SECONDS = 5
 CRASH_EXIT_CODE = 1
+#: elements a ``corrupt-data`` fault gets wrong in each affected row (a real report showed 237,858)
+CORRUPTED_ELEMENTS = 237858
 #: the names the catalog gives a worker's claim on its ComputeDomain's IMEX channel
 CHANNEL_CLAIMS = ("compute-domain", "compute-domain-channel")
 
@@ -341,6 +343,7 @@ def decide(
             mnnvl=mnnvl,
             crash_node=crash,
             hang_at=0.5 if hang else None,
+            wrong_elements=CORRUPTED_ELEMENTS if any(f.kind == "corrupt-data" for f in faults.values()) else 0,
             seed=pod_seed,
         )
         lines = simlogs.nccl_log(workload.nccl, ranks, outcome)

@@ -90,7 +90,15 @@ Quantity = Union[int, Annotated[str, Field(max_length=32, pattern=QUANTITY)]]
 FreeForm = Annotated[Any, Crd(preserve_unknown=True)]
 FreeFormObject = Annotated[Any, Crd(preserve_unknown=True, object_type=True)]
 Phase = Literal["Pending", "InProgress", "Succeeded", "Failed"]
-FailureReason = Literal["HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"]
+#: NVCRE's three, and the bandwidth run that cannot be trusted (corrupted, failed, unfinished table)
+FailureReason = Literal[
+    "HardwareFailureDetected",
+    "ThresholdViolation",
+    "WorkloadFailed",
+    "CollectiveDataCorrupted",
+    "CollectiveRunFailed",
+    "CollectiveTableIncomplete",
+]
 StringMap = dict[str, str]
 
 

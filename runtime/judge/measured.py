@@ -32,6 +32,7 @@ from .reading import Obj, as_list, as_map, conditions_of, job_ref_name, status_o
 
 __all__ = [
     "MEASUREMENT_FAILURE_REASONS",
+    "bandwidth_unsettled",
     "group_entries",
     "MeasurementFailure",
     "failure_outcome",
@@ -152,3 +153,19 @@ def job_measurement_failure(job: Obj | None) -> str:
         if isinstance(entry, Mapping) and entry.get("reason") in MEASUREMENT_FAILURE_REASONS:
             return str(entry["reason"])
     return ""
+
+
+def bandwidth_unsettled(job: Obj, measurement: Obj | None, *, expired: bool) -> bool:
+    """Whether a succeeded Job's verdict must wait for its bandwidth measurement.
+
+    A Job that records a bandwidth measurement is not done when its workload succeeds: its log
+    may still show a corrupted or failed run. It waits while the measurement is still reading, and
+    while a recorded failure has not reached the Job's conditions yet, until ``expired`` (the
+    measurement's time is up). A Job with no measurement spec, or whose measurement is gone,
+    never waits.
+    """
+    if not as_map(as_map(job.get("spec")).get("bandwidthMeasurement")) or measurement is None or expired:
+        return False
+    if measurement_failure(measurement) is not None:
+        return not job_measurement_failure(job)
+    return true_condition(conditions_of(measurement), "Complete") is None

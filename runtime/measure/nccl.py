@@ -35,6 +35,7 @@ from .profile import matched_part, profile_pattern, required_literals, split_lin
 __all__ = [
     "MAX_TRANSPORTS",
     "MAX_TRANSPORT_LENGTH",
+    "transport_names",
     "BandwidthParse",
     "BandwidthRow",
     "RunFailure",
@@ -217,8 +218,9 @@ def parse_bandwidth(text: str | Iterable[str], profile_spec: Mapping[str, Any]) 
     )
 
 
-def _transport_names(names: Iterable[str]) -> list[str]:
-    return sorted({name for name in names if name and len(name) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
+def transport_names(names: Iterable[Any]) -> list[str]:
+    """The network names to record, sorted, within the CRD's bounds (``status.transport``)."""
+    return sorted({str(name) for name in names if name and len(str(name)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
 
 
 def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, Any]:
@@ -232,7 +234,7 @@ def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, An
     out: dict[str, Any] = {}
     if parsed.results:
         out["results"] = [row.to_status() for row in parsed.results]
-    names = _transport_names(parsed.transport)
+    names = transport_names(parsed.transport)
     if names:
         out["transport"] = names
     failure = parsed.failure

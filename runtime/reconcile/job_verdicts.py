@@ -10,7 +10,7 @@ Job's measurements answer or their time runs out.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ from nvcre.compiler.durations import duration_limit
 
 from ..clock import parse_time
 from ..judge.attribution import group_nodes
+from ..judge import measured
 from ..judge.health import HARDWARE_FAILURE_REASON, hardware_failed_message
 from ..judge.thresholds import CONFIGURATION_ERRORS
 from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS, NODES
@@ -121,8 +122,11 @@ class JobVerdicts(JobTierBase):
         ctx = self.ctx
         status = job.get("status") or {}
         thresholds = dict((job.get("spec") or {}).get("thresholds") or {})
-        if not thresholds or cond.condition(status, cond.VALIDATION_FAILED):
+        if cond.condition(status, cond.VALIDATION_FAILED) or self._judge_measurement_failure(job):
             return Result()
+        if not thresholds:
+            # no value to judge, but the measurement may still show the run cannot be trusted
+            return Result(min(ctx.settings.poll_interval, 5.0)) if self.bandwidth_unsettled(job) else Result()
         namespace = namespace_of(job)
         bandwidth = ctx.read(BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth", namespace)
         goodput = ctx.read(GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput", namespace)
@@ -148,3 +152,45 @@ class JobVerdicts(JobTierBase):
         if written is not None:
             ctx.event(written, "Warning" if failed else "Normal", reason, message)
         return Result()
+
+    def _judge_measurement_failure(self, job: dict[str, Any]) -> bool:
+        """Fail a succeeded Job whose bandwidth run cannot be trusted (corrupted, failed, cut off).
+
+        Whatever bandwidth its rows print, such a run has not shown its nodes healthy: the Job gets
+        ValidationFailed with the measurement's reason and its group's nodes are blamed. True when
+        the measurement records a failure (the Job is then judged by it, never by thresholds).
+        """
+        if not (job.get("spec") or {}).get("bandwidthMeasurement"):
+            return False
+        ctx = self.ctx
+        bandwidth = ctx.read(BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth", namespace_of(job))
+        failure = measured.measurement_failure(bandwidth) if bandwidth is not None else None
+        if failure is None:
+            return False
+        pods = self._pods(job)
+
+        def mutate(s: dict[str, Any]) -> dict[str, Any] | None:
+            if cond.condition(s, cond.VALIDATION_FAILED):
+                return None
+            condition, entries = measured.failure_outcome({**job, "status": s}, failure, pods)
+            s["failedNodes"] = entries
+            if condition is None:
+                return s
+            return cond.set_condition(s, cond.VALIDATION_FAILED, "True", failure.reason, failure.message, ctx.clock.stamp())
+
+        written = ctx.write_status(JOBS, job, mutate)
+        if written is not None:
+            ctx.event(written, "Warning", failure.reason, failure.message)
+        return True
+
+    def bandwidth_unsettled(self, job: Mapping[str, Any]) -> bool:
+        """Whether this succeeded Job's verdict waits for its bandwidth measurement (read from the
+        cache; see :func:`nvcre.runtime.judge.measured.bandwidth_unsettled`)."""
+        ctx = self.ctx
+        if not (job.get("spec") or {}).get("bandwidthMeasurement"):
+            return False
+        bandwidth = ctx.cached(BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth", namespace_of(job))
+        succeeded_at = parse_time((cond.condition(job.get("status") or {}, cond.SUCCEEDED) or {}).get("lastTransitionTime"))
+        limit = duration_limit((job.get("spec") or {}).get("measurementTimeout"), ctx.settings.measurement_timeout)
+        expired = succeeded_at is not None and ctx.clock.now() - succeeded_at > timedelta(seconds=limit)
+        return measured.bandwidth_unsettled(job, bandwidth, expired=expired)

@@ -82,6 +82,7 @@ class _Tail:
     cursor: LogCursor = LogCursor()
     rows: tuple[nccl.BandwidthRow, ...] = ()
     transports: frozenset[str] = frozenset()
+    failure: dict[str, str] | None = None  # the first sign the run cannot be trusted (kept once seen)
 
 
 def _job_terminal_time(job: Mapping[str, Any]) -> str | None:
@@ -380,18 +381,22 @@ class MeasurementReconciler:
         spec = profile.get("spec") or {}
         if cursor.stamp is None:
             parsed = nccl.parse_bandwidth(text, spec)
-            tail = _Tail(identity, LogCursor(), parsed.results, frozenset(parsed.transport))
+            failure = nccl.status_fields(parsed, final=False).get("failure")
+            tail = _Tail(identity, LogCursor(), parsed.results, frozenset(parsed.transport), failure)
         elif chunk:
             parsed = nccl.parse_bandwidth(chunk, spec)
             rows = nccl.merge_results(tail.rows, parsed.results)
-            tail = _Tail(identity, cursor, rows, tail.transports | frozenset(parsed.transport))
+            failure = tail.failure or nccl.status_fields(parsed, final=False).get("failure")
+            tail = _Tail(identity, cursor, rows, tail.transports | frozenset(parsed.transport), failure)
         self._tails[key] = tail
-        if not tail.rows:
-            return {}
-        fields: dict[str, Any] = {"results": [row.to_status() for row in tail.rows]}
-        transport = transports(tail.transports)
-        if transport:
-            fields["transport"] = transport
+        fields: dict[str, Any] = {}
+        if tail.rows:
+            fields["results"] = [row.to_status() for row in tail.rows]
+            transport = transports(tail.transports)
+            if transport:
+                fields["transport"] = transport
+        if tail.failure is not None:
+            fields["failure"] = tail.failure
         return fields
 
     def _final_read(

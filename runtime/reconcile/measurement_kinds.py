@@ -29,14 +29,10 @@ from .common import annotations_of
 __all__ = ["KINDS", "MAX_TRANSPORT_LENGTH", "MAX_TRANSPORTS", "MeasurementKind", "transports"]
 
 #: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as
-#: NVCRE merges them, within the CRD's bounds: at most 16 names of at most 63 characters
-MAX_TRANSPORTS = 16
-MAX_TRANSPORT_LENGTH = 63
-
-
-def transports(names: Any) -> list[str]:
-    """The network names to record, sorted, within the CRD's bounds."""
-    return sorted({str(t) for t in names if t and len(str(t)) <= MAX_TRANSPORT_LENGTH})[:MAX_TRANSPORTS]
+#: NVCRE merges them, within the CRD's bounds
+MAX_TRANSPORTS = nccl.MAX_TRANSPORTS
+MAX_TRANSPORT_LENGTH = nccl.MAX_TRANSPORT_LENGTH
+transports = nccl.transport_names
 
 
 class MeasurementKind(ABC):
@@ -80,14 +76,8 @@ class BandwidthKind(MeasurementKind):
         measurement: Mapping[str, Any],
         now: Callable[[], datetime],
     ) -> dict[str, Any]:
-        parsed = nccl.parse_bandwidth(text, spec)
-        if not parsed.results:
-            return {}
-        out: dict[str, Any] = {"results": [row.to_status() for row in parsed.results]}
-        names = transports(parsed.transport)
-        if names:
-            out["transport"] = names
-        return out
+        # rows, networks and, for a corrupted, failed or unfinished run, its failure (the rows stay)
+        return nccl.status_fields(nccl.parse_bandwidth(text, spec))
 
 
 class GoodputKind(MeasurementKind):

@@ -79,8 +79,9 @@ class WorkflowGroups(WorkflowTierBase):
                     blocked_note = f"; job {job_name} scheduling blocked: {message}"
                 continue
             succeeded = cond.lifecycle(job_status) == cond.SUCCEEDED and not cond.is_true(job_status, cond.HARDWARE_FAILED)
-            if succeeded and (job.get("spec") or {}).get("thresholds") and not cond.condition(job_status, cond.VALIDATION_FAILED):
-                next_poll = min(next_poll, 2.0)
+            judged = cond.condition(job_status, cond.VALIDATION_FAILED) is not None
+            if succeeded and not judged and ((job.get("spec") or {}).get("thresholds") or self.jobs.bandwidth_unsettled(job)):
+                next_poll = min(next_poll, 2.0)  # the Job's verdict waits for its measurements
                 continue
             failed = not succeeded or cond.is_true(job_status, cond.VALIDATION_FAILED)
             if not self._finish_group(wf, status, group, job, failed=failed, timed_out=False):
