@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 .PHONY: setup demo demo-offline controlplane go-tools image test-tools test test-fast lint typecheck golden-update snapshots clean
 
 # What ruff checks; mypy checks the installed package `nvcre` (settings in pyproject.toml).
-LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts
+LINT_PATHS := compiler runtime cli testing pkg catalog platforms tests benchmarks scripts images
 MYPY_TREE := build/mypy-tree
 
 setup: $(VENV)/.installed

@@ -247,6 +247,19 @@ def _build_real_missing() -> None:
         os.close(saved)
 
 
+def _build_workload_image() -> None:
+    """Build the catalog's workload image unless a build of the same inputs is cached (minutes the first time)."""
+    from nvcre.testing.realnodes import workload_images
+    from nvcre.testing.realnodes.images import ImageError
+
+    try:
+        if not workload_images.cached():
+            typer.echo("# building the workload image with mmdebstrap (the first time takes a few minutes)...", err=True)
+        workload_images.workload_image()
+    except ImageError as exc:
+        raise _fail(str(exc)) from None
+
+
 def _real_usage(state: Dict[str, object]) -> None:
     typer.echo(
         "# the real-node environment is up:\n"
@@ -271,6 +284,7 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
     if system:
         raise _fail("; ".join(system))
     _build_real_missing()
+    _build_workload_image()
     try:
         if detach:
             typer.echo("# starting the real-node environment in the background...", err=True)

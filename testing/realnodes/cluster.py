@@ -3,7 +3,8 @@
 Start order: the environment's network namespace (held by a process), the API server's egress
 proxy, the control plane (with controllers), the forwarder that makes the API server reachable at
 ``127.0.0.1:<port>`` inside the namespace, CoreDNS, then per node a mount-namespace holder,
-containerd (the sandbox and test images imported), and the kubelet. The nodes register
+containerd (the sandbox and test images imported, and the workload image of
+:mod:`.workload_images` when asked for), and the kubelet. The nodes register
 themselves; once Ready they get the labels and taints of their profile, as GPU Feature Discovery
 and the GPU Operator leave them.
 
@@ -35,7 +36,7 @@ from ..controlplane import ControlPlane
 from ..errors import ControlPlaneError
 from ..processes import Process, spawn, wait_ready
 from ..simprofiles import GPU_RESOURCE, KWOK_NODE_LABEL, Profile, check_platform, node_labels, node_taints, profile
-from . import cgroups, hostdirs, images, namespaces, toolchain
+from . import cgroups, hostdirs, images, namespaces, toolchain, workload_images
 from .dnsquery import resolve
 from .faults import RealFault, parse_real_fault
 from .forward import ApiForwarder, ConnectProxy
@@ -79,6 +80,7 @@ class RealCluster:
         start_timeout: float = 180.0,
         keep_workdir: bool = False,
         crd_dirs: Sequence[Path] | None = None,
+        workload_images: bool = False,
     ) -> None:
         if not 1 <= nodes <= MAX_NODES:
             raise RealClusterError(f"nodes: between 1 and {MAX_NODES} real nodes, got {nodes}")
@@ -89,6 +91,7 @@ class RealCluster:
         self.start_timeout = start_timeout
         self.keep_workdir = keep_workdir
         self._crd_dirs = crd_dirs
+        self.with_workload_images = workload_images
         self.env_id = secrets.token_hex(4)
         self.cgroup_top = f"nvcre-{self.env_id}"
         self.workdir: Path | None = None
@@ -98,6 +101,7 @@ class RealCluster:
         self.processes: dict[str, Process] = {}
         self.timings: dict[str, float] = {}
         self.test_image: images.Image | None = None
+        self.workload_image: images.Image | None = None
         self._forwarder: ApiForwarder | None = None
         self._proxy: ConnectProxy | None = None
         self._record: dict[str, Any] = {}
@@ -310,6 +314,8 @@ class RealCluster:
     def _prepare_images(self, tools: toolchain.Tools) -> None:
         self.sandbox_image = images.pause_image(tools.pause)
         self.test_image = images.busybox_image()
+        if self.with_workload_images:
+            self.workload_image = workload_images.workload_image()
 
     def _start_node(self, index: int, tools: toolchain.Tools) -> None:
         assert self.workdir is not None and self.plane is not None
@@ -341,6 +347,8 @@ class RealCluster:
         for image in (self.sandbox_image, self.test_image):
             assert image is not None
             images.import_image(tools.ctr, layout.socket, image)
+        if self.workload_image is not None:  # about 250 MiB: allow a loaded machine more time
+            images.import_image(tools.ctr, layout.socket, self.workload_image, timeout=600)
 
         client, serving = self.plane.issue_node_credentials(layout.name, layout.ip)
         kubeconfig = self.plane.write_kubeconfig(layout.root / "kubeconfig", client, server=f"https://127.0.0.1:{self.plane.port}")

@@ -82,8 +82,12 @@ def _state_of(cluster: RealCluster) -> dict[str, Any]:
     }
 
 
-def serve(*, profile: str, nodes: int, platform: str, on_ready: Callable[[RealCluster], None] | None = None) -> int:
-    """Run a real-node environment until interrupted; returns a process exit code."""
+def serve(
+    *, profile: str, nodes: int, platform: str, on_ready: Callable[[RealCluster], None] | None = None, workload_images: bool = True
+) -> int:
+    """Run a real-node environment until interrupted; returns a process exit code.
+
+    ``workload_images`` imports the catalog's workload image (:mod:`.workload_images`) into every node."""
     existing = read_state()
     if existing is not None:
         raise RealSessionError(
@@ -92,7 +96,7 @@ def serve(*, profile: str, nodes: int, platform: str, on_ready: Callable[[RealCl
     run_dir().mkdir(parents=True, exist_ok=True)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # a SIGTERM unwinds like Ctrl-C, through the teardown
         signal.signal(signal.SIGTERM, _interrupt)
-    cluster = RealCluster(profile_name=profile, nodes=nodes, platform=platform, root_dir=run_dir())
+    cluster = RealCluster(profile_name=profile, nodes=nodes, platform=platform, root_dir=run_dir(), workload_images=workload_images)
     shutil.rmtree(requests_dir(), ignore_errors=True)
     requests_dir().mkdir(parents=True)
     try:
@@ -259,9 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", default="h100")
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--platform", default="")
+    parser.add_argument("--no-workload-images", action="store_true", help="import only the sandbox and test images")
     args = parser.parse_args(argv)
     try:
-        return serve(profile=args.profile, nodes=args.nodes, platform=args.platform)
+        return serve(profile=args.profile, nodes=args.nodes, platform=args.platform, workload_images=not args.no_workload_images)
     except Exception as exc:  # reported through the log the parent reads
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
 """``nvcrectl dev up --real`` end to end: a detached real-node environment is seen by ``status``
-and ``env``, and ``dev down`` puts the host back even after its supervisor was killed outright
-(it finishes the teardown from the environment's record)."""
+and ``env``, its node holds the catalog's workload image, and ``dev down`` puts the host back
+even after its supervisor was killed outright (it finishes the teardown from the environment's
+record)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 def _nvcrectl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
     return subprocess.run([nvcrectl, "dev", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _assert_workload_image_on_nodes(kubeconfig: str) -> None:
+    from kubernetes import client, config
+
+    from nvcre.testing.realnodes import workload_images
+
+    api = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    for node in api.list_node().items:
+        names = {name for image in node.status.images or [] for name in image.names or []}
+        assert set(workload_images.references()) <= names, (node.metadata.name, sorted(names))
 
 
 @pytest.fixture
@@ -46,6 +58,7 @@ def test_dev_up_real_is_seen_by_status_and_env_and_down_cleans_up_after_a_killed
         [node] = status["nodes"]
         assert (node["name"], node["ready"], node["gpus"], node["ip"]) == ("b200-onprem-0", True, "8", "10.250.0.10")
         assert node["runtime"].startswith("containerd://")
+        _assert_workload_image_on_nodes(up.stdout.splitlines()[0].split("=", 1)[1])
         assert _nvcrectl("env").stdout == up.stdout
         text = _nvcrectl("status").stdout
         assert "b200-onprem-0" in text and "n0-kubelet" in text and "network namespace /proc/" in text
