@@ -16,7 +16,9 @@ never fails a test, and the numbers with their machine are recorded in ``docs/be
   validation, catalog and overlay loading, the passes, emission);
 * **cold render vs kubectl kustomize**: ``nvcrectl certification render`` of every catalog entry
   on AWS H100 as a fresh process, alternating run for run with ``kubectl kustomize`` building the
-  same rendered objects with one ``commonLabels`` transform (skipped when kubectl is absent).
+  same rendered objects with one ``commonLabels`` transform (skipped when kubectl is absent), and
+  with the same command run through the Typer application (``nvcre.cli.typer_app``), which is
+  what every render went through before the fast path of ``nvcre.cli.render_shortcut``.
   The nvcrectl runs set ``NVCRE_NO_CACHE=1``, so no on-disk cache helps them. Their Python
   bytecode is kept under the run's temporary folder (``PYTHONPYCACHEPREFIX``, written by the
   first, untimed run, even when ``PYTHONDONTWRITEBYTECODE`` is set), as an installed package
@@ -148,6 +150,16 @@ print("emit", t_emit - t_render)
 """
 
 
+# The same command line through the Typer application, bypassing the render fast path.
+_THROUGH_TYPER = """
+import sys
+from nvcre.cli.closed_stdout import watch_stdout
+from nvcre.cli.typer_app import start
+watch_stdout()
+start(sys.argv[1:], False)
+"""
+
+
 def _child_env(workdir: Path) -> dict[str, str]:
     """The environment of a cold nvcrectl run: no on-disk cache, bytecode kept in ``workdir``."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
@@ -198,10 +210,14 @@ def cold_versus_kustomize(workdir: Path, runs: int) -> dict[str, float]:
     )
     build = [KUBECTL or "kubectl", "kustomize", str(kdir)]
     _timed(build, dict(os.environ))  # warm the page cache for both binaries alike
-    ours, theirs = [], []
+    through_typer = [sys.executable, "-c", _THROUGH_TYPER, *render[len(_nvcrectl()) :]]
+    if _timed(through_typer, env)[2] != output:
+        raise SystemExit("the Typer path and the fast path printed different renders")
+    ours, theirs, typer_path = [], [], []
     for _ in range(runs):
         ours.append(_timed(render, env)[:2])
         theirs.append(_timed(build, dict(os.environ))[:2])
+        typer_path.append(_timed(through_typer, env)[1])
     return {
         "nvcrectl wall median s": statistics.median(w for w, _ in ours),
         "nvcrectl wall best s": min(w for w, _ in ours),
@@ -210,6 +226,8 @@ def cold_versus_kustomize(workdir: Path, runs: int) -> dict[str, float]:
         "kubectl kustomize wall best s": min(w for w, _ in theirs),
         "kubectl kustomize CPU median s": statistics.median(c for _, c in theirs),
         "median paired wall ratio": statistics.median(a[0] / b[0] for a, b in zip(ours, theirs)),
+        "median paired CPU ratio": statistics.median(a[1] / b[1] for a, b in zip(ours, theirs)),
+        "through Typer, CPU median s": statistics.median(typer_path),
         "output KiB": len(output) / 1024,
     }
 

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -32,6 +32,7 @@ from .common import (
 )
 from .evidence import evidence_command_for
 from .output import guarded, print_diagnostics
+from .render_flags import check_namespace_flag, flags_from_env, in_namespace
 
 app = typer.Typer(help="Render, validate and inspect Certifications.", no_args_is_help=True)
 
@@ -116,25 +117,6 @@ def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kube
     return found
 
 
-def flags_from_env(
-    prefix: str | None, platform: str | None, gpu_arch: str | None, facts: Path | None
-) -> tuple[str | None, str | None, Path | None]:
-    """Fill flags the user left unset from ``<prefix>NVCRE_*`` variables (empty values count as unset)."""
-    if prefix is None:
-        return platform, gpu_arch, facts
-    import os
-
-    def value(name: str) -> str | None:
-        return os.environ.get(f"{prefix}{name}") or None
-
-    env_facts = value("NVCRE_FACTS")
-    return (
-        platform or value("NVCRE_PLATFORM"),
-        gpu_arch or value("NVCRE_GPU_ARCH"),
-        facts or (Path(env_facts) if env_facts else None),
-    )
-
-
 def render_to_stdout(
     renderer,
     file: Path,
@@ -166,39 +148,6 @@ def render_to_stdout(
         sys.stdout.write(dump_json(workflows[0]))
         return
     emit_workflows(workflows, output=output, output_dir=output_dir)
-
-
-def check_namespace_flag(namespace: str | None) -> None:
-    """``-n`` must be a namespace name (a DNS-1123 label); exit 2 otherwise."""
-    import re
-
-    from nvcre.compiler.diagnostics import CompileError, error
-
-    if namespace is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
-        message = f"{namespace!r} is not a namespace name: lowercase letters, digits and '-', at most 63, starting and ending alphanumeric"
-        raise CompileError([error("InvalidFlags", "--namespace", message)])
-
-
-def in_namespace(workflows: list, document: Any, namespace: str | None, label: str) -> list:
-    """The Workflows with ``metadata.namespace`` set to ``-n`` (unchanged without it).
-
-    The controller creates a Certification's Workflows in its namespace, so a Certification
-    that names another namespace than ``-n`` is refused (exit 2), as kubectl refuses one.
-    """
-    if namespace is None:
-        return workflows
-    from nvcre.compiler.diagnostics import CompileError, error
-
-    own = ((document.get("metadata") if isinstance(document, dict) else None) or {}).get("namespace")
-    if own and own != namespace:
-        message = f"the Certification is in namespace {own!r}, which does not match --namespace {namespace!r}"
-        raise CompileError([error("NamespaceMismatch", f"{label}: metadata.namespace" if label else "metadata.namespace", message)])
-    placed = []
-    for workflow in workflows:
-        meta = dict(workflow.get("metadata") or {})
-        ordered = {"name": meta.pop("name")} if "name" in meta else {}
-        placed.append({**workflow, "metadata": {**ordered, "namespace": namespace, **meta}})
-    return placed
 
 
 def emit_workflows(workflows: list, *, output: Format, output_dir: Path | None) -> None:

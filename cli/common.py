@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from .output import EXIT_FAILURE
+from .render_flags import load_facts, load_single
 
 __all__ = [
     "ContextOption",
@@ -89,27 +90,7 @@ ContextOption = Annotated[str | None, typer.Option("--context", help="Kubeconfig
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n")]
 
 
-# ------------------------------------------------------------------ loading
-
-
-def load_single(path: Path) -> Any:
-    """The one YAML document of ``path`` (``-`` reads standard input); CompileError otherwise."""
-    from nvcre.compiler.diagnostics import CompileError, error
-    from nvcre.compiler.yamlio import load_file
-
-    docs = load_file(path)
-    if len(docs) != 1:
-        raise CompileError([error("MultipleDocuments", str(path), f"expected one document, found {len(docs)}")])
-    return docs[0]
-
-
-def load_facts(path: Any) -> Any:
-    """Facts from a file (``-`` reads stdin); facts already read from a cluster pass through."""
-    if path is None or not isinstance(path, (str, Path)):
-        return path
-    from nvcre.compiler.facts import load_facts as read_facts
-
-    return read_facts(path)
+# ------------------------------------------------------------------ the cluster client (loading lives in render_flags)
 
 
 def kube_client(kubeconfig: Path | str | None, context: str | None) -> Any:

@@ -1,120 +1,49 @@
-"""Entry point of ``nvcrectl``: mounts the command groups; heavy imports wait for a command to run."""
+"""Entry point of ``nvcrectl``: a plain render takes the fast path, anything else goes to Typer.
+
+Nothing heavy is imported at module level. ``nvcrectl certification render FILE`` with only the
+flags :mod:`nvcre.cli.render_shortcut` understands renders without loading Typer, Click or any other
+command group; every other command line, and any render that fails, runs through the Typer
+application in :mod:`nvcre.cli.typer_app`, which says exactly what it always said. The names
+that application defines (``app``, ``mount_commands``, ``needs_every_group``, ``version_line``...)
+stay reachable here, loaded on first use.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any
 
-import typer
-
-from nvcre import __version__
-
-from . import certification
-
-app = typer.Typer(
-    name="nvcrectl",
-    help="nvcre: certify GPU clusters on Kubernetes. Renders, runs and reports certifications.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-app.add_typer(certification.app, name="certification")
+#: Attributes of this module that live in :mod:`nvcre.cli.typer_app` (importing it loads Typer).
+_TYPER_NAMES = frozenset({"app", "main", "mount_commands", "needs_every_group", "version_command", "version_line"})
 
 
-_mounted = False
-#: The commands ``cli/certification.py`` defines itself (the others are mounted onto its group).
-_OWN_COMMANDS = frozenset(command.name for command in certification.app.registered_commands)
+def __getattr__(name: str) -> Any:
+    if name in _TYPER_NAMES:
+        from . import typer_app
 
-
-def mount_commands() -> None:
-    """Mount every command group once (``run`` does it; tests and embedders may call it too)."""
-    global _mounted
-    if not _mounted:
-        _mount_optional()
-        _mounted = True
-
-
-def _mount_optional() -> None:
-    """Command groups that live in their own modules."""
-    from importlib import import_module
-
-    from . import operate
-
-    operate.register(certification.app)
-    for module, name in (
-        ("nvcre.cli.workloadrun", "workloadrun"),
-        ("nvcre.cli.cluster", "cluster"),
-        ("nvcre.cli.dev", "dev"),
-        ("nvcre.cli.rbac", "rbac"),
-        ("nvcre.cli.mcp", "mcp"),
-        ("nvcre.cli.controller", "controller"),
-        ("nvcre.cli.setup", "setup"),
-        ("nvcre.cli.gitops", "gitops"),
-        ("nvcre.cli.completion", "completion"),
-        ("nvcre.cli.workflow", "workflow"),
-        ("nvcre.cli.evidence", "evidence"),
-    ):
-        try:
-            sub = import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        if name == "workloadrun":
-            operate.register_workloadrun(sub.app)
-        app.add_typer(sub.app, name=name)
-
-
-def version_line() -> str:
-    """What ``--version`` prints: cobra's ``<name> version <version>``, as NVCRE's nvcrectl prints it."""
-    return f"nvcrectl version {__version__}"
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(version_line())
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True, help="Print the version."),
-) -> None:
-    """nvcre command line."""
-
-
-@app.command("version")
-def version_command() -> None:
-    """Print the version, as `--version` does (NVCRE has only the flag)."""
-    typer.echo(version_line())
-
-
-def needs_every_group(argv: list[str]) -> bool:
-    """False when ``argv`` names a command of ``certification`` itself (``render``, ``validate``...):
-    that command runs the same with the other groups unmounted, and mounting them (importing
-    their modules, building their parameters) is most of the CLI's start-up. Anything else
-    (help, completion, another group, a typo that wants suggestions) gets every group."""
-    if len(argv) < 2 or argv[0] != "certification":
-        return True
-    return argv[1] not in _OWN_COMMANDS
+        return getattr(typer_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run() -> None:
     import os
     import sys
 
-    completing = bool(os.environ.get("_NVCRECTL_COMPLETE"))
-    if completing:  # a shell asking for candidates (nvcrectl completion)
-        from typer.completion import completion_init
-
-        completion_init()
-    if completing or needs_every_group(sys.argv[1:]):
-        mount_commands()
     from .closed_stdout import EXIT_STDOUT_CLOSED, StdoutClosed, watch_stdout
 
+    argv = sys.argv[1:]
+    completing = bool(os.environ.get("_NVCRECTL_COMPLETE"))
+    plan = None
+    if not completing:
+        from .render_shortcut import fast_plan
+
+        plan = fast_plan(argv)
     watch_stdout()
     try:
         try:
-            app(complete_var="_NVCRECTL_COMPLETE")
+            if plan is None or not plan.run():
+                from .typer_app import start
+
+                start(argv, completing)
         finally:
             sys.stdout.flush()  # here, so a reader that went away is noticed before the interpreter exits
     except StdoutClosed:

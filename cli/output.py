@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-import typer
+if TYPE_CHECKING:  # Typer is loaded only by the functions that raise its Exit (the render fast path never does)
+    import typer
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -19,6 +20,8 @@ EXIT_INVALID = 2
 
 def fail_invalid(message: str) -> typer.Exit:
     """Print ``error: <message>`` on stderr; the exit (code 2, invalid input) is for the caller to raise."""
+    import typer
+
     sys.stderr.write(f"error: {message}\n")
     return typer.Exit(EXIT_INVALID)
 
@@ -38,6 +41,8 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import typer
+
         from nvcre.compiler.diagnostics import CompileError
 
         try:
