@@ -7,7 +7,7 @@ handed an object with exactly these verdicts, and the controller wires the Job t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 __all__ = ["JobVerdicts"]
@@ -23,4 +23,8 @@ class JobVerdicts(Protocol):
 
     def fail_on_domain(self, job: dict[str, Any], message: str, nodes: Sequence[str]) -> dict[str, Any] | None:
         """Failed/ComputeDomainNotReady, blaming ``nodes`` only."""
+        ...
+
+    def bandwidth_unsettled(self, job: Mapping[str, Any]) -> bool:
+        """Whether a succeeded Job's verdict still waits for its bandwidth measurement."""
         ...
