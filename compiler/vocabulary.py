@@ -10,11 +10,13 @@ from __future__ import annotations
 
 __all__ = [
     "ANNOTATION_APPLIED_OVERLAYS",
+    "ANNOTATION_CLAIM_UID",
     "ANNOTATION_CLEANUP_RETRY",
     "ANNOTATION_INSTALLED_VERSION",
     "ANNOTATION_DIAGNOSE_PLANNER",
     "ANNOTATION_DIAGNOSE_PRIOR",
     "ANNOTATION_GOODPUT_PRIOR_ATTEMPTS",
+    "ANNOTATION_GOODPUT_SAMPLING",
     "ANNOTATION_GROUP_NODES",
     "ANNOTATION_JOB_UID",
     "ANNOTATION_RENDER_FACTS",
@@ -83,6 +85,10 @@ ANNOTATION_APPLIED_OVERLAYS = f"{GROUP}/applied-overlays"
 ANNOTATION_RENDER_FACTS = f"{GROUP}/render-facts"
 #: on a GoodputMeasurement: what the attempts before a checkpoint restart contributed
 ANNOTATION_GOODPUT_PRIOR_ATTEMPTS = f"{GROUP}/goodput-prior-attempts"
+#: on a running GoodputMeasurement: its reads' running sums and cursor, kept across controller restarts
+ANNOTATION_GOODPUT_SAMPLING = f"{GROUP}/goodput-sampling"
+#: on a volume the controller may reclaim: the uid of the Workflow's claim it was provisioned for
+ANNOTATION_CLAIM_UID = f"{GROUP}/claim-uid"
 #: on a CRD ``setup reset`` is waiting to remove: a touch that makes the API server look again
 ANNOTATION_CLEANUP_RETRY = f"{GROUP}/cleanup-retry"
 #: on every object ``setup init``'s deps phase applied (Trainer, JobSet): which tool put it there

@@ -140,6 +140,7 @@ def exported() -> frozenset[str]:
     metrics.observe("job", "success", 0.0)
     metrics.queue_wait.labels("job").observe(0.1)
     metrics.node_events.labels("relevant").inc()
+    metrics.over_budget.labels("job").inc()
     events = metrics.jobs
     events.reconciled("ns", "j", "w", "success", 0.1)
     events.workload_created("ns", "j", "w")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nvcre.compiler.vocabulary import GROUP
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_SAMPLING
 
 from ..kube.errors import ApiError
 from ..kube.resources import GOODPUT_MEASUREMENTS
@@ -41,7 +41,7 @@ __all__ = ["PERSIST_SECONDS", "SAMPLE_WINDOWS", "STATE_ANNOTATION", "GoodputRead
 log = logging.getLogger("nvcre.runtime.reconcile.goodput_reads")
 
 #: the annotation that carries a running GoodputMeasurement's tail across controller restarts
-STATE_ANNOTATION = f"{GROUP}/goodput-sampling"
+STATE_ANNOTATION = ANNOTATION_GOODPUT_SAMPLING
 #: the tail is written to the annotation at most this often (a restart re-reads at most this much)
 PERSIST_SECONDS = 30.0
 #: windows one provisional read may take (8 MiB each by default: 128 MiB)

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
+from nvcre.compiler.vocabulary import ANNOTATION_CLAIM_UID, ANNOTATION_WORKFLOW_UID
 
 from ..clock import parse_time
 from ..kube.errors import ApiError
@@ -47,8 +47,6 @@ RETAIN = "Retain"
 DELETE = "Delete"
 BOUND = "Bound"
 
-#: the UID of the claim a stamped volume was provisioned for (checked again before the switch)
-ANNOTATION_CLAIM_UID = "nvcre.nvidia.com/claim-uid"
 #: set on a volume by the provisioner that created it (Kubernetes' dynamic provisioning)
 ANNOTATION_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 #: set on a claim when the volume controller, not the claim's author, chose its volume
