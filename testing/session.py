@@ -11,6 +11,7 @@ sending SIGTERM to that supervisor, which then shuts the components down.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import binaries
 
@@ -100,33 +101,45 @@ def _is(pid: int, marker: str) -> bool:
     return cmdline is None or marker in cmdline
 
 
-def read_state() -> dict | None:
-    """The recorded control plane if its supervisor is still alive, else None."""
-    path = state_path()
+def write_json_atomic(path: Path, state: dict[str, Any]) -> None:
+    """Write a JSON file whole (a reader never sees half of it): state, requests and answers."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def read_state_file(path: Path) -> dict[str, Any] | None:
+    """A supervisor's state file as written, or None when it is missing or unreadable."""
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if _is(int(state.get("supervisor_pid", 0)), "nvcre"):
+    return state if isinstance(state, dict) else None
+
+
+def clear_state_file(path: Path, pid: int) -> None:
+    """Remove the state file if the supervisor ``pid`` wrote it (a newer one's is left)."""
+    state = read_state_file(path)
+    if state is not None and state.get("supervisor_pid") == pid:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def read_state() -> dict | None:
+    """The recorded control plane if its supervisor is still alive, else None."""
+    state = read_state_file(state_path())
+    if state is not None and _is(int(state.get("supervisor_pid", 0)), "nvcre"):
         return state
     return None
 
 
 def _write_state(state: dict) -> None:
-    path = state_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_json_atomic(state_path(), state)
 
 
 def _clear_state(pid: int) -> None:
-    path = state_path()
-    try:
-        if json.loads(path.read_text()).get("supervisor_pid") == pid:
-            path.unlink()
-    except (OSError, ValueError):
-        pass
+    clear_state_file(state_path(), pid)
 
 
 def serve(

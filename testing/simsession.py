@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import ControlPlaneError
 from .processes import free_port
-from .session import _alive, _is, _is_recorded, _started, _tail, run_dir
+from .session import _alive, _is, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from .simfaults import FaultError, parse_assignment
 
 STATE_NAME = "simcluster.json"
@@ -51,19 +51,11 @@ def requests_dir() -> Path:
 
 def read_state() -> dict[str, Any] | None:
     """The recorded cluster if its supervisor is alive, else None."""
-    try:
-        state = json.loads(state_path().read_text())
-    except (OSError, ValueError):
+    state = read_state_file(state_path())
+    if state is None:
         return None
     # The supervisor is this module when detached, or `nvcrectl dev up` itself in the foreground.
     return state if _is_recorded(state, SUPERVISOR_MARKER) else None
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def controller_available() -> bool:
@@ -135,7 +127,7 @@ def serve(
                 "timings": {k: round(v, 2) for k, v in cluster.timings.items()},
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
-            _write_json(state_path(), state)
+            write_json_atomic(state_path(), state)
             if on_ready is not None:
                 on_ready(cluster)
             while True:
@@ -153,11 +145,7 @@ def serve(
 
 
 def _clear_state(pid: int) -> None:
-    try:
-        if json.loads(state_path().read_text()).get("supervisor_pid") == pid:
-            state_path().unlink()
-    except (OSError, ValueError):
-        pass
+    clear_state_file(state_path(), pid)
     shutil.rmtree(requests_dir(), ignore_errors=True)
 
 
@@ -176,7 +164,7 @@ def _serve_requests(cluster: Any) -> None:
         except ApiException as exc:
             answer = {"ok": False, "error": f"the apiserver refused the change: {exc.status} {exc.reason}"}
         request.unlink(missing_ok=True)
-        _write_json(answer_path, answer)
+        write_json_atomic(answer_path, answer)
 
 
 def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
@@ -185,7 +173,7 @@ def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
     if read_state() is None:
         raise SimSessionError("no simulated cluster is running; start one with `nvcrectl dev up -d`")
     ident = uuid.uuid4().hex
-    _write_json(requests_dir() / f"{ident}.request.json", {"node": node, "fault": str(fault)})
+    write_json_atomic(requests_dir() / f"{ident}.request.json", {"node": node, "fault": str(fault)})
     answer_path = requests_dir() / f"{ident}.answer.json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..session import _alive, _is_recorded, _started, _tail, run_dir
+from ..session import _alive, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from ..errors import ControlPlaneError
 from .cluster import RealCluster, teardown_from_record
 from .faults import RealFaultError, parse_real_assignment
@@ -49,18 +49,10 @@ def requests_dir() -> Path:
 
 def read_state() -> dict[str, Any] | None:
     """The recorded environment if its supervisor is alive, else None."""
-    try:
-        state = json.loads(state_path().read_text())
-    except (OSError, ValueError):
+    state = read_state_file(state_path())
+    if state is None:
         return None
     return state if _is_recorded(state, SUPERVISOR_MARKER) else None
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def _state_of(cluster: RealCluster) -> dict[str, Any]:
@@ -101,7 +93,7 @@ def serve(
     requests_dir().mkdir(parents=True)
     try:
         with cluster:
-            _write_json(state_path(), _state_of(cluster))
+            write_json_atomic(state_path(), _state_of(cluster))
             if on_ready is not None:
                 on_ready(cluster)
             while True:
@@ -127,11 +119,11 @@ def _serve_requests(cluster: RealCluster) -> None:
             node, kind = str(body["node"]), str(body["fault"])
             fault = cluster.set_fault(node, kind)
             answer = {"ok": True, "node": node, "fault": str(fault)}
-            _write_json(state_path(), {**_state_of(cluster), "started": json.loads(state_path().read_text()).get("started")})
+            write_json_atomic(state_path(), {**_state_of(cluster), "started": json.loads(state_path().read_text()).get("started")})
         except (ControlPlaneError, RealFaultError, KeyError, ValueError) as exc:
             answer = {"ok": False, "error": str(exc)}
         request.unlink(missing_ok=True)
-        _write_json(answer_path, answer)
+        write_json_atomic(answer_path, answer)
 
 
 def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
@@ -140,7 +132,7 @@ def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
     if read_state() is None:
         raise RealSessionError("no real-node environment is running; start one with `nvcrectl dev up --real -d`")
     ident = uuid.uuid4().hex
-    _write_json(requests_dir() / f"{ident}.request.json", {"node": node, "fault": str(fault)})
+    write_json_atomic(requests_dir() / f"{ident}.request.json", {"node": node, "fault": str(fault)})
     answer_path = requests_dir() / f"{ident}.answer.json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -157,11 +149,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _clear_state(pid: int) -> None:
-    try:
-        if json.loads(state_path().read_text()).get("supervisor_pid") == pid:
-            state_path().unlink()
-    except (OSError, ValueError):
-        pass
+    clear_state_file(state_path(), pid)
 
 
 def start_detached(*, profile: str, nodes: int, platform: str, timeout: float = 420.0) -> dict[str, Any]:
