@@ -9,40 +9,11 @@ pair: it counts as the first confirmation, and the pair runs once more.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+
+from diagnosekit import NODES, crashes_on, run_adaptive
 
 from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Prior, PriorGroup, Round, planner
-
-NODES = tuple(f"n{i:02d}" for i in range(16))
-World = Callable[[Sequence[str]], bool]
-
-
-def _run(options: Options, world: World, nodes: Sequence[str] = NODES) -> tuple[list[Round], Diagnosis]:
-    adaptive = planner("adaptive")
-    state, step = adaptive.start(nodes, None, options)
-    rounds: list[Round] = []
-    while isinstance(step, Round):
-        assert len(rounds) < 120, "the diagnose did not conclude"
-        rounds.append(step)
-        results = []
-        for group in step.groups:
-            passed = world(group.nodes)
-            results.append(GroupResult(group.name, group.nodes, passed, 100.0 if passed else None))
-        state, step = adaptive.advance(state, results)
-    return rounds, step
-
-
-def _crashes_on(node: str, failing_runs: set[int]) -> World:
-    """``node`` crashes on these of its runs (1-based, every group it is in counts) and passes the others."""
-    runs = {"count": 0}
-
-    def world(nodes: Sequence[str]) -> bool:
-        if node not in nodes:
-            return True
-        runs["count"] += 1
-        return runs["count"] not in failing_runs
-
-    return world
 
 
 def _solo_runs(rounds: Sequence[Round], node: str) -> int:
@@ -53,19 +24,19 @@ def test_a_prior_suspect_that_showed_late_gets_the_full_window_to_show_again() -
     # The fifth exposure fails, then six passes, then a crash on the seventh re-run: a node failing
     # 30 % of its runs does that. Counting re-runs from the node's first run left it two re-runs.
     prior = Prior(tuple(PriorGroup(tuple(NODES[i : i + 4]), i != 4) for i in range(0, 16, 4)))
-    rounds, diagnosis = _run(Options(prior=prior), _crashes_on("n05", {5, 12}))
+    rounds, diagnosis = run_adaptive(Options(prior=prior), crashes_on("n05", {5, 12}))
     assert set(diagnosis.faulty_nodes) == {"n05"}
     assert _solo_runs(rounds, "n05") == 12
 
 
 def test_one_crash_then_passes_is_re_run_nine_times_and_left_unresolved() -> None:
-    rounds, diagnosis = _run(Options(), _crashes_on("n03", {1}))
+    rounds, diagnosis = run_adaptive(Options(), crashes_on("n03", {1}))
     assert not diagnosis.faulty_nodes and diagnosis.unresolved == ("n03",)
     assert _solo_runs(rounds, "n03") == 1 + 9
 
 
 def test_a_second_crash_within_the_window_blames_and_a_near_miss_keeps_the_retest_count() -> None:
-    _, diagnosis = _run(Options(), _crashes_on("n03", {1, 10}))
+    _, diagnosis = run_adaptive(Options(), crashes_on("n03", {1, 10}))
     assert set(diagnosis.faulty_nodes) == {"n03"}
     # Near misses (within 40 % of the peers) are what noise produces: two passes clear the node,
     # and the window stays `retests`, not the longer one for strong failures.
@@ -85,7 +56,7 @@ def test_a_second_crash_within_the_window_blames_and_a_near_miss_keeps_the_retes
 
 def test_a_pair_that_failed_in_the_search_is_confirmed_by_one_more_pair_run() -> None:
     link = ("n00", "n01")
-    rounds, diagnosis = _run(Options(), lambda nodes: not set(link) <= set(nodes), NODES[:4])
+    rounds, diagnosis = run_adaptive(Options(), lambda nodes: not set(link) <= set(nodes), NODES[:4])
     assert [(f.side_a[0], f.side_b[0]) for f in diagnosis.infrastructure_faults] == [link]
     assert [r.stage for r in rounds[:4]] == ["local-screen", "path-screen", "link-search", "link-confirm"]
     assert [g.nodes for g in rounds[2].groups][0] == link, "the search's first half is the pair itself"
@@ -105,6 +76,6 @@ def test_a_pair_that_failed_only_in_the_search_is_not_named() -> None:
             return False
         return not set(link) <= set(nodes)
 
-    rounds, diagnosis = _run(Options(), world, NODES[:4])
+    rounds, diagnosis = run_adaptive(Options(), world, NODES[:4])
     assert not diagnosis.infrastructure_faults and not diagnosis.faulty_nodes
     assert sum(r.stage == "link-confirm" for r in rounds) == 1

@@ -7,42 +7,13 @@ flaky node and every link; the prior is a pure input, so the same prior plans th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 
-from nvcre.compiler.diagnose import Diagnosis, GroupResult, Options, Prior, PriorGroup, Round, planner
+from diagnosekit import NODES, World, crashes_on, run_adaptive
 
-NODES = tuple(f"n{i:02d}" for i in range(16))
-World = Callable[[Sequence[str]], bool]
-
-
-def _run(options: Options, world: World) -> tuple[list[Round], Diagnosis]:
-    adaptive = planner("adaptive")
-    state, step = adaptive.start(NODES, None, options)
-    rounds: list[Round] = []
-    while isinstance(step, Round):
-        assert len(rounds) < 120, "the diagnose did not conclude"
-        rounds.append(step)
-        results = []
-        for group in step.groups:
-            passed = world(group.nodes)
-            results.append(GroupResult(group.name, group.nodes, passed, 100.0 if passed else None))
-        state, step = adaptive.advance(state, results)
-    return rounds, step
-
-
-def _flaky_world(node: str, failing_runs: set[int]) -> World:
-    """``node`` crashes on these of its runs (1-based) and passes the others."""
-    runs = {"count": 0}
-
-    def world(nodes: Sequence[str]) -> bool:
-        if node not in nodes:
-            return True
-        runs["count"] += 1
-        return runs["count"] not in failing_runs
-
-    return world
+from nvcre.compiler.diagnose import Options, Prior, PriorGroup
 
 
 def _links_world(links: Sequence[tuple[str, str]]) -> World:
@@ -56,9 +27,9 @@ def _prior(failed: Sequence[Sequence[str]]) -> Prior:
 
 def test_a_flaky_node_of_a_failed_group_is_named_when_it_shows_on_a_later_exposure() -> None:
     flaky = "n05"
-    _, without = _run(Options(), _flaky_world(flaky, {3, 4}))
+    _, without = run_adaptive(Options(), crashes_on(flaky, {3, 4}))
     assert not without.failed, "one clean run of each node hides a node that fails on its third run"
-    rounds, with_prior = _run(Options(prior=_prior([[flaky]])), _flaky_world(flaky, {3, 4}))
+    rounds, with_prior = run_adaptive(Options(prior=_prior([[flaky]])), crashes_on(flaky, {3, 4}))
     assert dict(with_prior.faulty_nodes).keys() == {flaky}
     suspects = {n for r in rounds[1:] for g in r.groups if len(g.nodes) == 1 for n in g.nodes}
     assert suspects <= set(NODES[4:8]), "only the failed group's nodes get extra single-node runs"
@@ -67,7 +38,7 @@ def test_a_flaky_node_of_a_failed_group_is_named_when_it_shows_on_a_later_exposu
 def test_two_bad_links_are_both_named_and_no_node_is_blamed() -> None:
     links = [("n01", "n09"), ("n02", "n14")]
     for options in (Options(), Options(prior=_prior([["n01", "n02"]]))):
-        _, diagnosis = _run(options, _links_world(links))
+        _, diagnosis = run_adaptive(options, _links_world(links))
         named = {(f.side_a[0], f.side_b[0]) for f in diagnosis.infrastructure_faults}
         assert named == set(links)
         assert not diagnosis.faulty_nodes
@@ -75,7 +46,7 @@ def test_two_bad_links_are_both_named_and_no_node_is_blamed() -> None:
 
 def test_two_bad_links_inside_one_failed_group_are_both_named_from_the_prior() -> None:
     links = [("n00", "n01"), ("n02", "n03")]
-    rounds, diagnosis = _run(Options(prior=_prior([["n00"]])), _links_world(links))
+    rounds, diagnosis = run_adaptive(Options(prior=_prior([["n00"]])), _links_world(links))
     assert {(f.side_a[0], f.side_b[0]) for f in diagnosis.infrastructure_faults} == set(links)
     path = [r for r in rounds if r.stage == "path-screen"]
     assert path[0].groups[0].nodes == ("n00", "n01", "n02", "n03"), "the path screen starts from the failed group"
@@ -83,14 +54,14 @@ def test_two_bad_links_inside_one_failed_group_are_both_named_from_the_prior() -
 
 def test_the_same_prior_plans_the_same_rounds() -> None:
     options = Options(prior=_prior([["n05"], ["n10"]]))
-    first = _run(options, _flaky_world("n05", {2, 5}))
-    again = _run(options, _flaky_world("n05", {2, 5}))
+    first = run_adaptive(options, crashes_on("n05", {2, 5}))
+    again = run_adaptive(options, crashes_on("n05", {2, 5}))
     assert first == again
 
 
 def test_a_prior_naming_nodes_outside_the_run_is_ignored_for_them() -> None:
     prior = Prior((PriorGroup(("gone", "n03"), False),))
-    rounds, diagnosis = _run(Options(prior=prior), lambda nodes: True)
+    rounds, diagnosis = run_adaptive(Options(prior=prior), lambda nodes: True)
     assert not diagnosis.failed
     assert all("gone" not in g.nodes for r in rounds for g in r.groups)
 

@@ -11,16 +11,15 @@ the same field.
 from __future__ import annotations
 
 import copy
-import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
-from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
+
+from nvcre.compiler.api import validate
 
 pytestmark = pytest.mark.integration
 
@@ -52,51 +51,16 @@ def _documents() -> dict[str, dict[str, Any]]:
     return {"workflow": workflow, "job": job, "workloadrun": run}
 
 
-@pytest.fixture(scope="module")
-def api(controlplane: Any) -> Iterator[Any]:
-    with controlplane.api_client() as api_client:
-        yield api_client
-
-
-@pytest.fixture(scope="module")
-def namespace(api: Any) -> Iterator[str]:
-    from kubernetes import client
-
-    name = f"admit-{uuid.uuid4().hex[:8]}"
-    core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        core.delete_namespace(name)
-
-
-def _server_refusal(api: Any, namespace: str, doc: dict[str, Any]) -> set[str]:
-    """The field paths the server refuses ``doc`` at (empty when it admits it)."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    plural = kind_class(doc["kind"]).plural
-    try:
-        client.CustomObjectsApi(api).create_namespaced_custom_object(
-            GROUP, VERSION, namespace, plural, doc, dry_run="All", field_validation="Strict"
-        )
-    except ApiException as exc:
-        details = (json.loads(exc.body or "{}").get("details") or {}).get("causes") or []
-        return {str(c.get("field")) for c in details} or {"?"}
-    return set()
-
-
 @pytest.mark.parametrize("which", ["workflow", "job", "workloadrun"])
-def test_the_server_and_validate_admit_what_nvcre_admits(api: Any, namespace: str, which: str) -> None:
+def test_the_server_and_validate_admit_what_nvcre_admits(server_refusal: Callable[[dict[str, Any]], set[str]], which: str) -> None:
     doc = _documents()[which]
     assert [d.render() for d in validate(doc) if d.is_error] == []
-    assert _server_refusal(api, namespace, copy.deepcopy(doc)) == set()
+    assert server_refusal(copy.deepcopy(doc)) == set()
 
 
-def test_the_server_and_validate_refuse_a_negative_duration_at_the_field(api: Any, namespace: str) -> None:
+def test_the_server_and_validate_refuse_a_negative_duration_at_the_field(server_refusal: Callable[[dict[str, Any]], set[str]]) -> None:
     doc = _documents()["workflow"]
     doc["spec"]["orchestration"]["execution"]["timeoutPerJob"] = "-1h"
     path = "spec.orchestration.execution.timeoutPerJob"
     assert {d.path for d in validate(doc) if d.is_error} == {path}
-    assert _server_refusal(api, namespace, copy.deepcopy(doc)) == {path}
+    assert server_refusal(copy.deepcopy(doc)) == {path}
