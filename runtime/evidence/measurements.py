@@ -2,7 +2,9 @@
 
 The verdict model keeps one peak row per group; evidence keeps every row: for each Job (one
 group, one iteration) the bus and algorithm bandwidth per message size, the transports, the
-goodput, step time and TFLOPS of a training Job, and the times the objects recorded. Values the
+goodput, step time and TFLOPS of a training Job, and the times the objects recorded. A bandwidth
+run that cannot be trusted (corrupted data, a failed run, a table that never finished) keeps its
+rows and its ``failure``, and has no peak: nothing downstream compares it as a measurement. Values the
 measurement published as strings become numbers; a value that is not a number is left out.
 """
 
@@ -78,8 +80,12 @@ def _bandwidth(measurement: Mapping[str, Any]) -> dict[str, Any]:
         "rows": rows,
         "transport": sorted({str(t) for t in status.get("transport") or []}),
     }
-    # the verdict's peak: the row of the largest message size
-    if rows:
+    failure = status.get("failure")
+    if isinstance(failure, Mapping) and failure.get("reason"):
+        # a corrupted, failed or unfinished run: its rows stay, but it has no peak to compare
+        out["failure"] = {"reason": str(failure["reason"]), "message": str(failure.get("message") or "")}
+    elif rows:
+        # the verdict's peak: the row of the largest message size
         out["peakBusBandwidthGBps"] = rows[-1]["busBandwidthGBps"]
     return out
 
