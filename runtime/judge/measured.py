@@ -13,7 +13,8 @@ not shown its nodes healthy:
   report shows the failed group, its reason and the blamed nodes (``failedNodeDetails``) even
   before the Job tier has written it.
 
-A Job that already failed (``Failed=True``) keeps its condition and gains the entries; a
+A Job that already failed (``Failed=True``) keeps its condition and its own entries: its
+workload's failure names the nodes, and a failed run's log blames no one more; a
 threshold verdict (``ValidationFailed``) is replaced, since a threshold met or missed on
 corrupted data says nothing.
 """
@@ -88,11 +89,13 @@ def failure_outcome(
     """
     status = status_of(job)
     conds = conditions_of(job)
-    nodes = group_nodes(job, pods)
     existing = [e for e in as_list(status.get("failedNodes")) if isinstance(e, Mapping)]
-    entries = merge_failed_nodes(existing, [{"name": n, "reason": failure.reason, "message": failure.message} for n in nodes])
     if true_condition(conds, "Failed") is not None:
-        return None, entries
+        # the workload's own failure already names its nodes; the log of a run that failed adds
+        # no blame (it would put the crash's healthy peers beside the node that crashed)
+        return None, [dict(e) for e in existing]
+    nodes = group_nodes(job, pods)
+    entries = merge_failed_nodes(existing, [{"name": n, "reason": failure.reason, "message": failure.message} for n in nodes])
     current = conds.get(VALIDATION_FAILED)
     if current is not None and current.get("status") == "True" and current.get("reason") == failure.reason:
         return None, entries
