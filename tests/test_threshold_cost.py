@@ -53,12 +53,12 @@ def certification(expression: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("levels", [4, 6])
 def test_validation_refuses_a_costly_threshold_at_its_path_without_running_it(levels: int) -> None:
-    started = time.perf_counter()
+    started = time.thread_time()
     problems = [d for d in validate(certification(nested(levels))) if d.is_error]
     assert [(d.code, d.path) for d in problems] == [("ThresholdExpressionTooCostly", PATH)]
     assert "over the limit of 10,000" in problems[0].message
     assert not certainly_valid(certification(nested(levels)), "Certification")
-    assert time.perf_counter() - started < 3.0
+    assert time.thread_time() - started < 3.0
 
 
 def test_three_levels_over_a_literal_still_pass() -> None:
@@ -67,21 +67,22 @@ def test_three_levels_over_a_literal_still_pass() -> None:
 
 
 def test_the_job_tier_refuses_the_expression_as_a_configuration_error() -> None:
-    started = time.perf_counter()
+    started = time.thread_time()
     outcome = thresholds.evaluate({"busBandwidthGBps": nested(4)}, {"busBandwidthGBps": 950.0})
     assert outcome.reason == "InvalidThresholdExpression" and outcome.reason in thresholds.CONFIGURATION_ERRORS
     assert "too costly" in outcome.message
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
 
 
 def test_an_expression_the_estimate_misses_is_stopped_by_the_cpu_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # as if the estimate under-counted: the expression runs, and the budget ends it
+    # as if the estimate under-counted: the expression runs, and the budget ends it (measured in
+    # this thread's CPU time, as the budget is, so a busy machine does not change the answer)
     monkeypatch.setattr(cel_threshold, "threshold_cost_problem", lambda expression: None)
-    started = time.perf_counter()
+    started = time.thread_time()
     outcome = cel_threshold.run_threshold(nested(5), 1.0, cpu_budget=0.2)
     assert outcome.value is None and not outcome.too_costly
     assert "stopped after 0.2 s of CPU" in str(outcome.error)
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0
     # the program is unharmed: the same text, cheap enough, still judges
     assert cel_threshold.run_threshold("value >= 0.5", 1.0).value is True
     assert cel_program.run_bool(nested(2), {"value": cel_program.celtypes.DoubleType(1.0)}, cpu_budget=5.0).value is True
@@ -110,9 +111,9 @@ def test_the_controller_refuses_the_certification_with_a_reason_and_creates_noth
     nodes.replace(yaml.safe_load(NODES.read_text())["items"])
     kube = OneObjectKube(obj)
     ctx = Context(kube=kube, stores={"nodes": nodes, "resourceslices": Store()}, clock=FixedClock(), settings=Settings())  # type: ignore[arg-type]
-    started = time.perf_counter()
+    started = time.thread_time()
     CertificationReconciler(ctx).reconcile("ns", "c")
-    assert time.perf_counter() - started < 5.0
+    assert time.thread_time() - started < 5.0
     failed = cond.condition(kube.obj["status"], cond.FAILED)
     assert failed["status"] == "True" and failed["reason"] == "WorkflowValidationFailed"
     assert PATH in failed["message"] and "ThresholdExpressionTooCostly" in failed["message"]
