@@ -14,6 +14,8 @@ shell shows for a Go command ended by ``SIGPIPE``.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import sys
 from typing import Any
@@ -35,9 +37,8 @@ def _silence() -> None:
     except OSError:
         return
     try:
-        os.dup2(devnull, 1)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, 1)
     finally:
         os.close(devnull)
 

@@ -10,6 +10,8 @@ node started, containers included.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import signal
 import time
@@ -99,10 +101,8 @@ def kill_all(top: str, timeout: float = 20.0) -> None:
         if not alive:
             return
         for pid in alive:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.2)
     raise CgroupError(f"processes still in cgroup {top} after {timeout:.0f}s: {sorted(pids(top))}")
 

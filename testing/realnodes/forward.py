@@ -13,6 +13,8 @@ threads of the supervising process, so no address or route is ever added to the 
 
 from __future__ import annotations
 
+import contextlib
+
 import ipaddress
 import socket
 import threading
@@ -26,19 +28,13 @@ _MAX_REQUEST = 8192
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while True:
-            data = source.recv(_CHUNK)
-            if not data:
-                break
+    """Copy ``source`` into ``sink`` until either side ends (a reset is an end like any other),
+    then tell ``sink`` nothing more comes."""
+    with contextlib.suppress(OSError):
+        while data := source.recv(_CHUNK):
             sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        try:
-            sink.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
 
 
 def splice(a: socket.socket, b: socket.socket) -> None:
@@ -79,10 +75,8 @@ class _Server:
 
     def close(self) -> None:
         self._closed.set()
-        try:
+        with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.listener.close()
         self._thread.join(timeout=5)
 

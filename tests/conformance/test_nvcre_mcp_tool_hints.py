@@ -83,7 +83,7 @@ class _ApiServer(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def log_message(self, *args: Any) -> None:
-        pass
+        """The fake API server's access log would only clutter the test's output."""
 
 
 @pytest.fixture(scope="module")
