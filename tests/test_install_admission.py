@@ -40,7 +40,6 @@ def test_the_policy_covers_the_kinds_that_become_pods() -> None:
 def test_every_check_names_the_user_the_namespace_and_what_is_missing() -> None:
     policy, _ = _policy_and_binding()
     validations = policy["spec"]["validations"]
-    assert len(validations) == 7
     for check in validations:
         assert "authorizer" in check["expression"] or "variables." in check["expression"]
         assert check["messageExpression"].startswith("request.userInfo.username + ' may not ")
@@ -48,3 +47,23 @@ def test_every_check_names_the_user_the_namespace_and_what_is_missing() -> None:
     checked = " ".join(v["expression"] for v in validations) + " ".join(v["expression"] for v in policy["spec"]["variables"])
     for needed in ("'pods'", "'trainjobs'", "subresource('token')", "'secrets'", "'configmaps'", "'persistentvolumeclaims'"):
         assert needed in checked
+
+
+def test_no_expression_can_exceed_the_api_servers_cel_cost_limits() -> None:
+    """An authorizer check costs 350,000: at most two per expression (limit 1,000,000), at most 28
+    in the whole policy (budget 10,000,000), however many dependencies or names an object holds.
+    Each check sits outside any comprehension, so its count in the text is its worst-case count."""
+    policy, _ = _policy_and_binding()
+    expressions = [v["expression"] for v in policy["spec"]["validations"]] + [v["expression"] for v in policy["spec"]["variables"]]
+    for expression in expressions:
+        assert expression.count(".check(") <= 2, expression
+        if ".check(" in expression:
+            assert ".all(" not in expression and ".exists(" not in expression and ".map(" not in expression, expression
+    assert sum(e.count(".check(") for e in expressions) <= 28
+
+
+def test_each_named_slot_names_the_object_it_refuses() -> None:
+    policy, _ = _policy_and_binding()
+    messages = [v["messageExpression"] for v in policy["spec"]["validations"]]
+    assert any("' may not get Secret ' + variables.secrets[0]" in m for m in messages)
+    assert any("act as (create serviceaccounts/token for) ServiceAccount ' + variables.accounts[3]" in m for m in messages)
