@@ -24,7 +24,6 @@ from ..clock import parse_time
 from ..kube.resources import CERTIFICATIONS, NODES, RESOURCE_SLICES, WORKFLOWS
 from . import conditions as cond
 from .common import (
-    create_or_adopt,
     meta,
     name_of,
     namespace_of,
@@ -32,6 +31,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .owned_names import WORKFLOW_NAME_TAKEN, create_owned_workflow, taken_message
 from .render_events import tier_render_events
 from .tier import StatusTier
 
@@ -147,10 +147,13 @@ class CertificationReconciler(StatusTier):
             message = f"The compiler produced no Workflow for category {label}"
             self._write(cert, cond.set_lifecycle(status, cond.FAILED, "WorkflowValidationFailed", message, now))
             return Result()
-        outcome = create_or_adopt(ctx, manifest, cert)
+        owned = create_owned_workflow(ctx, manifest, cert)
+        outcome = owned.outcome
         if outcome.collision:
             category["status"] = "Failed"
             message = f"Workflow {name_of(manifest)} already exists and is not owned by this Certification"
+            if owned.taken:
+                message += ", nor is the name this Certification falls back to"
             self._write(cert, cond.set_lifecycle(status, cond.FAILED, "WorkflowNameCollision", message, now))
             return Result()
         if outcome.obj is None:
@@ -164,6 +167,8 @@ class CertificationReconciler(StatusTier):
             # the render's fallbacks, once per Certification, as NVCRE's controller reports them
             for type_, reason, text in tier_render_events("Certification", notes):
                 ctx.event(cert, type_, reason, text)
+        if owned.taken and outcome.created:
+            ctx.event(cert, "Warning", WORKFLOW_NAME_TAKEN, taken_message(owned.taken, name_of(outcome.obj), "Certification"))
         category["status"] = "InProgress"
         category["workflowRef"] = {"name": name_of(outcome.obj), "namespace": namespace_of(outcome.obj)}
         message = f"Created Workflow for category {label} ({index + 1} of {len(categories)})"

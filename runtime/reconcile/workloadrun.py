@@ -28,7 +28,6 @@ from ..kube.errors import ApiError, Conflict
 from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
 from . import conditions as cond
 from .common import (
-    create_or_adopt,
     meta,
     name_of,
     namespace_of,
@@ -36,6 +35,7 @@ from .common import (
     uid_of,
 )
 from .context import Context, Result, owned_by
+from .owned_names import WORKFLOW_NAME_TAKEN, create_owned_workflow, taken_message
 from .render_events import tier_render_events
 from .tier import StatusTier
 
@@ -93,9 +93,12 @@ class WorkloadRunReconciler(StatusTier):
                 )
                 raise
             return Result()
-        outcome = create_or_adopt(ctx, manifest, run)
+        owned = create_owned_workflow(ctx, manifest, run)
+        outcome = owned.outcome
         if outcome.collision:
             message = f"Workflow {name_of(manifest)} already exists and is not owned by this WorkloadRun"
+            if owned.taken:
+                message += ", nor is the name this WorkloadRun falls back to"
             self._write(run, _lifecycle(status, cond.FAILED, "WorkflowNameCollision", message, now))
             return Result()
         if outcome.obj is None:
@@ -105,6 +108,8 @@ class WorkloadRunReconciler(StatusTier):
             ctx.event(run, "Warning", "WorkflowCreationError", message)
             self._write(run, _lifecycle(status, cond.FAILED, "WorkflowFailed", message, now))
             return Result()
+        if owned.taken and outcome.created:
+            ctx.event(run, "Warning", WORKFLOW_NAME_TAKEN, taken_message(owned.taken, name_of(outcome.obj), "WorkloadRun"))
         if outcome.created:
             for type_, reason, text in tier_render_events("WorkloadRun", notes):
                 ctx.event(run, type_, reason, text)
