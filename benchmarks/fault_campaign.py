@@ -23,6 +23,14 @@ INFO chatter beside them (the simulated cluster's ``NVCRE_SIM_*`` variables). Th
 column says what the measurement read: its final-read message (the complete log, or how far it
 got), the steps it saw and the size of the largest pod log.
 
+Two scenarios put another tenant beside a healthy run: ``costly-threshold`` applies, in a
+namespace of its own, the audit's two Certifications whose thresholds are six nested
+comprehensions (about 135 s per evaluation without a bound), and the healthy run must still
+PASS in its usual time; ``foreign-volume`` runs, beside it, a Workflow with one more dependency,
+a claim naming another namespace's Released volume kept on Retain, and deletes it when it ends:
+the volume must still be there, on Retain, unstamped. Their rows say what happened to the other
+tenant's objects; a foreign object changed is a wrong row.
+
 Prints a Markdown table and the totals in the reliability audit's terms.
 
     python benchmarks/fault_campaign.py [--only NAME ...] [--log-mib 300] [--training-log-mib 1024]
@@ -65,7 +73,9 @@ class Scenario:
     profile: str = "h100"
     nodes: int = 2
     node_fault: str = ""  # a simulated fault on the first node (the last for imex-down)
-    action: str = ""  # kill-controller | kill-controller-3x | delete-trainjob | pause-apiserver | huge-log | big-training-log
+    #: kill-controller | kill-controller-3x | delete-trainjob | pause-apiserver | huge-log | big-training-log |
+    #: costly-tenant | foreign-volume
+    action: str = ""
     options: dict[str, Any] = field(default_factory=dict)
     expect: str = "PASSED"
     #: indices of the nodes that must be blamed (exactly these)
@@ -156,6 +166,11 @@ SCENARIOS = (
         expect="FAILED",
         blamed=(0,),
     ),
+    # Another tenant's Certifications with thresholds of six nested comprehensions: they must be
+    # refused (costed) without holding the workers the healthy run needs.
+    Scenario("costly-threshold", "another tenant's two thresholds of six nested comprehensions", "nccl-all-reduce", action="costly-tenant"),
+    # Beside a healthy run, a Workflow whose extra claim names another namespace's Released volume.
+    Scenario("foreign-volume", "a Workflow's claim names another namespace's Retain volume", "nccl-loopback", action="foreign-volume"),
     # A healthy training run with NCCL_DEBUG=INFO-like chatter: a step every second while its
     # log grows to --training-log-mib. Reading the whole log at every sample failed such a run
     # WorkloadStalled near 90 MB and blamed both nodes.
@@ -318,6 +333,154 @@ class Sizes:
         return {"log_mib": self.log_mib, "training_log_mib": self.training_log_mib, "huge_log_timeout": timeout}
 
 
+#: the audit's costly threshold: six levels of ``[0..9].all(...)``, 209 characters
+_DIGITS = "[0,1,2,3,4,5,6,7,8,9]"
+COSTLY = "value >= 0.0 && " + "".join(f"{_DIGITS}.all(x{i}, " for i in range(6)) + "true" + ")" * 6
+_STARTS_AT_ONCE = ("costly-tenant", "foreign-volume")
+
+
+class OtherTenant:
+    """The objects of another tenant a scenario puts beside the healthy run, and what became of them."""
+
+    def __init__(self, kube: Any, cluster: Any, scenario: Scenario, namespace: str, nodes: list[str]) -> None:
+        self.kube, self.cluster, self.scenario, self.nodes = kube, cluster, scenario, nodes
+        self.namespace = f"{namespace}-other"
+        self.volume = f"{namespace}-foreign-pv"
+        self.folder = cluster.workdir / f"{namespace}-foreign-data"
+
+    def start(self) -> None:
+        kube = self.kube
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+        if self.scenario.action == "costly-tenant":
+            for name in ("cost1", "cost2"):
+                category = {
+                    "domain": "communication",
+                    "variant": "nccl-all-reduce",
+                    "options": {"nodesPerJob": 2, "thresholds": {"busBandwidthGBps": COSTLY}},
+                }
+                kube.create(
+                    {
+                        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+                        "kind": "Certification",
+                        "metadata": {"name": name, "namespace": self.namespace},
+                        "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, "categories": [category]},
+                    }
+                )
+        elif self.scenario.action == "foreign-volume":
+            self._foreign_volume()
+
+    def _foreign_volume(self) -> None:
+        from nvcre.runtime import compile as compiler
+        from nvcre.runtime.kube.resources import NODES
+        from nvcre.runtime.reconcile.reclaim import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+
+        kube = self.kube
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "db.txt").write_text("precious\n")
+        claim_spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": ""}
+        volume_spec = {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "hostPath": {"path": str(self.folder)},
+        }
+        kube.create({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": self.volume}, "spec": volume_spec})
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": self.namespace}}
+        kube.create({**claim, "spec": {**claim_spec, "volumeName": self.volume}})
+        _until(lambda: _phase(kube, PERSISTENT_VOLUMES, self.volume) == "Bound", 60)
+        kube.delete(PERSISTENT_VOLUME_CLAIMS, "data", self.namespace)
+        _until(lambda: _phase(kube, PERSISTENT_VOLUMES, self.volume) == "Released", 60)
+        # the grabbing Workflow: a rendered loopback run with one more dependency, a claim naming that volume
+        cert = {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Certification",
+            "metadata": {"name": "grab", "namespace": self.scenario_namespace, "uid": "00000000-0000-0000-0000-000000000000"},
+            "spec": {"target": {"nodeNames": self.nodes}, "categories": [{"domain": "communication", "variant": "nccl-loopback"}]},
+        }
+        workflow = compiler.expand_certification(cert, compiler.cluster_facts(kube.list(NODES).items))[0]
+        workflow["metadata"] = {"name": "grab", "namespace": self.scenario_namespace}
+        grab = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "grab"},
+            "spec": {**claim_spec, "volumeName": self.volume},
+        }
+        workflow["spec"]["dependencies"] = [*workflow["spec"]["dependencies"], grab]
+        kube.create(workflow)
+
+    @property
+    def scenario_namespace(self) -> str:
+        return self.namespace.removesuffix("-other")
+
+    def finish(self) -> tuple[str, bool]:
+        """(what became of the other tenant's objects, whether that is right)."""
+        from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
+        from nvcre.runtime.reconcile import conditions as cond
+
+        kube = self.kube
+        if self.scenario.action == "costly-tenant":
+            seen = []
+            for name in ("cost1", "cost2"):
+                status = kube.get(CERTIFICATIONS, name, self.namespace).get("status") or {}
+                reason = next((c.get("reason") for c in status.get("conditions") or [] if c.get("type") == "Failed"), "")
+                seen.append(f"{name} {cond.lifecycle(status) or 'no status'} {reason}".strip())
+            # right: neither passed; refused (Failed) is what the costing must give
+            return "; ".join(seen), all(cond.FAILED in s for s in seen)
+        from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
+        from nvcre.runtime.reconcile.reclaim import PERSISTENT_VOLUMES
+
+        _until(
+            lambda: (
+                cond.lifecycle((_read(kube, WORKFLOWS, "grab", self.scenario_namespace) or {}).get("status"))
+                in (cond.SUCCEEDED, cond.FAILED)
+            ),
+            300,
+        )
+        kube.delete(WORKFLOWS, "grab", self.scenario_namespace)
+        _until(lambda: _read(kube, WORKFLOWS, "grab", self.scenario_namespace) is None, 120)
+        time.sleep(5)  # what a reclaim would do, it does on the Workflow's deletion
+        volume = _read(kube, PERSISTENT_VOLUMES, self.volume)
+        if volume is None:
+            return f"{self.volume} DELETED", False
+        policy = volume["spec"].get("persistentVolumeReclaimPolicy")
+        stamped = ANNOTATION_WORKFLOW_UID in (volume["metadata"].get("annotations") or {})
+        data = (self.folder / "db.txt").read_text() == "precious\n"
+        text = f"{self.volume}: {policy}, {'stamped' if stamped else 'unstamped'}, data {'intact' if data else 'CHANGED'}"
+        return text, policy == "Retain" and not stamped and data
+
+    def close(self) -> None:
+        from nvcre.runtime.kube.errors import ApiError
+        from nvcre.runtime.kube.resources import Resource
+        from nvcre.runtime.reconcile.reclaim import PERSISTENT_VOLUMES
+
+        namespaces = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+        for resource, name in ((PERSISTENT_VOLUMES, self.volume), (namespaces, self.namespace)):
+            with contextlib.suppress(ApiError):
+                self.kube.delete(resource, name)
+
+
+def _read(kube: Any, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    from nvcre.runtime.kube.errors import NotFound
+
+    try:
+        return dict(kube.get(resource, name, namespace))
+    except NotFound:
+        return None
+
+
+def _phase(kube: Any, resource: Any, name: str) -> str:
+    return str(((_read(kube, resource, name) or {}).get("status") or {}).get("phase") or "")
+
+
+def _until(check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s")
+        time.sleep(1.0)
+
+
 def _report(kubeconfig: Path, name: str, namespace: str) -> dict[str, Any]:
     nvcrectl = Path(sys.executable).with_name("nvcrectl")
     out = subprocess.run(
@@ -397,9 +560,12 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
         target = nodes[-1] if scenario.node_fault == "imex-down" else nodes[0]
         cluster.set_fault(target, scenario.node_fault)
     name = f"campaign-{scenario.name}"
+    other = OtherTenant(kube, cluster, scenario, namespace, nodes) if scenario.action in _STARTS_AT_ONCE else None
     started = time.monotonic()
+    if other is not None:
+        other.start()
     kube.create(_certification(namespace, name, nodes, scenario, sizes))
-    acted = False
+    acted = other is not None
     verdict_at = None
     appender: threading.Thread | None = None
     while time.monotonic() - started < 900 + sizes.huge_log_seconds + sizes.training_log_mib / sizes.mib_per_second:
@@ -460,6 +626,13 @@ def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kub
         "controller_peak_rss_mib": round(controller.peak_rss_kib / 1024),
     }
     row["ok"] = row["result"] == scenario.expect and blamed == expected
+    if other is not None:
+        try:
+            row["other_tenant"], right = other.finish()
+        finally:
+            other.close()
+        row["ok"] = row["ok"] and right
+        row["foreign_changed"] = 0 if right else 1
     kube.delete(CERTIFICATIONS, name, namespace)
     cluster.set_fault(nodes[0], "none")
     if scenario.node_fault == "imex-down":
@@ -502,11 +675,14 @@ def main(argv: list[str] | None = None) -> int:
         seconds = f"{r['seconds']} s" if r["seconds"] is not None else "no verdict"
         print(
             f"| {r['scenario']} | {r['fault']} | {r['expected']} | {r['result']} | {blamed} | {seconds} | "
-            f"{'yes' if r['ok'] else '**no**'} | {r['measured'] or '-'} |"
+            f"{'yes' if r['ok'] else '**no**'} | {r.get('other_tenant') or r['measured'] or '-'} |"
         )
     wrong = sum(1 for r in rows if not r["ok"])
     print()
-    print(f"- scenarios: {len(rows)}; wrong verdicts or blame: {wrong}; healthy nodes blamed: {sum(r['healthy_blamed'] for r in rows)}")
+    print(
+        f"- scenarios: {len(rows)}; wrong verdicts or blame: {wrong}; healthy nodes blamed: {sum(r['healthy_blamed'] for r in rows)}; "
+        f"foreign objects changed: {sum(r.get('foreign_changed', 0) for r in rows)}"
+    )
     print(
         f"- controller: peak RSS {controller.peak_rss_kib / 1024:.0f} MiB (limit {MEMORY_LIMIT_MIB} Mi); "
         f"/healthz {controller.probes} samples, {controller.probe_failures} failed or over 1 s "

@@ -6,7 +6,7 @@
 ``benchmarks/fuzz_bench.py`` mutates parsed documents; this one mutates the *bytes* of every golden
 and example input file (truncation, flipped and invalid UTF-8 bytes, control characters, tabs in
 indentation, deleted or doubled lines, stray YAML tokens and tags, a byte-order mark, UTF-16,
-alias bombs, deep flow nesting) and adds the files a reader must refuse without reading them
+alias bombs, deep flow nesting, block sequences and mappings nested up to 30,000 and 1,500 levels) and adds the files a reader must refuse without reading them
 whole or blocking (a directory, a FIFO, ``/dev/zero``, an empty file, a 65 MiB file, a missing
 path). Each one is run through ``nvcrectl certification validate FILE`` or ``render FILE`` (the
 Typer application, in this process). Wrong is: exit 1 (an internal error), any other exit but 0
@@ -101,6 +101,7 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
                 "utf16",
                 "alias-bomb",
                 "deep-flow",
+                "deep-block",
                 "long-line",
             )
         )
@@ -133,6 +134,16 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
         elif kind == "deep-flow":
             depth = rng.choice((100, 5_000, 200_000))
             data = data[:i] + b"[" * depth + b"]" * depth + data[i:]
+        elif kind == "deep-block":
+            # a top-level key holding a block sequence (``- - - x``, one line) or block mappings
+            # nested by indentation: the shapes that used to overflow the parser's C stack
+            if rng.random() < 0.5:
+                depth = rng.choice((100, 5_000, 30_000))
+                block = b"deep:\n" + b"- " * depth + b"x\n"
+            else:
+                depth = rng.choice((100, 1_500))
+                block = b"".join(b"  " * n + b"k:\n" for n in range(depth)) + b"  " * depth + b"x\n"
+            data = block + data
         elif kind == "long-line":
             data = data[:i] + b"x" * rng.choice((10_000, 2_000_000)) + data[i:]
     return "+".join(names), data
