@@ -8,6 +8,10 @@ NVCRE's ``workflow render`` does, the printed Workflow says what it was rendered
 ``nvcrectl.nvidia.com/detected-platform`` and ``nvcrectl.nvidia.com/detected-gpu-architecture``
 always, ``nvcrectl.nvidia.com/applied-overrides`` (the matched overrides as JSON) when any
 matched. The plan (groups, nodes, exclusions, events) goes to stderr. Nothing is created.
+
+``nvcrectl workloadrun render`` stamps the same two annotations as NVCRE's does
+(:func:`stamp_detected`): the architecture always, the platform when it was given with
+``--platform`` or detected (``--dry-run``, ``--facts``), never when it is only the default.
 """
 
 from __future__ import annotations
@@ -27,6 +31,35 @@ app = typer.Typer(help="Render hand-written Workflows.", no_args_is_help=True)
 DETECTED_PLATFORM = "nvcrectl.nvidia.com/detected-platform"
 DETECTED_GPU_ARCHITECTURE = "nvcrectl.nvidia.com/detected-gpu-architecture"
 APPLIED_OVERRIDES = "nvcrectl.nvidia.com/applied-overrides"
+
+
+#: where a rendered platform came from when NVCRE's render would name it (not "defaulted")
+_NAMED_PLATFORM_SOURCES = ("supplied", "detected")
+
+
+def stamp_detected(rendered: Any) -> Any:
+    """``rendered`` with each Workflow annotated as NVCRE's ``workloadrun render`` annotates it.
+
+    ``nvcrectl.nvidia.com/detected-gpu-architecture`` always; ``nvcrectl.nvidia.com/detected-platform``
+    only when the platform was supplied (``--platform``) or detected from cluster objects, as NVCRE
+    writes it with ``--platform`` and with ``--dry-run`` but not from its default. The input is not changed.
+    """
+    import dataclasses
+
+    view = rendered.cluster
+    if view is None:
+        return rendered
+    platform_source = str((view.provenance.get("platform") or {}).get("source") or "")
+    stamped = []
+    for workflow in rendered.workflows:
+        meta = dict(workflow.get("metadata") or {})
+        annotations = dict(meta.get("annotations") or {})
+        annotations[DETECTED_GPU_ARCHITECTURE] = view.gpu_arch
+        if platform_source in _NAMED_PLATFORM_SOURCES:
+            annotations[DETECTED_PLATFORM] = view.platform
+        meta["annotations"] = annotations
+        stamped.append({**workflow, "metadata": meta})
+    return dataclasses.replace(rendered, workflows=stamped)
 
 
 @app.callback()

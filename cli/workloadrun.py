@@ -36,12 +36,14 @@ def render(
     kubeconfig: DryRunKubeconfigOption = None,
     context: DryRunContextOption = None,
 ) -> None:
-    """Print the one Workflow the WorkloadRun becomes, exactly as the controller would create it."""
+    """Print the one Workflow the WorkloadRun becomes, as the controller would create it, with what it was rendered for."""
     from nvcre.compiler.workloadrun import render_workloadrun
+
+    from .workflow import stamp_detected
 
     live = live_facts_for(dry_run, gpu_arch, facts, kubeconfig, context)
     render_to_stdout(
-        render_workloadrun,
+        lambda document, **inputs: stamp_detected(render_workloadrun(document, **inputs)),
         file,
         platform=platform,
         gpu_arch=gpu_arch,

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from .accounting import RequestCounter, classify
 from .errors import ApiError, ApiNotServed, Conflict, NotFound, error_for
-from .events import event_body, object_ref
+from .events import EventSeries, SeriesUpdate, event_body, object_ref
 from .resources import EVENTS_V1, WELL_KNOWN, Resource, split_api_version
 
 __all__ = [
@@ -196,6 +196,8 @@ class ApiServerClient:
         self._lock = threading.Lock()
         #: every request sent, by verb and resource (served as ``nvcre_api_requests_total``)
         self.requests = RequestCounter()
+        #: the Events written recently, so a repeat becomes a ``series`` on the first
+        self.event_series = EventSeries()
 
     # -------------------------------------------------------------- construction
 
@@ -446,10 +448,17 @@ class ApiServerClient:
         return True
 
     def emit_event(self, involved: Mapping[str, Any], *, type: str, reason: str, message: str, component: str) -> None:
+        """Write an Event about ``involved``; a repeat within the series window patches the first one's ``series``."""
         event = event_body(involved, type=type, reason=reason, message=message, component=component, instance=self.instance)
-        namespace = event["metadata"]["namespace"]
         try:
-            self._json("POST", EVENTS_V1.path(namespace), body=event)
+            self.event_series.record(event, self._create_event, self._patch_event)
         except ApiError:
             # An Event is a courtesy to the reader; losing one must never fail a reconcile.
-            pass
+            # The series forgot it, so the next occurrence creates a new Event.
+            return
+
+    def _create_event(self, event: dict[str, Any]) -> None:
+        self._json("POST", EVENTS_V1.path(event["metadata"]["namespace"]), body=event)
+
+    def _patch_event(self, update: SeriesUpdate) -> None:
+        self.merge_patch(EVENTS_V1, update.name, update.namespace, update.patch)

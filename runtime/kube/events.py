@@ -1,6 +1,6 @@
 """The body of an Event the controller writes, as NVCRE's recorders write them (events.k8s.io/v1).
 
-One Event per emission, named ``<object>.<nanoseconds><random>`` (the events API wants a DNS
+Each new Event is named ``<object>.<nanoseconds><random>`` (the events API wants a DNS
 subdomain), with the regarding object's identifying fields, the reporting controller and
 instance, an action, a reason, a type and a note capped at 1,024 bytes of UTF-8. Core/v1
 readers and ``kubectl describe`` see the same object (regarding -> involvedObject, note ->
@@ -12,11 +12,16 @@ recorders (``job-controller``, ``workflow-controller``, ``certification-controll
 ``bandwidthmeasurement-controller``); an Event about any other kind keeps the component it was
 given.
 
-:class:`EventSeries` does what client-go's events.k8s.io recorder does with a repeat: the same
-Event (regarding object, reason, type, action, note, reporting controller) seen again within
-six minutes is not a new object but a ``series`` on the first one, ``{count,
-lastObservedTime}``, updated at most every thirty seconds; after six minutes of quiet a new
-Event starts.
+:class:`EventSeries` folds repeats as client-go's events.k8s.io recorder does: the same Event
+(regarding object, reason, type, action, note, reporting controller and instance) seen again
+within six minutes of its last sighting is not a new object but a ``series`` on the first one,
+``{count, lastObservedTime}``, written with a merge patch; after six minutes of quiet a new Event
+starts. Unlike client-go, which writes a running series back every thirty minutes and when it
+ends, every repeat is patched at once, so the count the server holds is never behind (one
+request per occurrence, as a new Event per occurrence cost before). A write that fails drops the
+series, so the next occurrence creates a new Event; a patch that finds the Event gone (expired
+or deleted) starts a new one with this occurrence. The note is part of the identity here (it is
+not in client-go's), so a repeat that says something different is never hidden in a count.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from .errors import NotFound
 
 __all__ = [
     "EVENT_ACTION",
@@ -126,67 +133,110 @@ class SeriesUpdate:
     patch: dict[str, Any]
 
 
-@dataclass
-class _Seen:
+@dataclass(eq=False)
+class _Series:
+    """One Event on the server and the occurrences it holds (0 until its create succeeded)."""
+
     namespace: str
     name: str
-    count: int
     last_seen: float
-    last_written: float
+    count: int = 0
+    gone: bool = False
+    #: held while this series' Event is written, so repeats from several threads take turns
+    gate: threading.Lock = field(default_factory=threading.Lock)
 
 
-#: client-go's events.k8s.io recorder: a repeat within this many seconds joins the series
+#: client-go's events.k8s.io recorder: a repeat within this many seconds of the last joins the series
 SERIES_WINDOW = 6 * 60.0
-#: and the series on the server is brought up to date at most this often
-SERIES_REFRESH = 30.0
-#: the Events remembered for series at once (the oldest is forgotten first)
+#: the series remembered at once (the least recently seen is forgotten first)
 SERIES_MEMORY = 4096
+#: how often one occurrence starts over when another thread's failed write dropped its series
+_ATTEMPTS = 3
+
+Create = Callable[[dict[str, Any]], object]
+Patch = Callable[[SeriesUpdate], object]
 
 
 class EventSeries:
     """Folds repeats of one Event into a ``series`` on the first (see the module docstring).
 
-    ``observe(body)`` answers with the body to create (the first sighting, or one after six
-    minutes of quiet), a :class:`SeriesUpdate` for the Event already written, or ``None`` when
-    the repeat is only counted (the server copy is refreshed at most every thirty seconds, and
-    whenever a later repeat comes after that). ``forget(body)`` drops an Event that could not be
-    written, so the next sighting creates it again. Safe across threads.
+    ``record(body, create, patch)`` writes one occurrence: ``create(body)`` for the first
+    sighting (or the first after six minutes of quiet), else ``patch(update)`` with the series'
+    new count and time. An error from either is raised after the series is dropped, except a
+    patch's :class:`NotFound`, which creates this occurrence anew. Memory is bounded: series
+    quiet for six minutes are let go, and at most ``memory`` are kept. Safe across threads.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, now: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, now: Callable[[], datetime] | None = None, memory: int = SERIES_MEMORY
+    ) -> None:
         self._clock = clock
         self._now = now or (lambda: datetime.now(UTC))
-        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._memory = max(1, memory)
+        self._series: OrderedDict[tuple[str, ...], _Series] = OrderedDict()
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._series)
+
     @staticmethod
-    def _key(body: Mapping[str, Any]) -> tuple[str, ...]:
+    def key(body: Mapping[str, Any]) -> tuple[str, ...]:
+        """What makes two Events one series: the regarding object's identity and every field a reader sees."""
         regarding = body.get("regarding") or {}
         identity = tuple(str(regarding.get(k) or "") for k in ("apiVersion", "kind", "namespace", "name", "uid"))
         fields = tuple(str(body.get(k) or "") for k in ("reason", "type", "action", "note", "reportingController", "reportingInstance"))
         return identity + fields
 
-    def observe(self, body: dict[str, Any]) -> dict[str, Any] | SeriesUpdate | None:
-        key = self._key(body)
+    def record(self, body: dict[str, Any], create: Create, patch: Patch) -> None:
+        """Write one occurrence of ``body`` (see the class docstring)."""
+        key = self.key(body)
+        for _ in range(_ATTEMPTS):
+            series = self._sighting(key, body)
+            with series.gate:
+                if series.gone:
+                    continue  # another thread's write failed and dropped it: start over
+                if series.count == 0:
+                    meta = body.get("metadata") or {}  # the thread that got here first names the Event
+                    series.namespace, series.name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+                    self._write(key, series, create, body)
+                    return
+                update = SeriesUpdate(
+                    series.namespace, series.name, {"series": {"count": series.count + 1, "lastObservedTime": _micro(self._now())}}
+                )
+                try:
+                    self._write(key, series, patch, update)
+                except NotFound:
+                    continue  # the Event expired or was deleted: this occurrence starts a new one
+                return
+
+    def _sighting(self, key: tuple[str, ...], body: Mapping[str, Any]) -> _Series:
+        """The live series of ``key``, a new one when there is none or it went quiet; oldest let go."""
         at = self._clock()
         with self._lock:
-            seen = self._seen.get(key)
-            if seen is None or at - seen.last_seen > SERIES_WINDOW:
-                meta = body.get("metadata") or {}
-                self._seen[key] = _Seen(str(meta.get("namespace") or ""), str(meta.get("name") or ""), 1, at, at)
-                self._seen.move_to_end(key)
-                while len(self._seen) > SERIES_MEMORY:
-                    self._seen.popitem(last=False)
-                return body
-            seen.count += 1
-            seen.last_seen = at
-            self._seen.move_to_end(key)
-            if seen.count > 2 and at - seen.last_written < SERIES_REFRESH:
-                return None
-            seen.last_written = at
-            series = {"count": seen.count, "lastObservedTime": _micro(self._now())}
-            return SeriesUpdate(seen.namespace, seen.name, {"series": series})
+            while self._series:
+                oldest_key, oldest = next(iter(self._series.items()))
+                quiet = at - oldest.last_seen > SERIES_WINDOW
+                full = len(self._series) >= self._memory and key not in self._series
+                if not (quiet or full):
+                    break
+                del self._series[oldest_key]
+            series = self._series.get(key)
+            if series is None or series.gone or at - series.last_seen > SERIES_WINDOW:
+                series = _Series("", "", at)
+                self._series[key] = series
+            series.last_seen = at
+            self._series.move_to_end(key)
+            return series
 
-    def forget(self, body: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._seen.pop(self._key(body), None)
+    def _write(self, key: tuple[str, ...], series: _Series, send: Callable[[Any], object], payload: Any) -> None:
+        """``send(payload)``; count the occurrence on success, drop the series on any error (and raise it)."""
+        try:
+            send(payload)
+        except BaseException:
+            series.gone = True
+            with self._lock:
+                if self._series.get(key) is series:
+                    del self._series[key]
+            raise
+        series.count += 1

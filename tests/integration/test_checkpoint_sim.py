@@ -98,10 +98,12 @@ def wait_terminal(kube, resource, name: str, namespace: str, timeout: float) -> 
 
 
 def job_events(kube, namespace: str, job: str) -> list[tuple[str, str, str]]:
+    """Every occurrence of the Job's Events: a repeat folded into an Event's series counts as many times."""
     return [
         (str(e.get("type")), str(e.get("reason")), str(e.get("message") or e.get("note") or ""))
         for e in kube.list(EVENTS, namespace).items
         if (e.get("involvedObject") or e.get("regarding") or {}).get("name") == job
+        for _ in range(int((e.get("series") or {}).get("count") or e.get("count") or 1))
     ]
 
 
