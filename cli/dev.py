@@ -151,7 +151,7 @@ def sim_up(
     from nvcre.testing.simsession import SimSessionError, controller_available, serve, start_detached
 
     if real:
-        _real_up(profile, nodes, platform, list(fault or []), detach, with_controller or with_prometheus or system_nodes != 0)
+        _real_up(profile, nodes, platform, list(fault or []), detach, with_controller, with_prometheus or system_nodes != 0)
         return
     _refuse_if_real_running()
     faults = _check_up_options(profile, nodes, platform, list(fault or []))
@@ -218,11 +218,12 @@ def _check_real_options(profile: str, nodes: int, platform: str, faults: List[st
     if faults:
         raise _invalid("--fault: faults at start are not available with --real yet")
     if extras:
-        raise _invalid("--with-controller, --with-prometheus and --system-nodes are not available with --real yet")
+        raise _invalid("--with-prometheus and --system-nodes are not available with --real yet")
 
 
-def _build_real_missing() -> None:
-    """Build what real nodes need (control plane, kubelet, kube-proxy, CNI plugins, CoreDNS, pause); progress on stderr."""
+def _build_real_missing(with_controller: bool = False) -> None:
+    """Build what real nodes need (control plane, kubelet, kube-proxy, CNI plugins, CoreDNS, pause) and, for
+    ``with_controller``, JobSet and the Trainer; progress on stderr."""
     import os
     import sys
 
@@ -232,13 +233,16 @@ def _build_real_missing() -> None:
         module = binaries.build_module()
     except FileNotFoundError as exc:
         raise _fail(str(exc)) from None
-    if not module.missing_components(list(binaries.CORE + binaries.CONTROLLERS)) and not module.real_missing():
+    sim = with_controller and bool(module.missing_sim_components())
+    if not module.missing_components(list(binaries.CORE + binaries.CONTROLLERS)) and not module.real_missing() and not sim:
         return
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
     try:
         module.build_real()
+        if sim:
+            module.build_sim()
     except module.BuildError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -272,7 +276,7 @@ def _real_usage(state: Dict[str, object]) -> None:
     )
 
 
-def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach: bool, extras: bool) -> None:
+def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach: bool, with_controller: bool, extras: bool) -> None:
     from nvcre.testing import simsession
     from nvcre.testing.controlplane import ControlPlaneError
     from nvcre.testing.realnodes import session, toolchain
@@ -280,15 +284,17 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
     _check_real_options(profile, nodes, platform, faults, extras)
     if simsession.read_state() is not None:
         raise _fail("a simulated cluster is running; stop it first with `nvcrectl dev down`")
+    if with_controller and not simsession.controller_available():
+        raise _invalid("--with-controller: the nvcre controller (nvcre.runtime) is not importable here")
     system = [p for p in toolchain.problems() if not p.startswith("not built")]
     if system:
         raise _fail("; ".join(system))
-    _build_real_missing()
+    _build_real_missing(with_controller)
     _build_workload_image()
     try:
         if detach:
             typer.echo("# starting the real-node environment in the background...", err=True)
-            state = session.start_detached(profile=profile, nodes=nodes, platform=platform)
+            state = session.start_detached(profile=profile, nodes=nodes, platform=platform, with_controller=with_controller)
             typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
             _real_usage(state)
             return
@@ -298,7 +304,7 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
             _real_usage({"netns": cluster.netns})  # type: ignore[attr-defined]
             typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
 
-        code = session.serve(profile=profile, nodes=nodes, platform=platform, on_ready=announce)
+        code = session.serve(profile=profile, nodes=nodes, platform=platform, on_ready=announce, with_controller=with_controller)
     except (ControlPlaneError, session.RealSessionError) as exc:
         raise _fail(str(exc)) from None
     if code:

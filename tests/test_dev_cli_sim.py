@@ -44,7 +44,7 @@ def invoke(*args: str):
         (["up", "--real", "--profile", "gb200-dra"], "--profile: gb200-dra publishes GPUs through DRA"),
         (["up", "--real", "--nodes", "17"], "--nodes: at most 16 real nodes, got 17"),
         (["up", "--real", "--fault", "h100-onprem-0=xid"], "--fault: faults at start are not available with --real yet"),
-        (["up", "--real", "--with-controller"], "--with-controller, --with-prometheus and --system-nodes are not available with --real"),
+        (["up", "--real", "--with-prometheus"], "--with-prometheus and --system-nodes are not available with --real"),
     ],
 )
 def test_bad_input_exits_2_with_the_option_named(isolated_cache: Path, args: list[str], message: str) -> None:

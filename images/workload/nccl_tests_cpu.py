@@ -9,13 +9,19 @@ Started by mpirun, one process per rank, under any of the names ``<collective>_p
 ``<collective>_perf_mpi``. Flags follow nccl-tests: ``-b/-e`` smallest and largest size in bytes
 (K, M, G suffixes), ``-f`` step factor or ``-i`` step bytes, ``-n`` timed iterations, ``-w`` warm-up
 iterations, ``-m`` collectives per timed iteration, ``-N`` cycles over the sizes, ``-c`` check,
-``-o`` reduction, ``-d`` data type, ``-r`` root, ``-a`` how rank times combine; ``-g``, ``-t`` (one
-device, one thread), ``-z``, ``-G``, ``-p``, ``-C`` are accepted for compatibility.
+``-o`` reduction, ``-d`` data type, ``-r`` root, ``-a`` how rank times combine, ``-g`` devices;
+``-t`` (one thread), ``-z``, ``-G``, ``-p``, ``-C`` are accepted for compatibility.
+
+Devices: under mpirun every rank stands for one GPU (``-g 1``). Started alone with ``-g N`` (a
+single-node loopback run, one process driving N GPUs), the stand-in starts N ranks of itself on
+this host with a local ``mpirun`` and each rank stands for one of the N devices, so the collective
+still runs between N processes (through shared memory) and is measured.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import time
@@ -39,6 +45,8 @@ DTYPES = {
     "float64": "float64",
 }
 OPS = ("sum", "prod", "min", "max", "avg")
+#: set by the stand-in for the ranks it starts itself to stand for ``-g N`` devices
+DEVICES_ENV = "NVCRE_STANDIN_DEVICES"
 _VALUED = {"-b", "-e", "-f", "-i", "-n", "-w", "-m", "-N", "-c", "-o", "-d", "-r", "-a", "-g", "-t", "-z", "-G", "-p", "-C"}
 _LONG = {
     "--minbytes": "-b",
@@ -82,6 +90,7 @@ class Options:
     dtype: str = "float"
     root: int = 0
     average: int = 1
+    devices: int = 1
 
 
 def parse_size(text: str) -> int:
@@ -134,8 +143,10 @@ def _apply(opts: Options, flag: str, value: str) -> None:  # noqa: C901 - one br
         opts.root = _int(flag, value, 0, 1 << 20)
     elif flag == "-a":
         opts.average = _int(flag, value, 0, 3)
-    elif flag in ("-g", "-t") and _int(flag, value, 1, 1 << 10) != 1:
-        raise UsageError(f"{flag} {value}: the CPU stand-in drives one device per rank and one thread")
+    elif flag == "-g":
+        opts.devices = _int(flag, value, 1, 64)
+    elif flag == "-t" and _int(flag, value, 1, 1 << 10) != 1:
+        raise UsageError(f"{flag} {value}: the CPU stand-in drives one thread per rank")
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -336,6 +347,24 @@ class Runner:
         return int(self.comm.allreduce(bad, op=self.mpi.SUM))
 
 
+def local_launch(program: str, args: list[str], opts: Options, environ: dict[str, str]) -> list[str] | None:
+    """The local ``mpirun`` line that stands ``-g N`` devices up as N ranks, or None to run as is.
+
+    Under mpirun (``OMPI_COMM_WORLD_SIZE`` set) a rank drives one device, unless it is one of the
+    ranks this stand-in started itself for the same ``-g``."""
+    if opts.devices == 1:
+        return None
+    if "OMPI_COMM_WORLD_SIZE" in environ:
+        if environ.get(DEVICES_ENV) == str(opts.devices) and environ["OMPI_COMM_WORLD_SIZE"] == str(opts.devices):
+            return None
+        raise UsageError(f"-g {opts.devices}: under mpirun the CPU stand-in drives one device per rank (start one rank per GPU)")
+    mpirun = shutil.which("mpirun", path=environ.get("PATH"))
+    if mpirun is None:
+        raise UsageError(f"-g {opts.devices}: no mpirun on PATH to start one rank per device")
+    return [mpirun, "--allow-run-as-root", "-np", str(opts.devices), "--oversubscribe", "--bind-to", "none",
+            "-x", DEVICES_ENV, program, *args]  # fmt: skip
+
+
 def _say(lines: list[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
     sys.stdout.flush()
@@ -361,8 +390,9 @@ def _devices(runner: Runner) -> list[str]:
     everyone = runner.comm.gather(me, root=0)
     if runner.rank != 0:
         return []
+    own = DEVICES_ENV in os.environ  # ranks standing for the devices of one process: rank r is device r
     return ["#", "# Using devices"] + [
-        f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {host:>10} device  0 [cpu] host memory" for r, pid, host in everyone
+        f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {host:>10} device {r if own else 0:2d} [cpu] host memory" for r, pid, host in everyone
     ]
 
 
@@ -376,7 +406,7 @@ def benchmark(collective: str, opts: Options) -> int:
     factor = bus_factor(collective, runner.ranks)
     lead = [
         "# nccl-tests CPU stand-in (nvcre): collectives on host memory through MPI over TCP; no GPU and no NCCL were used",
-        f"# nThread 1 nGpus 1 minBytes {opts.min_bytes} maxBytes {opts.max_bytes} step: "
+        f"# nThread 1 nGpus {opts.devices} minBytes {opts.min_bytes} maxBytes {opts.max_bytes} step: "
         + (f"{opts.step_factor}(factor)" if opts.step_factor > 1 else f"{opts.step_bytes}(bytes)")
         + f" warmup iters: {opts.warmup} iters: {opts.iters} agg iters: {opts.agg} validation: {int(opts.check)} graph: 0",
     ]
@@ -407,6 +437,10 @@ def main(argv: list[str]) -> int:
     try:
         collective = collective_of(argv[0])
         opts = parse_args(argv[1:])
+        launch = local_launch(argv[0], argv[1:], opts, dict(os.environ))
+        if launch is not None:
+            sys.stdout.flush()
+            os.execve(launch[0], launch, {**os.environ, DEVICES_ENV: str(opts.devices)})  # noqa: S606 - a fixed argv, no shell
         return benchmark(collective, opts)
     except UsageError as exc:
         print(f"{prog}: {exc}\n{USAGE.format(prog=prog)}", file=sys.stderr)

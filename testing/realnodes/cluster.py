@@ -6,7 +6,8 @@ proxy, the control plane (with controllers), the forwarder that makes the API se
 containerd (the sandbox and test images imported, and the workload image of
 :mod:`.workload_images` when asked for), and the kubelet. The nodes register
 themselves; once Ready they get the labels and taints of their profile, as GPU Feature Discovery
-and the GPU Operator leave them.
+and the GPU Operator leave them. With ``controllers=True``, JobSet, the Kubeflow Trainer and the
+nvcre controller then start as processes of the control plane (:mod:`.controllers`).
 
 Stopping (also on Ctrl-C, SIGTERM or a failed start) stops the kubelets, kills every process in
 the environment's cgroups (containerd, shims, containers, CoreDNS, the namespace holders), stops
@@ -36,7 +37,7 @@ from ..controlplane import ControlPlane
 from ..errors import ControlPlaneError
 from ..processes import Process, spawn, wait_ready
 from ..simprofiles import GPU_RESOURCE, KWOK_NODE_LABEL, Profile, check_platform, node_labels, node_taints, profile
-from . import cgroups, hostdirs, images, namespaces, toolchain, workload_images
+from . import cgroups, controllers, hostdirs, images, namespaces, toolchain, workload_images
 from .dnsquery import resolve
 from .faults import RealFault, parse_real_fault
 from .forward import ApiForwarder, ConnectProxy
@@ -81,6 +82,7 @@ class RealCluster:
         keep_workdir: bool = False,
         crd_dirs: Sequence[Path] | None = None,
         workload_images: bool = False,
+        controllers: bool = False,
     ) -> None:
         if not 1 <= nodes <= MAX_NODES:
             raise RealClusterError(f"nodes: between 1 and {MAX_NODES} real nodes, got {nodes}")
@@ -92,6 +94,11 @@ class RealCluster:
         self.keep_workdir = keep_workdir
         self._crd_dirs = crd_dirs
         self.with_workload_images = workload_images
+        self.with_controllers = controllers
+        if controllers and crd_dirs is not None and not crd_dirs:
+            raise RealClusterError(
+                "controllers: JobSet, the Trainer and the nvcre controller need their CRDs (crd_dirs=[] leaves them out)"
+            )
         self.env_id = secrets.token_hex(4)
         self.cgroup_top = f"nvcre-{self.env_id}"
         self.workdir: Path | None = None
@@ -183,6 +190,8 @@ class RealCluster:
             self._mark("nodes ready", begin)
             self._label_nodes()
             self._wait_default_service_account()
+            if self.with_controllers:
+                self.timings.update({f"start {name}": spent for name, spent in controllers.start_workload_controllers(self).items()})
             self._mark("ready", begin)
         except BaseException as exc:
             try:

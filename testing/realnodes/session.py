@@ -70,16 +70,24 @@ def _state_of(cluster: RealCluster) -> dict[str, Any]:
         "gpu_nodes": cluster.node_names,
         "timings": cluster.timings,
         "faults": {node: str(fault) for node, fault in cluster.faults.items()},
+        "controller": cluster.with_controllers,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
 def serve(
-    *, profile: str, nodes: int, platform: str, on_ready: Callable[[RealCluster], None] | None = None, workload_images: bool = True
+    *,
+    profile: str,
+    nodes: int,
+    platform: str,
+    on_ready: Callable[[RealCluster], None] | None = None,
+    workload_images: bool = True,
+    with_controller: bool = False,
 ) -> int:
     """Run a real-node environment until interrupted; returns a process exit code.
 
-    ``workload_images`` imports the catalog's workload image (:mod:`.workload_images`) into every node."""
+    ``workload_images`` imports the catalog's workload image (:mod:`.workload_images`) into every node;
+    ``with_controller`` also runs JobSet, the Trainer and the nvcre controller (:mod:`.controllers`)."""
     existing = read_state()
     if existing is not None:
         raise RealSessionError(
@@ -88,7 +96,14 @@ def serve(
     run_dir().mkdir(parents=True, exist_ok=True)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # a SIGTERM unwinds like Ctrl-C, through the teardown
         signal.signal(signal.SIGTERM, _interrupt)
-    cluster = RealCluster(profile_name=profile, nodes=nodes, platform=platform, root_dir=run_dir(), workload_images=workload_images)
+    cluster = RealCluster(
+        profile_name=profile,
+        nodes=nodes,
+        platform=platform,
+        root_dir=run_dir(),
+        workload_images=workload_images,
+        controllers=with_controller,
+    )
     shutil.rmtree(requests_dir(), ignore_errors=True)
     requests_dir().mkdir(parents=True)
     try:
@@ -152,7 +167,7 @@ def _clear_state(pid: int) -> None:
     clear_state_file(state_path(), pid)
 
 
-def start_detached(*, profile: str, nodes: int, platform: str, timeout: float = 420.0) -> dict[str, Any]:
+def start_detached(*, profile: str, nodes: int, platform: str, with_controller: bool = False, timeout: float = 420.0) -> dict[str, Any]:
     """Start a supervisor in the background and wait until it reports ready."""
     existing = read_state()
     if existing is not None:
@@ -162,6 +177,8 @@ def start_detached(*, profile: str, nodes: int, platform: str, timeout: float = 
     run_dir().mkdir(parents=True, exist_ok=True)
     log = run_dir() / LOG_NAME
     argv = [sys.executable, "-m", SUPERVISOR_MARKER, f"--profile={profile}", f"--nodes={nodes}", f"--platform={platform}"]
+    if with_controller:
+        argv.append("--with-controller")
     with log.open("wb") as out:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -252,9 +269,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--platform", default="")
     parser.add_argument("--no-workload-images", action="store_true", help="import only the sandbox and test images")
+    parser.add_argument("--with-controller", action="store_true", help="also run JobSet, the Trainer and the nvcre controller")
     args = parser.parse_args(argv)
     try:
-        return serve(profile=args.profile, nodes=args.nodes, platform=args.platform, workload_images=not args.no_workload_images)
+        return serve(
+            profile=args.profile,
+            nodes=args.nodes,
+            platform=args.platform,
+            workload_images=not args.no_workload_images,
+            with_controller=args.with_controller,
+        )
     except Exception as exc:  # reported through the log the parent reads
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -7,7 +7,8 @@ Two layers, each cached under the control-plane cache by the digest of its input
   mpi4py and NumPy), host keys made once in the build;
 - the **tools**: the files of ``images/workload`` put where the rendered scripts look for them:
   the CPU stand-in for nccl-tests under each ``*_perf`` and ``*_perf_mpi`` name in
-  ``/usr/local/bin``, Debian's Open MPI programs under ``/usr/local/mpi/bin`` (``mpirun`` and the
+  ``/usr/local/bin``, the ``dcgmi`` stand-in (answering from the node's mock GPU state) as
+  ``/usr/local/bin/dcgmi``, Debian's Open MPI programs under ``/usr/local/mpi/bin`` (``mpirun`` and the
   ``orted`` it starts on each host), Open MPI's defaults for TCP between pods, and an ssh client
   configuration that does not record host keys.
 
@@ -32,6 +33,8 @@ from .images import Image, ImageError, _sha256_file, images_dir
 INPUTS = Path(__file__).resolve().parent.parent.parent / "images" / "workload"
 STANDIN = "nccl_tests_cpu.py"
 STANDIN_PATH = "usr/local/bin/nccl-tests-cpu"
+DCGMI = "dcgmi_cpu.py"
+DCGMI_PATH = "usr/local/bin/dcgmi"
 MPI_PREFIX = "usr/local/mpi"
 # Open MPI's programs under the prefix the catalog's mpirun path names. An mpirun started by its
 # full path takes its directory's parent as the prefix and starts ``<prefix>/bin/orted`` on every
@@ -168,12 +171,13 @@ def _directories(tar: tarfile.TarFile, *paths: str) -> None:
 def tools_layer(target: Path) -> Path:
     """Write the tools layer: the stand-in under every nccl-tests name, Open MPI's prefix, MPI and ssh defaults."""
     try:
-        standin, mca, ssh = ((INPUTS / name).read_bytes() for name in (STANDIN, "openmpi-mca-params.conf", "ssh_config"))
+        standin, dcgmi, mca, ssh = ((INPUTS / name).read_bytes() for name in (STANDIN, DCGMI, "openmpi-mca-params.conf", "ssh_config"))
     except OSError as exc:
         raise ImageError(f"the workload image's inputs are missing ({exc}); they live in images/workload of the repository") from None
     with tarfile.open(target, "w", format=tarfile.PAX_FORMAT) as tar:
         _directories(tar, "usr/local/bin", f"{MPI_PREFIX}/bin", "etc/openmpi", "etc/ssh/ssh_config.d")
         _file(tar, STANDIN_PATH, standin, 0o755)
+        _file(tar, DCGMI_PATH, dcgmi, 0o755)
         for name in PERF_NAMES:
             for variant in (name, f"{name}_mpi"):
                 tar.addfile(_entry(f"usr/local/bin/{variant}", kind=tarfile.SYMTYPE, mode=0o777, link="nccl-tests-cpu"))

@@ -98,9 +98,32 @@ def test_the_standin_sweeps_sizes_and_reads_flags_as_nccl_tests_does() -> None:
     assert standin.element_count("all_gather", 1000, 4, 4) == 248 and standin.element_count("all_reduce", 1000, 4, 4) == 250
     assert standin.bus_factor("all_reduce", 4) == 1.5 and standin.bus_factor("alltoall", 4) == 0.75
     for bad, message in ((["-x", "1"], "unknown option '-x'"), (["-e"], "-e needs a value"), (["-b", "2M", "-e", "1M"], "larger"),
-                         (["-o", "xor"], "-o must be one of"), (["-g", "8"], "one device per rank")):  # fmt: skip
+                         (["-o", "xor"], "-o must be one of"), (["-t", "8"], "one thread per rank"),
+                         (["-g", "0"], "-g must be between 1 and 64")):  # fmt: skip
         with pytest.raises(standin.UsageError, match=message):
             standin.parse_args(bad)
+
+
+def test_g_devices_of_one_process_become_that_many_local_ranks_and_never_more_under_mpirun(tmp_path: Path) -> None:
+    """A single-node loopback (``-g N``, no mpirun) starts N local ranks of the stand-in; each of them,
+    and any rank mpirun started, then runs as is; ``-g N`` under someone else's mpirun is refused."""
+    standin = _standin()
+    mpirun = tmp_path / "mpirun"
+    mpirun.write_text("#!/bin/sh\n")
+    mpirun.chmod(0o755)
+    args = ["-b", "8", "-e", "1M", "-g", "2"]
+    opts = standin.parse_args(args)
+    assert opts.devices == 2
+    launch = standin.local_launch("/usr/local/bin/all_reduce_perf_mpi", args, opts, {"PATH": str(tmp_path)})
+    assert launch == [str(mpirun), "--allow-run-as-root", "-np", "2", "--oversubscribe", "--bind-to", "none",
+                      "-x", standin.DEVICES_ENV, "/usr/local/bin/all_reduce_perf_mpi", *args]  # fmt: skip
+    own = {"PATH": str(tmp_path), "OMPI_COMM_WORLD_SIZE": "2", standin.DEVICES_ENV: "2"}
+    assert standin.local_launch("all_reduce_perf_mpi", args, opts, own) is None
+    assert standin.local_launch("all_reduce_perf_mpi", ["-g", "1"], standin.parse_args(["-g", "1"]), {"OMPI_COMM_WORLD_SIZE": "4"}) is None
+    with pytest.raises(standin.UsageError, match="under mpirun the CPU stand-in drives one device per rank"):
+        standin.local_launch("all_reduce_perf_mpi", args, opts, {"OMPI_COMM_WORLD_SIZE": "4"})
+    with pytest.raises(standin.UsageError, match="no mpirun on PATH"):
+        standin.local_launch("all_reduce_perf_mpi", args, opts, {"PATH": str(tmp_path / "none")})
 
 
 def test_a_bad_flag_is_a_usage_message_and_exit_2_without_a_traceback(tmp_path: Path) -> None:
