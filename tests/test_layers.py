@@ -178,8 +178,8 @@ TIER_PARTS = {
     tier: tuple(f"nvcre.runtime.reconcile.{part}" for part in parts)
     for tier, parts in {
         "certification": ("certification",),
-        "workflow": ("workflow", "workflow_base", "workflow_launch", "workflow_groups", "workflow_verdict", "workflow_delete", "reclaim"),
-        "job": ("job", "job_base", "job_create", "job_restart", "job_verdicts"),
+        "workflow": ("workflow", "reclaim"),
+        "job": ("job",),
         "measurement": ("measurement", "measurement_kinds"),
         "workloadrun": ("workloadrun",),
     }.items()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nvcre.runtime.reconcile.verdicts import unhealthy_nodes
+from nvcre.runtime.reconcile.job.health import unhealthy_nodes
 
 
 def _node(name: str, conditions: list[dict]) -> dict:

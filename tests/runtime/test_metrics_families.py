@@ -184,10 +184,10 @@ def test_health_check_counts_passes_nodes_and_new_hardware_failures() -> None:
     reconciler = JobReconciler(ctx)
     pods = [_pod("p1", "n1"), _pod("p2", "n2")]
 
-    reconciler._check_health(job, pods)
-    reconciler._check_health(kube.job, pods)  # n2 again: no new failure, no second first failure
+    reconciler.health.check(job, pods)
+    reconciler.health.check(kube.job, pods)  # n2 again: no new failure, no second first failure
     nodes.put(_node("n1", cordoned=True) | {"metadata": {"name": "n1", "resourceVersion": "2"}})
-    reconciler._check_health(kube.job, pods)
+    reconciler.health.check(kube.job, pods)
 
     found = _parse(_text(ctx.job_events))
     labels = {"namespace": "ns", "job": "job-a", "workflow": "wf-a"}
@@ -203,7 +203,7 @@ def test_health_check_counts_passes_nodes_and_new_hardware_failures() -> None:
 def test_health_check_without_bound_pods_records_nothing() -> None:
     job = _running_job()
     ctx = Context(kube=_StatusKube(job), stores={"nodes": Store()})  # type: ignore[arg-type]
-    JobReconciler(ctx)._check_health(job, [])
+    JobReconciler(ctx).health.check(job, [])
     assert ctx.job_events.jobs() == 0
 
 

@@ -115,7 +115,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> tuple[Server, dict[str, Store], Jo
     stores[JOBS.plural].put(copy.deepcopy(job))
     ctx = Context(kube=server, stores=stores, settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
     reconciler = JobReconciler(ctx)
-    monkeypatch.setattr(reconciler, "_workload_objects", lambda job, workflow: _manifests(job))
+    monkeypatch.setattr(reconciler.creator, "workload_objects", lambda job, workflow: _manifests(job))
     return server, stores, reconciler
 
 

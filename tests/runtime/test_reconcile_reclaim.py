@@ -22,7 +22,7 @@ from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.runtime.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID
-from nvcre.runtime.reconcile.workflow_delete import RECLAIM_POLL_SECONDS
+from nvcre.runtime.reconcile.workflow.delete import RECLAIM_POLL_SECONDS
 
 WF_UID = "uid-wf"
 

@@ -320,7 +320,7 @@ def _job_setup(age_seconds: float, recorded: bool) -> tuple[Recording, JobReconc
 def test_a_new_job_waits_until_its_workflow_recorded_the_launch(monkeypatch: pytest.MonkeyPatch):
     kube, jobs = _job_setup(age_seconds=2.0, recorded=False)
     built: list[str] = []
-    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    monkeypatch.setattr(jobs.creator, "workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
     assert jobs.reconcile("ns", "j").requeue_after == LAUNCH_POLL_SECONDS
     assert built == [] and kube.calls == []
 
@@ -329,7 +329,7 @@ def test_a_new_job_waits_until_its_workflow_recorded_the_launch(monkeypatch: pyt
 def test_a_recorded_or_long_waiting_job_goes_on_to_create_its_workload(monkeypatch: pytest.MonkeyPatch, age: float, recorded: bool):
     _, jobs = _job_setup(age_seconds=age, recorded=recorded)
     built: list[str] = []
-    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    monkeypatch.setattr(jobs.creator, "workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
     jobs.reconcile("ns", "j")
     assert built == ["j"]
 
@@ -348,7 +348,7 @@ def test_the_workflow_queues_the_jobs_it_recorded_that_have_no_workload_yet():
         {"name": "g2", "phase": "Pending"},
         {"name": "g3", "phase": "Succeeded", "jobRef": {"name": "done"}},
     ]
-    workflows._wake_launched({"metadata": {"name": "wf", "namespace": "ns"}}, {"orchestration": {"groups": groups}})
+    workflows.launch.wake_launched({"metadata": {"name": "wf", "namespace": "ns"}}, {"orchestration": {"groups": groups}})
     assert queued == [("job", "ns", "waiting")]
     assert kube.calls == []
 
@@ -357,7 +357,7 @@ def test_a_job_whose_dependencies_this_process_created_goes_ahead_before_the_sta
     _, jobs = _job_setup(age_seconds=2.0, recorded=False)
     jobs.ctx.recent.launched("ns", "j")
     built: list[str] = []
-    monkeypatch.setattr(jobs, "_workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
+    monkeypatch.setattr(jobs.creator, "workload_objects", lambda job, wf: built.append(job["metadata"]["name"]) or [])
     jobs.reconcile("ns", "j")
     assert built == ["j"]
     assert not jobs.ctx.recent.was_launched("ns", "other")
@@ -438,9 +438,9 @@ def _spaced_workflow(groups: int) -> tuple[WorkflowReconciler, list[str]]:
     ctx = Context(kube=Recording(), stores=stores, settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
     workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
     passes: list[str] = []
-    workflows._namespace_access = lambda wf, status: None  # type: ignore[method-assign]
-    workflows._ensure_workflow_dependencies = lambda wf, status: None  # type: ignore[method-assign]
-    workflows._poll_running = lambda wf, status: passes.append("pass") or Result(0.05)  # type: ignore[method-assign]
+    workflows.access.check = lambda wf, status, write: None  # type: ignore[method-assign]
+    workflows.launch.ensure_workflow_dependencies = lambda wf, status: None  # type: ignore[method-assign]
+    workflows.running.poll = lambda wf, status: passes.append("pass") or Result(0.05)  # type: ignore[method-assign]
     return workflows, passes
 
 

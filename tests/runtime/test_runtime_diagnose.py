@@ -8,8 +8,7 @@ from typing import Any
 
 from nvcre.runtime.clock import Clock
 from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile.diagnose import DiagnoseRounds
-from nvcre.runtime.reconcile.workflow import WorkflowReconciler
+from nvcre.runtime.reconcile.workflow.diagnose import DiagnoseRounds
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NODES = ["n0", "n1", "n2", "n3"]
@@ -40,7 +39,7 @@ class Ctx:
 
 
 class Owner:
-    """The Workflow reconciler's side of the seam, recording what it is asked to do."""
+    """The context the rounds read through, and the node results they leave (recorded)."""
 
     def __init__(self) -> None:
         self.ctx = Ctx()
@@ -48,13 +47,13 @@ class Owner:
         self.succeeded: list[str] = []
         self.failed: list[dict[str, Any]] = []
 
-    def record(self, group: dict[str, Any]) -> dict[str, Any]:
-        return WorkflowReconciler._record(group)
-
     def retire_jobs(self, wf: Any, status: Any, groups: list[dict[str, Any]]) -> None:
         self.retired.append([g["name"] for g in groups])
 
-    def merge_node_results(self, wf: Any, status: Any, *, succeeded: Any, failed: list[Any]) -> None:
+    def clean_job_dependencies(self, status: Any, job: Any) -> None:
+        raise AssertionError("the rounds retire whole Jobs, never one Job's dependencies")
+
+    def merge(self, wf: Any, status: Any, *, succeeded: Any, failed: list[Any]) -> None:
         self.succeeded += list(succeeded)
         self.failed += [dict(f) for f in failed]
 
@@ -112,7 +111,7 @@ def first_status() -> dict[str, Any]:
 
 def test_a_slow_node_is_re_run_alone_then_confirmed_with_its_jobs_reason() -> None:
     owner, wf, status = Owner(), workflow(), first_status()
-    rounds = DiagnoseRounds(owner)  # type: ignore[arg-type]
+    rounds = DiagnoseRounds(owner.ctx, owner)  # type: ignore[arg-type]
     run_round(owner, status, {"n2"})
     rounds.round_complete(wf, status)
     orchestration = status["orchestration"]
@@ -149,9 +148,9 @@ def test_a_slow_node_is_re_run_alone_then_confirmed_with_its_jobs_reason() -> No
 def test_a_restarted_controller_reaches_the_same_round_from_the_status_alone() -> None:
     owner, wf, status = Owner(), workflow(), first_status()
     run_round(owner, status, set())
-    DiagnoseRounds(owner).round_complete(wf, status)  # type: ignore[arg-type]
+    DiagnoseRounds(owner.ctx, owner).round_complete(wf, status)  # type: ignore[arg-type]
     assert [(g["name"], g["nodes"]) for g in status["orchestration"]["groups"]] == [("path-0", NODES)]
-    fresh = DiagnoseRounds(owner)  # type: ignore[arg-type]
+    fresh = DiagnoseRounds(owner.ctx, owner)  # type: ignore[arg-type]
     assert fresh.group_flags(wf, status, "path-0") == (False, False)
     run_round(owner, status, set())
     fresh.round_complete(wf, status)
@@ -163,10 +162,10 @@ def test_a_restarted_controller_reaches_the_same_round_from_the_status_alone() -
 def test_a_round_the_planner_would_not_have_run_fails_the_workflow() -> None:
     owner, wf, status = Owner(), workflow(), first_status()
     run_round(owner, status, set())
-    DiagnoseRounds(owner).round_complete(wf, status)  # type: ignore[arg-type]
+    DiagnoseRounds(owner.ctx, owner).round_complete(wf, status)  # type: ignore[arg-type]
     status["orchestration"]["groups"][0]["name"] = "path-9"
     run_round(owner, status, set())
-    DiagnoseRounds(owner).round_complete(wf, status)  # type: ignore[arg-type]
+    DiagnoseRounds(owner.ctx, owner).round_complete(wf, status)  # type: ignore[arg-type]
     failed = cond.condition(status, cond.FAILED)
     assert cond.lifecycle(status) == cond.FAILED and failed["reason"] == "DiagnoseFailed"
     assert "round 2 ran groups path-9 but the planner replays path-0" in failed["message"]
@@ -175,7 +174,7 @@ def test_a_round_the_planner_would_not_have_run_fails_the_workflow() -> None:
 def test_an_unknown_planner_fails_the_workflow_naming_the_annotation() -> None:
     owner, status = Owner(), first_status()
     run_round(owner, status, set())
-    DiagnoseRounds(owner).round_complete(workflow("quickest"), status)  # type: ignore[arg-type]
+    DiagnoseRounds(owner.ctx, owner).round_complete(workflow("quickest"), status)  # type: ignore[arg-type]
     failed = cond.condition(status, cond.FAILED)
     assert failed["reason"] == "DiagnoseFailed"
     assert "metadata.annotations[nvcre.nvidia.com/diagnose-planner]" in failed["message"]
@@ -183,7 +182,7 @@ def test_an_unknown_planner_fails_the_workflow_naming_the_annotation() -> None:
 
 def test_final_bandwidth_is_read_once_per_job() -> None:
     owner, wf, status = Owner(), workflow(), first_status()
-    rounds = DiagnoseRounds(owner)  # type: ignore[arg-type]
+    rounds = DiagnoseRounds(owner.ctx, owner)  # type: ignore[arg-type]
     run_round(owner, status, {"n1"})
     rounds.round_complete(wf, status)
     reads = owner.ctx.reads

@@ -1,15 +1,15 @@
 """The Workflow tier's launching: plan the groups, create the dependencies, create one Job per group.
 
-``_partition`` writes the planner's groups into ``status.orchestration``; workflow-scoped
+``partition`` puts the planner's groups into ``status.orchestration``; workflow-scoped
 dependencies are created (or adopted) and recorded in ``dependencyRefs``; Pending groups are
 launched under ``execution.maxConcurrent`` and never two Running groups on one node: the Job,
 then its job-scoped dependencies, then the Job tier is told the launch is complete.
 
 Before anything of a group is created, the pods it would run are checked for references
-admission did not check against the Workflow's author (:mod:`.pod_references`): such a Workflow
+admission did not check against the Workflow's author (:mod:`..pod_references`): such a Workflow
 fails ``PodReferencesNotAdmitted`` and nothing runs. When partitioning and again before each
 group is launched, the spec after overrides is held to ``spec.gangScheduler``
-(:mod:`.gang_contract`): a conflict fails ``GangSchedulingConflict``. A refused diagnose
+(:mod:`..gang_contract`): a conflict fails ``GangSchedulingConflict``. A refused diagnose
 annotation fails ``WorkflowValidationFailed``; any other build error there ``OverrideError``.
 """
 
@@ -17,26 +17,29 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ... import compile as compiler
+from ...judge import domains
+from ...kube.resources import JOBS
+from .. import conditions as cond
+from ..common import create_or_adopt, name_of, namespace_of, reference
+from ..context import Context, Result
+from ..gang_contract import REASON_GANG_CONFLICT, GangCheck, check_gang_contract
+from ..pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
+from .ports import DiagnoseFlags
+from .spec import UNSCHEDULABLE_TAINT, execution_of, is_diagnose, iterations_of, orchestration_of, progress_text
 
-from .. import compile as compiler
-from ..judge import domains
-from . import conditions as cond
-from .common import create_or_adopt, name_of, namespace_of, reference
-from .context import Result
-from .diagnose import is_diagnose
-from .gang_contract import REASON_GANG_CONFLICT, GangCheck, check_gang_contract
-from .pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
-from .workflow_base import UNSCHEDULABLE_TAINT, WorkflowTierBase, execution_of, iterations_of, orchestration_of, progress_text
-
-__all__ = ["WorkflowLaunch"]
+__all__ = ["Facts", "Launcher"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.workflow")
 
 #: build errors that are about the Workflow's own annotations, not its overrides
 _ANNOTATION_CODES = frozenset({"InvalidDiagnosePrior", "InvalidDiagnosePlanner"})
+
+#: the cluster's facts as the planner reads them, computed when asked (a launch may need none)
+Facts = Callable[[], Any]
 
 
 def _invalid_annotations(exc: Any) -> bool:
@@ -52,15 +55,21 @@ def _with_spec(plan: Any, check: GangCheck) -> Any:
     return plan
 
 
-class WorkflowLaunch(WorkflowTierBase):
-    """Plans a Workflow's groups and creates their Jobs and dependencies."""
+class Launcher:
+    """Plans a Workflow's groups and creates their Jobs and dependencies; a diagnose round's
+    group flags come from ``rounds``. It changes the status it is handed and never writes it."""
 
-    def _partition(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+    def __init__(self, ctx: Context, rounds: DiagnoseFlags) -> None:
+        self.ctx = ctx
+        self.rounds = rounds
+
+    def partition(self, wf: dict[str, Any], status: dict[str, Any], facts: Facts) -> Result:
+        """Plan the groups into ``status.orchestration``, or fail the Workflow with the reason."""
         ctx = self.ctx
         now = ctx.clock.stamp()
         status["namespace"] = namespace_of(wf)
         try:
-            plan = compiler.plan_workflow(wf, self.facts())
+            plan = compiler.plan_workflow(wf, facts())
         except compiler.PlanError as exc:
             for event in getattr(exc, "events", ()):
                 ctx.event(wf, event.type, event.reason, event.message)
@@ -68,30 +77,27 @@ class WorkflowLaunch(WorkflowTierBase):
                 status.setdefault("orchestration", {"totalNodes": 0, "nodesPerJob": 0, "totalGroups": 0})
                 status["orchestration"]["excludedNodes"] = list(exc.excluded_nodes)
                 status["orchestration"]["exclusionReason"] = exc.exclusion_reason
-            new = cond.set_lifecycle(status, cond.FAILED, exc.reason, exc.message, now)
-            self._write(wf, new)
+            status.update(cond.set_lifecycle(status, cond.FAILED, exc.reason, exc.message, now))
             return Result()
         except compiler.CompileError as exc:
             if _invalid_annotations(exc):
                 new = cond.set_lifecycle(status, cond.FAILED, "WorkflowValidationFailed", str(exc), now)
             else:
                 new = cond.set_lifecycle(status, cond.FAILED, "OverrideError", f"Failed to apply overrides: {exc}", now)
-            self._write(wf, new)
+            status.update(new)
             return Result()
         for event in plan.events:
             ctx.event(wf, event.type, event.reason, event.message)
         if self._gang_conflict(wf, status, plan).problems:
-            self._write(wf, status)
             return Result()
         orchestration = plan.as_status()
         orchestration["completedIterations"] = 0
         status["orchestration"] = orchestration
-        new = cond.set_lifecycle(status, cond.IN_PROGRESS, "GroupsPartitioned", plan.message, now)
-        self._write(wf, new)
+        status.update(cond.set_lifecycle(status, cond.IN_PROGRESS, "GroupsPartitioned", plan.message, now))
         return Result(ctx.settings.step_interval)
 
     def _gang_conflict(self, wf: Mapping[str, Any], status: dict[str, Any], plan: Any) -> GangCheck:
-        """Hold the spec after overrides to ``spec.gangScheduler`` (:mod:`.gang_contract`); on a
+        """Hold the spec after overrides to ``spec.gangScheduler`` (:mod:`..gang_contract`); on a
         conflict the Workflow fails ``GangSchedulingConflict``, before any child exists."""
         check = check_gang_contract(wf, getattr(plan, "workflow_spec", None))
         if check.problems:
@@ -99,12 +105,13 @@ class WorkflowLaunch(WorkflowTierBase):
             status.update(cond.set_lifecycle(status, cond.FAILED, REASON_GANG_CONFLICT, check.message, self.ctx.clock.stamp()))
         return check
 
-    def _plan_for_launch(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
+    @staticmethod
+    def _plan_for_launch(wf: Mapping[str, Any], status: Mapping[str, Any], facts: Facts) -> Any:
         """The plan the Jobs are expanded from: the stored groups, with today's facts for the rest."""
         target = orchestration_of(wf).get("target") or {}
         opted_in = any(t.get("key") == UNSCHEDULABLE_TAINT for t in target.get("taintSelectors") or [])
         current = {**wf, "status": status}
-        return compiler.stored_plan(current, self.facts(), cordoned_opt_in=opted_in, iterations=iterations_of(wf))
+        return compiler.stored_plan(current, facts(), cordoned_opt_in=opted_in, iterations=iterations_of(wf))
 
     # ------------------------------------------------------------------ dependencies
 
@@ -140,7 +147,8 @@ class WorkflowLaunch(WorkflowTierBase):
             return "retry"  # the name is held by an object being deleted
         return None
 
-    def _ensure_workflow_dependencies(self, wf: dict[str, Any], status: dict[str, Any]) -> str | None:
+    def ensure_workflow_dependencies(self, wf: dict[str, Any], status: dict[str, Any]) -> str | None:
+        """Create (or adopt) the workflow-scoped dependencies; the problem that stopped it, if any."""
         try:
             deps = compiler.expand_workflow_dependencies(wf)
         except compiler.CompileError as exc:
@@ -166,7 +174,8 @@ class WorkflowLaunch(WorkflowTierBase):
 
     # ------------------------------------------------------------------ launching
 
-    def _launch_pending(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+    def launch_pending(self, wf: dict[str, Any], status: dict[str, Any], facts: Facts) -> Result:
+        """Launch Pending groups under ``maxConcurrent``, never two Running groups on one node."""
         ctx = self.ctx
         orchestration = status["orchestration"]
         groups: list[dict[str, Any]] = orchestration["groups"]
@@ -184,7 +193,7 @@ class WorkflowLaunch(WorkflowTierBase):
             if busy & set(group.get("nodes") or ()):
                 continue
             if plan is None:
-                plan = self._plan_for_launch(wf, status)
+                plan = self._plan_for_launch(wf, status, facts)
             problem = self._launch(wf, status, plan, group, iteration)
             if problem:
                 return Result() if cond.is_terminal(status) else Result(1.0)
@@ -198,7 +207,7 @@ class WorkflowLaunch(WorkflowTierBase):
         self, wf: dict[str, Any], status: dict[str, Any], plan: Any, planned: Any, iteration: int, manifest: Mapping[str, Any]
     ) -> str | None:
         """Fail the Workflow, before its first Job of a group exists, when the pods it would run name
-        a ServiceAccount, Secret, ConfigMap or claim that admission never checked (:mod:`.pod_references`)."""
+        a ServiceAccount, Secret, ConfigMap or claim that admission never checked (:mod:`..pod_references`)."""
         ctx = self.ctx
         try:
             deps = compiler.expand_job_dependencies(wf, plan, planned, iteration, manifest)
@@ -223,18 +232,24 @@ class WorkflowLaunch(WorkflowTierBase):
         status.update(cond.set_lifecycle(status, cond.FAILED, REASON_NOT_ADMITTED, message, ctx.clock.stamp()))
         return message
 
+    def _planned(self, wf: Mapping[str, Any], status: dict[str, Any], group: Mapping[str, Any]) -> Any:
+        """The planner's group to expand the Job from (a diagnose round's flags included), or the
+        message the Workflow failed with when the rounds cannot go on."""
+        if not is_diagnose(wf):
+            return compiler.planned_group(group)
+        try:
+            loopback, no_nvl = self.rounds.group_flags(wf, status, str(group["name"]))
+        except (compiler.CompileError, ValueError) as exc:
+            message = f"Cannot continue the diagnosis: {exc}"
+            status.update(cond.set_lifecycle(status, cond.FAILED, "DiagnoseFailed", message, self.ctx.clock.stamp()))
+            return message
+        return compiler.planned_group(group, loopback=loopback, no_nvl=no_nvl)
+
     def _launch(self, wf: dict[str, Any], status: dict[str, Any], plan: Any, group: dict[str, Any], iteration: int) -> str | None:
         ctx = self.ctx
-        if is_diagnose(wf):
-            try:
-                loopback, no_nvl = self.diagnose.group_flags(wf, status, str(group["name"]))
-            except (compiler.CompileError, ValueError) as exc:
-                message = f"Cannot continue the diagnosis: {exc}"
-                status.update(cond.set_lifecycle(status, cond.FAILED, "DiagnoseFailed", message, ctx.clock.stamp()))
-                return message
-            planned = compiler.planned_group(group, loopback=loopback, no_nvl=no_nvl)
-        else:
-            planned = compiler.planned_group(group)
+        planned = self._planned(wf, status, group)
+        if isinstance(planned, str):
+            return planned
         gang = self._gang_conflict(wf, status, plan)
         if gang.problems:
             return gang.message
@@ -249,7 +264,7 @@ class WorkflowLaunch(WorkflowTierBase):
         if problem:
             return problem
         # The compiler gives the Job the Job tier's finalizer (no patch after the create). The Job
-        # tier creates the workload only once the dependencies below exist (``JobReconciler._launched``).
+        # tier creates the workload only once the dependencies below exist (the Job tier's launch check).
         outcome = create_or_adopt(ctx, manifest, wf)
         if outcome.collision:
             message = f"Job {name_of(manifest)} already exists and is not owned by this Workflow"
@@ -279,3 +294,15 @@ class WorkflowLaunch(WorkflowTierBase):
         group["startTime"] = ctx.clock.stamp()
         group.pop("completionTime", None)
         return None
+
+    def wake_launched(self, wf: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        """Queue the Jobs this status records as launched that have no workload yet: the Job
+        tier creates a workload only once its launch is recorded (after its dependencies)."""
+        namespace = namespace_of(wf)
+        for group in (status.get("orchestration") or {}).get("groups") or []:
+            name = str((group.get("jobRef") or {}).get("name") or "")
+            if group.get("phase") != "Running" or not name:
+                continue
+            job = self.ctx.cached(JOBS, name, namespace)
+            if job is not None and not (job.get("status") or {}).get("workloadRef"):
+                self.ctx.enqueue("job", namespace, name)

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import compile as compiler
-from ..judge.thresholds import measured_values
-from ..kube.resources import BANDWIDTH_MEASUREMENTS, JOBS
-from . import conditions as cond
-from .common import name_of, namespace_of, uid_of
+from ... import compile as compiler
+from ...judge.thresholds import measured_values
+from ...kube.resources import BANDWIDTH_MEASUREMENTS, JOBS
+from .. import conditions as cond
+from ..common import name_of, namespace_of, uid_of
+from ..context import Context
+from .ports import Results
+from .spec import history_record
 
-if TYPE_CHECKING:
-    from .workflow import WorkflowReconciler
-
-__all__ = ["DiagnoseRounds", "is_diagnose"]
+__all__ = ["DiagnoseRounds"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.diagnose")
 
@@ -46,10 +46,6 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def is_diagnose(wf: Mapping[str, Any]) -> bool:
-    return (((wf.get("spec") or {}).get("orchestration") or {}).get("diagnose")) is not None
-
-
 def _threshold_text(wf: Mapping[str, Any]) -> str:
     """The category's thresholds as written, ``busBandwidthGBps: value >= 100``."""
     performance = (((wf.get("spec") or {}).get("validation") or {}).get("performance")) or {}
@@ -62,10 +58,12 @@ def _phase_passed(phase: Any) -> bool:
 
 
 class DiagnoseRounds:
-    """Round boundaries of diagnose Workflows, for :class:`~.workflow.WorkflowReconciler`."""
+    """Round boundaries of diagnose Workflows: reads through ``ctx``, leaves node results and
+    retires a round's Jobs through ``results``."""
 
-    def __init__(self, owner: WorkflowReconciler) -> None:
-        self.owner = owner
+    def __init__(self, ctx: Context, results: Results) -> None:
+        self.ctx = ctx
+        self.results = results
         #: (workflow uid, finished rounds) -> loopback/no-NVL flags of the round's groups
         self._flags: dict[tuple[str, int], dict[str, tuple[bool, bool]]] = {}
         #: which Workflow (namespace, name) each remembered round belongs to
@@ -83,7 +81,7 @@ class DiagnoseRounds:
         if key in self._bandwidth:
             return self._bandwidth[key]
         # A live read: the value steers the next round, so it must not come from a lagging cache.
-        measurement = self.owner.ctx.live(BANDWIDTH_MEASUREMENTS, f"{job_name}-bandwidth", namespace_of(wf))
+        measurement = self.ctx.live(BANDWIDTH_MEASUREMENTS, f"{job_name}-bandwidth", namespace_of(wf))
         value = measured_values(measurement).get("busBandwidthGBps") if measurement else None
         if value is not None:
             self._bandwidth[key] = value  # final results never change
@@ -150,7 +148,7 @@ class DiagnoseRounds:
 
     def round_complete(self, wf: dict[str, Any], status: dict[str, Any]) -> None:
         """Fold the finished round into the status: start the next round, or conclude."""
-        ctx = self.owner.ctx
+        ctx = self.ctx
         orchestration = status["orchestration"]
         groups: list[dict[str, Any]] = orchestration["groups"]
         iteration = int(orchestration.get("currentIteration") or 1)
@@ -181,7 +179,7 @@ class DiagnoseRounds:
         if all(int(h.get("iteration") or 0) != iteration for h in history):
             records = []
             for group in groups:
-                record = self.owner.record(group)
+                record = history_record(group)
                 # the report lists each test's nodes after the round's Jobs are gone
                 record["nodes"] = sorted(str(n) for n in group.get("nodes") or [])
                 bandwidth = finished[-1].get(str(group["name"]), (False, None, False))[1]
@@ -193,7 +191,7 @@ class DiagnoseRounds:
         self._evidence(diagnose, replayed, finished)
         current, diagnosis = replayed.current, replayed.diagnosis
         if current is not None:
-            self.owner.retire_jobs(wf, status, groups)
+            self.results.retire_jobs(wf, status, groups)
             orchestration["groups"] = [self._group_status(g) for g in current.groups]
             orchestration["totalGroups"] = len(current.groups)
             orchestration["completedIterations"] = iteration
@@ -235,7 +233,7 @@ class DiagnoseRounds:
 
     def _confirming_entries(self, wf: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
         """node -> the failed-node entry its last failing Job of this round recorded."""
-        ctx = self.owner.ctx
+        ctx = self.ctx
         out: dict[str, Mapping[str, Any]] = {}
         for group in groups:
             job_name = str((group.get("jobRef") or {}).get("name") or "")
@@ -246,7 +244,7 @@ class DiagnoseRounds:
         return out
 
     def _conclude(self, wf: dict[str, Any], status: dict[str, Any], groups: list[dict[str, Any]], diagnosis: Any, iteration: int) -> None:
-        ctx = self.owner.ctx
+        ctx = self.ctx
         orchestration = status["orchestration"]
         diagnose = orchestration["diagnose"]
         evidence = self._confirming_entries(wf, groups)
@@ -262,9 +260,9 @@ class DiagnoseRounds:
         ]
         healthy = sorted(set(diagnosis.healthy_nodes) - set(diagnosis.faulty_nodes))
         if failed:
-            self.owner.merge_node_results(wf, status, succeeded=(), failed=failed)
+            self.results.merge(wf, status, succeeded=(), failed=failed)
         if healthy:
-            self.owner.merge_node_results(wf, status, succeeded=healthy, failed=[])
+            self.results.merge(wf, status, succeeded=healthy, failed=[])
         diagnose["stage"] = "complete"
         diagnose["round"] = iteration
         orchestration["completedIterations"] = iteration

@@ -1,11 +1,11 @@
 """The Job tier's workload creation: the TrainJob and measurements of a launched Job.
 
-Once the Workflow recorded the Job's launch (its dependencies exist), the compiler's
-``expand_workload`` gives the TrainJob and the measurements; the TrainJob is created (or
-adopted when it is ours already) and recorded in ``status.workloadRef``. A TrainJob whose pods
-would name a ServiceAccount, Secret, ConfigMap or claim outside the Job's runtime patches (where
-admission checked the author's rights, :mod:`.pod_references`) is never created: the Job fails
-``PodReferencesNotAdmitted`` and no node is blamed.
+Once the Job is launched (``judge.launch``: its Workflow created its dependencies), the
+compiler's ``expand_workload`` gives the TrainJob and the measurements; the TrainJob is created
+(or adopted when it is ours already) and recorded in ``status.workloadRef``. A TrainJob whose
+pods would name a ServiceAccount, Secret, ConfigMap or claim outside the Job's runtime patches
+(where admission checked the author's rights, :mod:`..pod_references`) is never created: the Job
+fails ``PodReferencesNotAdmitted`` and no node is blamed.
 
 A create is never sent twice for one name: a reconcile that runs before the first create's
 outcome reached the caches (the Job's status without ``workloadRef`` yet, the TrainJob not in
@@ -18,70 +18,70 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import compile as compiler
-from ..clock import parse_time
-from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS, TRAINJOBS
-from . import conditions as cond
-from .common import Adopted, create_or_adopt, meta, name_of, namespace_of, reference
-from .context import Result, referenced_by
-from .job_base import workflow_label
-from .job_restart import JobRestarts
-from .pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
+from ... import compile as compiler
+from ...clock import parse_time
+from ...judge.launch import Launch, decide_launch
+from ...kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS, TRAINJOBS
+from .. import conditions as cond
+from ..common import Adopted, create_or_adopt, meta, name_of, namespace_of, reference
+from ..context import Context, Result, referenced_by
+from ..pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
+from .names import bandwidth_name, goodput_name, workflow_label
+from .parts import Failer, RestartPreparer
 
-__all__ = ["LAUNCH_POLL_SECONDS", "LAUNCH_WAIT_SECONDS", "JobWorkloadCreation"]
-
-#: how long a new Job waits for its Workflow to record it before creating the workload anyway
-LAUNCH_WAIT_SECONDS = 30.0
-#: meanwhile it looks again this often (the Workflow tier queues it as soon as it recorded it)
-LAUNCH_POLL_SECONDS = 5.0
-
+__all__ = ["WorkloadCreator"]
 
 _MEASUREMENTS = {"BandwidthMeasurement": BANDWIDTH_MEASUREMENTS, "GoodputMeasurement": GOODPUT_MEASUREMENTS}
 
 
-class JobWorkloadCreation(JobRestarts):
-    """Creates (or adopts) a Job's TrainJob and measurements."""
+class WorkloadCreator:
+    """Creates (or adopts) a Job's TrainJob and measurements; handed the context, a way to
+    prepare a restart and a way to fail."""
 
-    def _launched(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> bool:
-        """Whether the Workflow finished launching the Job: it creates the Job, then the Job's
-        dependencies (the TrainingRuntime the TrainJob names), then records the group's jobRef.
-        A TrainJob created before the dependencies is refused. True once this process created
-        them, or the status records the launch; a Job without a Workflow, or one the Workflow
-        has not recorded within LAUNCH_WAIT_SECONDS, goes ahead."""
-        if workflow is None or self.ctx.recent.was_launched(namespace_of(job), name_of(job)):
-            return True
-        groups = (((workflow.get("status") or {}).get("orchestration") or {}).get("groups")) or []
-        if any((g.get("jobRef") or {}).get("name") == name_of(job) for g in groups):
-            return True
-        created = parse_time(meta(job).get("creationTimestamp"))
-        return created is None or (self.ctx.clock.now() - created).total_seconds() >= LAUNCH_WAIT_SECONDS
+    def __init__(self, ctx: Context, restarts: RestartPreparer, failure: Failer) -> None:
+        self.ctx = ctx
+        self.restarts = restarts
+        self.failure = failure
 
-    def _workload_objects(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    def launch(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> Launch:
+        """Whether the Workflow finished launching the Job, from what this process observes:
+        the Workflow (if any), its own record of the launch and the Job's age (``judge.launch``)."""
+        return decide_launch(
+            name_of(job),
+            None if workflow is None else (workflow.get("status") or {}),
+            remembered=workflow is not None and self.ctx.recent.was_launched(namespace_of(job), name_of(job)),
+            created=parse_time(meta(job).get("creationTimestamp")),
+            now=self.ctx.clock.now(),
+        )
+
+    def workload_objects(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """The TrainJob and measurements the compiler builds for the Job."""
         return compiler.expand_workload(job, workflow or {})
 
-    def _create_workload(self, job: dict[str, Any], workflow: Mapping[str, Any] | None) -> Result:
+    def create(self, job: dict[str, Any], workflow: Mapping[str, Any] | None) -> Result:
+        """Create (or adopt) the workload and record it in ``status.workloadRef``."""
         ctx = self.ctx
         if int((job.get("status") or {}).get("restartCount") or 0) > 0:
-            waiting = self._prepare_restart(job)
+            waiting = self.restarts.prepare(job)
             if waiting is not None:
                 return waiting
         try:
-            objects = self._workload_objects(job, workflow)
+            objects = self.workload_objects(job, workflow)
         except compiler.CompileError as exc:
-            self._fail(job, "WorkloadCreationError", f"Failed to build the workload: {exc}", blame=False)
+            self.failure.fail(job, "WorkloadCreationError", f"Failed to build the workload: {exc}", blame=False)
             return Result()
         trainjob = next((o for o in objects if o.get("kind") == "TrainJob"), None)
         if trainjob is None:
-            self._fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob", blame=False)
+            self.failure.fail(job, "WorkloadCreationError", "The Job's workload produced no TrainJob", blame=False)
             return Result()
         refused = unadmitted([trainjob], admitted(job))
         if refused:
-            self._fail(job, REASON_NOT_ADMITTED, refusal("Job", refused), blame=False)
+            self.failure.fail(job, REASON_NOT_ADMITTED, refusal("Job", refused), blame=False)
             return Result()
         outcome = self._known_workload(job, trainjob) or create_or_adopt(ctx, trainjob, job)
         tj_name = name_of(trainjob)
         if outcome.collision:
-            self._fail(job, "WorkloadCreationError", f"TrainJob {tj_name} already exists and is not owned by this Job", blame=False)
+            self.failure.fail(job, "WorkloadCreationError", f"TrainJob {tj_name} already exists and is not owned by this Job", blame=False)
             return Result()
         if outcome.obj is None:
             if outcome.error:
@@ -144,13 +144,14 @@ class JobWorkloadCreation(JobRestarts):
                     f"Failed to create {obj.get('kind')} {name_of(obj)}: {outcome.error or 'name taken'}",
                 )
 
-    def _ensure_measurements(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> None:
+    def ensure_measurements(self, job: Mapping[str, Any], workflow: Mapping[str, Any] | None) -> None:
+        """Create the Job's measurements that neither the cache nor this process's memory has."""
         spec = job.get("spec") or {}
         wanted = []
         if spec.get("bandwidthMeasurement"):
-            wanted.append((BANDWIDTH_MEASUREMENTS, f"{name_of(job)}-bandwidth"))
+            wanted.append((BANDWIDTH_MEASUREMENTS, bandwidth_name(job)))
         if spec.get("goodputMeasurement"):
-            wanted.append((GOODPUT_MEASUREMENTS, f"{name_of(job)}-goodput"))
+            wanted.append((GOODPUT_MEASUREMENTS, goodput_name(job)))
         # A measurement this process created moments ago may not have reached the cache yet.
         if all(
             self.ctx.cached(res, name, namespace_of(job)) or self.ctx.recent.created(res.plural, name, namespace_of(job))
@@ -158,7 +159,7 @@ class JobWorkloadCreation(JobRestarts):
         ):
             return
         try:
-            objects = self._workload_objects(job, workflow)
+            objects = self.workload_objects(job, workflow)
         except compiler.CompileError:
             return
         self._create_measurements(job, objects)

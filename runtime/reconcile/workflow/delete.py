@@ -1,6 +1,6 @@
 """The Workflow tier's deletion: Jobs, then dependencies, then the claims' volumes, then the finalizer.
 
-In NVCRE's phases: the volumes of the Workflow's claims are stamped (:mod:`.reclaim`), the Jobs
+In NVCRE's phases: the volumes of the Workflow's claims are stamped (:mod:`..reclaim`), the Jobs
 are deleted and waited for, then the dependencies in reverse creation order; the Released
 volumes on ``Retain`` are switched to ``Delete`` (waiting while one is still Bound); then the
 finalizer goes.
@@ -11,29 +11,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..kube.errors import ApiError
-from ..kube.resources import JOBS, WORKFLOWS
-from .common import labels, meta, name_of, namespace_of, remove_finalizer, uid_of
-from .context import Result, referenced_by
-from .reclaim import reclaim_volumes, stamp_volumes
-from .workflow_base import FINALIZER, WORKFLOW_LABEL, WorkflowTierBase
+from ...kube.errors import ApiError
+from ...kube.resources import JOBS, WORKFLOWS
+from ..common import labels, meta, name_of, namespace_of, remove_finalizer, uid_of
+from ..context import Context, Result, referenced_by
+from .ports import VolumeSteps
+from .spec import FINALIZER, WORKFLOW_LABEL
 
-__all__ = ["RECLAIM_POLL_SECONDS", "WorkflowDeletion"]
+__all__ = ["RECLAIM_POLL_SECONDS", "Deletion"]
 
 #: how often a deleted Workflow looks again at a volume still Bound to one of its claims
 RECLAIM_POLL_SECONDS = 5.0
 
 
-class WorkflowDeletion(WorkflowTierBase):
-    """Removes what a Workflow being deleted created, then lets it go."""
+class Deletion:
+    """Removes what a Workflow being deleted created, then lets it go; the claims' volumes are
+    stamped and handed back through ``volumes``."""
 
-    def _finalize(self, wf: dict[str, Any]) -> Result:
+    def __init__(self, ctx: Context, volumes: VolumeSteps) -> None:
+        self.ctx = ctx
+        self.volumes = volumes
+
+    def finalize(self, wf: dict[str, Any]) -> Result:
         ctx = self.ctx
         if FINALIZER not in (meta(wf).get("finalizers") or []):
             return Result()
         namespace = namespace_of(wf)
         # while the claims exist: a Job-scoped claim goes with its Job, its volume's stamp must not
-        stamp_volumes(ctx, wf)
+        self.volumes.stamp_volumes(ctx, wf)
         try:
             jobs = ctx.kube.list(JOBS, namespace, label_selector=f"{WORKFLOW_LABEL}={name_of(wf)}").items
         except ApiError:
@@ -53,7 +58,7 @@ class WorkflowDeletion(WorkflowTierBase):
             if live is None or not referenced_by(live, wf) and not _labelled_for(live, wf):
                 continue
             ctx.kube.delete(resource, name_of(live), ref.get("namespace") or None, uid=uid_of(live))
-        if not reclaim_volumes(ctx, wf):
+        if not self.volumes.reclaim_volumes(ctx, wf):
             return Result(RECLAIM_POLL_SECONDS)
         remove_finalizer(ctx, WORKFLOWS, wf, FINALIZER)
         return Result()

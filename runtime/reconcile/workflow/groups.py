@@ -1,8 +1,10 @@
 """The Workflow tier's running groups: timeouts, ComputeDomain readiness, completion, retries.
 
-Each Running group's Job is read; a Job past ``timeoutPerJob`` or whose ComputeDomain stays not
-Ready is ended through the Job tier's verdicts; a terminal Job completes its group (a failed
-one only after its pods drained, and retried while ``retryFailedGroups`` allows).
+Each Running group's Job is read and :func:`~nvcre.runtime.judge.groups.running_group_step`
+decides what it means; this part applies the step. A Job past ``timeoutPerJob`` or whose
+ComputeDomain stays not Ready is ended through the Job tier's verdicts; a terminal Job completes
+its group (a failed one only after its pods drained, and retried while ``retryFailedGroups``
+allows).
 """
 
 from __future__ import annotations
@@ -12,26 +14,31 @@ from typing import Any
 
 from nvcre.compiler.durations import format_duration, parse_duration
 
-from ..clock import parse_time
-from ..judge import domains
-from ..kube.errors import NotFound
-from ..kube.resources import JOBS, PODS, TRAINJOBS
-from . import conditions as cond
-from .common import meta, name_of, namespace_of, uid_of
-from .context import Result, referenced_by
-from .diagnose import is_diagnose
-from .pods import bound_nodes, job_pods, live_pods
-from .workflow_base import WorkflowTierBase, execution_of, progress_text
+from ...clock import parse_time
+from ...judge import domains
+from ...judge.groups import GroupStep, Step, running_group_step, timeout_message
+from ...kube.errors import NotFound
+from ...kube.resources import JOBS, PODS, TRAINJOBS
+from .. import conditions as cond
+from ..common import meta, name_of, namespace_of, uid_of
+from ..context import Context, Result, referenced_by
+from ..pods import bound_nodes, job_pods, live_pods
+from ..ports import JobVerdicts
+from .ports import Results
+from .spec import execution_of, is_diagnose, progress_text
 
-__all__ = ["WorkflowGroups"]
+__all__ = ["RunningGroups"]
 
 
-class WorkflowGroups(WorkflowTierBase):
-    """Follows the Running groups of a Workflow to their end."""
+class RunningGroups:
+    """Follows the Running groups of a Workflow to their end; ends a Job through ``jobs``."""
 
-    # Long: one loop over the Running groups, whose every case (Job gone, timed out, ComputeDomain
-    # not Ready, blocked, terminal) feeds the pass's shared tallies: blocked note, next poll, ended.
-    def _poll_running(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+    def __init__(self, ctx: Context, jobs: JobVerdicts, results: Results) -> None:
+        self.ctx = ctx
+        self.jobs = jobs
+        self.results = results
+
+    def poll(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
         """One look at every Running group; the Workflow's progress message from what it found."""
         ctx = self.ctx
         orchestration = status["orchestration"]
@@ -45,46 +52,14 @@ class WorkflowGroups(WorkflowTierBase):
                 continue
             job_name = str((group.get("jobRef") or {}).get("name") or "")
             job = ctx.read(JOBS, job_name, namespace_of(wf)) if job_name else None
-            if job is None or meta(job).get("deletionTimestamp"):
-                # the controller deletes a running group's Job only to retry it, and resets the group first
-                if self._finish_group(wf, status, group, job, failed=True, timed_out=False) and group.get("phase") == "Failed":
-                    ctx.event(
-                        wf,
-                        "Warning",
-                        "JobDeleted",
-                        f"Job {job_name} of group {group.get('name')} was deleted before it finished; the group failed",
-                    )
-                continue
-            if orchestration.get("placement") == "Unpinned":
+            step = self.step_of(wf, status, group, job, iteration)
+            if job is not None and step.step is not Step.JOB_GONE and orchestration.get("placement") == "Unpinned":
                 self._backfill(group, job, int(orchestration.get("nodesPerJob") or 0))
-            job_status = job.get("status") or {}
-            terminal = cond.is_terminal(job_status) or cond.is_true(job_status, cond.HARDWARE_FAILED)
-            if not terminal:
-                timeout = self._timed_out(wf, group, job)
-                if timeout:
-                    written = self.jobs.time_out(job, timeout)
-                    ctx.event(job, "Warning", "JobTimedOut", timeout)
-                    fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
-                    self._finish_group(wf, status, group, fresh, failed=True, timed_out=True)
-                    continue
-                problem = self._domain_problem(status, group, job, iteration)
-                if problem is not None:
-                    written = self.jobs.fail_on_domain(job, problem.message, problem.nodes)
-                    ctx.event(job, "Warning", "ComputeDomainNotReady", problem.message)
-                    fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
-                    self._finish_group(wf, status, group, fresh, failed=True, timed_out=False)
-                    continue
-                if (cond.condition(job_status, cond.IN_PROGRESS) or {}).get("reason") == "WorkloadSchedulingBlocked":
-                    message = (cond.condition(job_status, cond.IN_PROGRESS) or {}).get("message", "")
-                    blocked_note = f"; job {job_name} scheduling blocked: {message}"
-                continue
-            succeeded = cond.lifecycle(job_status) == cond.SUCCEEDED and not cond.is_true(job_status, cond.HARDWARE_FAILED)
-            judged = cond.condition(job_status, cond.VALIDATION_FAILED) is not None
-            if succeeded and not judged and ((job.get("spec") or {}).get("thresholds") or self.jobs.bandwidth_unsettled(job)):
+            if step.step is Step.BLOCKED:
+                blocked_note = f"; job {job_name} scheduling blocked: {step.message}"
+            elif step.step is Step.AWAITING_VERDICT:
                 next_poll = min(next_poll, 2.0)  # the Job's verdict waits for its measurements
-                continue
-            failed = not succeeded or cond.is_true(job_status, cond.VALIDATION_FAILED)
-            if not self._finish_group(wf, status, group, job, failed=failed, timed_out=False):
+            elif step.step is not Step.RUNNING and not self._apply(wf, status, group, job, job_name, step):
                 next_poll = min(next_poll, 1.0)
         running = sum(1 for g in groups if g.get("phase") == "Running")
         now = ctx.clock.stamp()
@@ -99,6 +74,58 @@ class WorkflowGroups(WorkflowTierBase):
             # a group just ended: step at once to launch what waited for it, or to conclude
             return Result(ctx.settings.step_interval)
         return Result(next_poll)
+
+    def step_of(
+        self, wf: Mapping[str, Any], status: Mapping[str, Any], group: Mapping[str, Any], job: Mapping[str, Any] | None, iteration: int
+    ) -> GroupStep:
+        """What the group's Job as observed means (the decision; nothing is written)."""
+        return running_group_step(
+            job,
+            timeout=self.timed_out(wf, group, job) if job is not None else "",
+            domain_problem=lambda: self._domain_problem(status, group, job or {}, iteration),
+            verdict_waits=lambda: job is not None and self.jobs.bandwidth_unsettled(job),
+        )
+
+    def _apply(
+        self, wf: dict[str, Any], status: dict[str, Any], group: dict[str, Any], job: dict[str, Any] | None, job_name: str, step: GroupStep
+    ) -> bool:
+        """Carry out a step that ends or completes the group; False while a failed group drains."""
+        ctx = self.ctx
+        if step.step is Step.JOB_GONE:
+            # the controller deletes a running group's Job only to retry it, and resets the group first
+            done = self._finish_group(wf, status, group, job, failed=True, timed_out=False)
+            if done and group.get("phase") == "Failed":
+                message = f"Job {job_name} of group {group.get('name')} was deleted before it finished; the group failed"
+                ctx.event(wf, "Warning", "JobDeleted", message)
+            return True
+        if job is None or step.step is Step.FINISHED:
+            return self._finish_group(wf, status, group, job, failed=step.failed, timed_out=False)
+        if step.step is Step.TIMED_OUT:
+            written = self.jobs.time_out(job, step.message)
+            ctx.event(job, "Warning", "JobTimedOut", step.message)
+        else:
+            written = self.jobs.fail_on_domain(job, step.message, step.nodes)
+            ctx.event(job, "Warning", "ComputeDomainNotReady", step.message)
+        fresh = written or ctx.live(JOBS, job_name, namespace_of(wf)) or job
+        self._finish_group(wf, status, group, fresh, failed=True, timed_out=step.step is Step.TIMED_OUT)
+        return True
+
+    def timed_out(self, wf: Mapping[str, Any], group: Mapping[str, Any], job: Mapping[str, Any]) -> str:
+        """NVCRE's isJobTimedOut: the message to fail with, or '' while within the budget."""
+        raw = execution_of(wf).get("timeoutPerJob")
+        try:
+            limit = parse_duration(str(raw)) if raw else None
+        except ValueError:
+            limit = None
+        job_status = job.get("status") or {}
+        return timeout_message(
+            limit,
+            self.ctx.clock.now(),
+            workload_started=parse_time(job_status.get("workloadStartTime")),
+            blocked_since=parse_time(job_status.get("schedulingBlockedSince")),
+            has_workload=bool(job_status.get("workloadRef")),
+            launched=parse_time(group.get("startTime")),
+        )
 
     def _domain_problem(
         self, status: Mapping[str, Any], group: Mapping[str, Any], job: Mapping[str, Any], iteration: int
@@ -139,34 +166,6 @@ class WorkflowGroups(WorkflowTierBase):
         if nodes_per_job and len(nodes) == nodes_per_job:
             group["nodes"] = nodes
 
-    def _timed_out(self, wf: Mapping[str, Any], group: Mapping[str, Any], job: Mapping[str, Any]) -> str:
-        """NVCRE's isJobTimedOut: the message to fail with, or '' while within the budget."""
-        raw = execution_of(wf).get("timeoutPerJob")
-        if not raw:
-            return ""
-        try:
-            limit = parse_duration(str(raw))
-        except ValueError:
-            return ""
-        now = self.ctx.clock.now()
-        status = job.get("status") or {}
-        started = parse_time(status.get("workloadStartTime"))
-        blocked = parse_time(status.get("schedulingBlockedSince"))
-        if blocked is not None:
-            if (now - blocked).total_seconds() > limit:
-                return "Job exceeded timeoutPerJob while its pods were unschedulable"
-            if started is not None and (blocked - started).total_seconds() > limit:
-                return "Job exceeded timeoutPerJob"
-            return ""
-        if started is not None:
-            return "Job exceeded timeoutPerJob" if (now - started).total_seconds() > limit else ""
-        if status.get("workloadRef"):
-            return ""
-        begun = parse_time(group.get("startTime"))
-        if begun is not None and (now - begun).total_seconds() > limit:
-            return "Job exceeded timeoutPerJob"
-        return ""
-
     def _finish_group(
         self,
         wf: dict[str, Any],
@@ -184,12 +183,11 @@ class WorkflowGroups(WorkflowTierBase):
         failed_nodes = list(((job or {}).get("status") or {}).get("failedNodes") or [])
         # Under diagnose a failed group is evidence, not blame: only confirmed nodes are recorded.
         if failed_nodes and not is_diagnose(wf):
-            self._merge_node_results(wf, status, succeeded=(), failed=failed_nodes)
-        execution = execution_of(wf)
+            self.results.merge(wf, status, succeeded=(), failed=failed_nodes)
         retries = int(group.get("retries") or 0)
-        if failed and not timed_out and int(execution.get("retryFailedGroups") or 0) > retries and job is not None:
+        if failed and not timed_out and int(execution_of(wf).get("retryFailedGroups") or 0) > retries and job is not None:
             ctx.kube.delete(JOBS, name_of(job), namespace_of(job), uid=uid_of(job))
-            self._clean_job_dependencies(status, job)
+            self.results.clean_job_dependencies(status, job)
             group["retries"] = retries + 1
             group["phase"] = "Pending"
             for key in ("jobRef", "startTime", "completionTime"):

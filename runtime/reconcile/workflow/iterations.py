@@ -7,25 +7,29 @@ Succeeds or Fails with NVCRE's reasons. Under diagnose the rounds decide instead
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from ... import compile as compiler
+from ...kube.resources import CONFIGMAPS
+from .. import conditions as cond
+from ..common import namespace_of, uid_of
+from ..context import Context, Result
+from .ports import Results, RoundBoundary
+from .spec import FAILED_PREFIX, history_record, is_diagnose, iterations_of
 
-from .. import compile as compiler
-from ..kube.resources import CONFIGMAPS, JOBS
-from . import conditions as cond
-from .common import name_of, namespace_of, uid_of
-from .context import Result
-from .diagnose import is_diagnose
-from .workflow_base import FAILED_PREFIX, WorkflowTierBase, iterations_of
-
-__all__ = ["WorkflowVerdict"]
+__all__ = ["Iterations"]
 
 
-class WorkflowVerdict(WorkflowTierBase):
-    """Closes iterations and writes a Workflow's final phase."""
+class Iterations:
+    """Closes iterations and writes a Workflow's final phase; hands diagnose rounds to ``rounds``."""
 
-    def _iteration_complete(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+    def __init__(self, ctx: Context, results: Results, rounds: RoundBoundary) -> None:
+        self.ctx = ctx
+        self.results = results
+        self.rounds = rounds
+
+    def complete(self, wf: dict[str, Any], status: dict[str, Any]) -> Result:
+        """Every group of the iteration in flight is terminal: start the next one, or conclude."""
         ctx = self.ctx
         orchestration = status["orchestration"]
         groups: list[dict[str, Any]] = orchestration["groups"]
@@ -33,14 +37,14 @@ class WorkflowVerdict(WorkflowTierBase):
         total = iterations_of(wf)
         now = ctx.clock.stamp()
         if is_diagnose(wf):
-            self.diagnose.round_complete(wf, status)
+            self.rounds.round_complete(wf, status)
             return Result() if cond.is_terminal(status) else Result(ctx.settings.step_interval)
         if iteration < total:
             history = list(orchestration.get("iterationHistory") or [])
             if all(int(h.get("iteration") or 0) != iteration for h in history):
-                history.append({"iteration": iteration, "groups": [self._record(g) for g in groups]})
+                history.append({"iteration": iteration, "groups": [history_record(g) for g in groups]})
             orchestration["iterationHistory"] = history
-            self.retire_jobs(wf, status, groups)
+            self.results.retire_jobs(wf, status, groups)
             for group in groups:
                 group["phase"] = "Pending"
                 for key in ("jobRef", "startTime", "completionTime", "retries"):
@@ -54,34 +58,6 @@ class WorkflowVerdict(WorkflowTierBase):
             return Result(ctx.settings.step_interval)
         return self._final(wf, status, groups, total)
 
-    def retire_jobs(self, wf: Mapping[str, Any], status: dict[str, Any], groups: list[dict[str, Any]]) -> None:
-        """Delete the Jobs (and their job-scoped dependencies) of a finished iteration's groups."""
-        ctx = self.ctx
-        for group in groups:
-            ref = group.get("jobRef") or {}
-            job = ctx.live(JOBS, str(ref.get("name") or ""), namespace_of(wf)) if ref.get("name") else None
-            if job is not None:
-                ctx.kube.delete(JOBS, name_of(job), namespace_of(job), uid=uid_of(job))
-                self._clean_job_dependencies(status, job)
-
-    def record(self, group: Mapping[str, Any]) -> dict[str, Any]:
-        """A finished group as ``iterationHistory`` keeps it."""
-        return self._record(group)
-
-    def merge_node_results(self, wf: Mapping[str, Any], status: dict[str, Any], *, succeeded: Any, failed: list[Mapping[str, Any]]) -> None:
-        """Add to the Workflow's succeeded/failed node ConfigMaps."""
-        self._merge_node_results(wf, status, succeeded=succeeded, failed=failed)
-
-    @staticmethod
-    def _record(group: Mapping[str, Any]) -> dict[str, Any]:
-        record = {"name": group["name"], "phase": group.get("phase", "Pending")}
-        if (group.get("jobRef") or {}).get("name"):
-            record["jobName"] = group["jobRef"]["name"]
-        for key in ("startTime", "completionTime"):
-            if group.get(key):
-                record[key] = group[key]
-        return record
-
     def _final(self, wf: dict[str, Any], status: dict[str, Any], groups: list[dict[str, Any]], total: int) -> Result:
         ctx = self.ctx
         orchestration = status["orchestration"]
@@ -92,7 +68,7 @@ class WorkflowVerdict(WorkflowTierBase):
         failed_names = {e["name"] for e in failed_entries}
         ok_nodes = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()} - failed_names)
         if ok_nodes:
-            self._merge_node_results(wf, status, succeeded=ok_nodes, failed=[])
+            self.results.merge(wf, status, succeeded=ok_nodes, failed=[])
         orchestration["completedIterations"] = total
         now = ctx.clock.stamp()
         if failed_count:
