@@ -43,6 +43,7 @@ def test_colliding_rendered_names_give_each_certification_its_own_workflow(
     nodes = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-nt")
     with running_controller(simcluster.kubeconfig, sim_namespace, tmp_path / "controller.log", "--metrics-secure=false") as controller:
         kube.create(_certification(DAILY[0], sim_namespace, nodes[:2]))
+
         def first_workflow() -> str | None:
             status = kube.get(CERTIFICATIONS, DAILY[0], sim_namespace).get("status") or {}
             ref = ((status.get("categoryStatuses") or [{}])[0].get("workflowRef") or {}).get("name")
