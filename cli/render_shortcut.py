@@ -18,9 +18,8 @@ caller runs the Typer command, which fails the same way and reports it in its us
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["FastRender", "fast_plan"]
 
@@ -40,8 +39,7 @@ _VALUED = {
 _FORMATS = ("yaml", "json")
 
 
-@dataclass(frozen=True)
-class FastRender:
+class FastRender(NamedTuple):
     """A ``certification render`` command line the fast path can run, as Typer would hand it over."""
 
     file: Path

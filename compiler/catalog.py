@@ -2,104 +2,26 @@
 
 Each entry lives in ``catalog/<domain>/<variant>/entry.yaml`` and names the template that renders
 its Workflow spec. The GPU defaults table lives in ``catalog/_lib/gpu-defaults.yaml``. Loading
-checks every file against a schema, so a broken catalog fails loudly at start, not mid-render.
+checks every file, so a broken catalog fails loudly at start, not mid-render: a plainly valid
+file becomes its record (:mod:`.catalog_model`) directly (:mod:`.source_check`), any other goes
+through the models of :mod:`.source_models`, which decide it and word every problem at its
+field path.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from .catalog_model import ArchDefaults, CatalogEntry, GPUDefaults, Parallelism
 from .diagnostics import CompileError, error
-from .unit import EntryInfo
 from .yamlio import load_file
 
-__all__ = ["Catalog", "CatalogEntry", "GPUDefaults", "catalog_root", "load_catalog"]
+__all__ = ["ArchDefaults", "Catalog", "CatalogEntry", "GPUDefaults", "Parallelism", "catalog_root", "load_catalog", "parse_entry"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class Parallelism(_Strict):
-    tp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-
-
-class CatalogEntry(_Strict):
-    domain: str
-    variant: str
-    description: str
-    launch: Literal["mpi", "torch", "single"]
-    template: str
-    measurement: Literal["bandwidth", "goodput", "none"]
-    #: values handed to the template as ``vars``
-    vars: dict[str, Any] = Field(default_factory=dict)
-    timeout_per_job: str = Field("1h", alias="timeoutPerJob")
-    startup_stall_timeout_seconds: int | None = Field(None, alias="startupStallTimeoutSeconds")
-    min_gpus: int | None = Field(None, alias="minGPUs")
-    #: rows keyed by configuration architecture, plus ``default``
-    parallelism: dict[str, Parallelism] = Field(default_factory=dict)
-    multi_node: bool = Field(True, alias="multiNode")
-    #: replicated jobs that run on GPU nodes, and the MPI launcher if any
-    node_jobs: tuple[str, ...] = Field(("node",), alias="nodeJobs")
-    launcher_job: str | None = Field(None, alias="launcherJob")
-
-    @property
-    def key(self) -> str:
-        return f"{self.domain}/{self.variant}"
-
-    def info(self) -> EntryInfo:
-        return EntryInfo(
-            domain=self.domain,
-            variant=self.variant,
-            launch=self.launch,
-            node_jobs=self.node_jobs,
-            launcher_job=self.launcher_job,
-        )
-
-
-class ArchDefaults(_Strict):
-    gpus_per_node: int | None = Field(None, alias="gpusPerNode", ge=1)
-    mlnx_per_node: int | None = Field(None, alias="mlnxPerNode", ge=0)
-
-
-class GPUDefaults(_Strict):
-    architectures: dict[str, ArchDefaults]
-    #: platform -> arch -> fields that replace the architecture row
-    platforms: dict[str, dict[str, ArchDefaults]] = Field(default_factory=dict)
-    fallback: ArchDefaults
-    #: architectures whose configuration rows are shared with another (gb300 -> gb200)
-    config_arch: dict[str, str] = Field(default_factory=dict, alias="configArch")
-
-    def known(self, arch: str) -> bool:
-        return arch in self.architectures
-
-    def lookup(self, arch: str, platform: str) -> tuple[int, int, str]:
-        """(gpusPerNode, mlnxPerNode, source) where source is ``table``, ``platform`` or ``fallback``."""
-        row = self.architectures.get(arch)
-        if row is None:
-            return self.fallback.gpus_per_node or 4, self.fallback.mlnx_per_node or 0, "fallback"
-        gpus, mlnx, source = row.gpus_per_node, row.mlnx_per_node, "table"
-        override = self.platforms.get(platform, {}).get(arch)
-        if override is not None:
-            if override.gpus_per_node is not None:
-                gpus, source = override.gpus_per_node, "platform"
-            if override.mlnx_per_node is not None:
-                mlnx, source = override.mlnx_per_node, "platform"
-        return int(gpus or 4), int(mlnx or 0), source
-
-    def configuration_arch(self, arch: str) -> str:
-        return self.config_arch.get(arch, arch)
-
-
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(NamedTuple):
     root: Path
     entries: tuple[CatalogEntry, ...]
     gpu_defaults: GPUDefaults
@@ -115,15 +37,32 @@ class Catalog:
 
 
 def catalog_root() -> Path:
-    return Path(str(resources.files("nvcre.catalog")))
+    import nvcre.catalog
+
+    return Path(nvcre.catalog.__file__).parent
 
 
-def _model(model: type[BaseModel], data: Any, where: str) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = [error("CatalogInvalid", f"{where}: " + ".".join(str(p) for p in err["loc"]), err["msg"]) for err in exc.errors()]
-        raise CompileError(problems) from None
+def parse_entry(data: Any, prefix: str) -> CatalogEntry:
+    """The entry ``data`` describes; CompileError (``CatalogInvalid`` at ``prefix`` + field path) otherwise."""
+    from .source_check import catalog_entry
+
+    found = catalog_entry(data)
+    if found is not None:
+        return found
+    from .source_models import checked_entry
+
+    return checked_entry(data, prefix)
+
+
+def _defaults(data: Any, prefix: str) -> GPUDefaults:
+    from .source_check import gpu_defaults
+
+    found = gpu_defaults(data)
+    if found is not None:
+        return found
+    from .source_models import checked_defaults
+
+    return checked_defaults(data, prefix)
 
 
 @lru_cache(maxsize=None)
@@ -133,7 +72,7 @@ def load_catalog(root: str | None = None) -> Catalog:
     for path in sorted(base.glob("*/*/entry.yaml")):
         if path.parent.parent.name.startswith("_"):
             continue
-        entry = _model(CatalogEntry, load_file(path)[0], str(path.relative_to(base)))
+        entry = parse_entry(load_file(path)[0], f"{path.relative_to(base)}: ")
         expected = (path.parent.parent.name, path.parent.name)
         if (entry.domain, entry.variant) != expected:
             raise CompileError(
@@ -142,6 +81,6 @@ def load_catalog(root: str | None = None) -> Catalog:
         if not (base / entry.template).is_file():
             raise CompileError([error("CatalogInvalid", str(path.relative_to(base)), f"template {entry.template} does not exist")])
         entries.append(entry)
-    defaults = _model(GPUDefaults, load_file(base / "_lib" / "gpu-defaults.yaml")[0], "_lib/gpu-defaults.yaml")
+    defaults = _defaults(load_file(base / "_lib" / "gpu-defaults.yaml")[0], "_lib/gpu-defaults.yaml: ")
     entries.sort(key=lambda e: (e.domain, e.variant))
     return Catalog(root=base, entries=tuple(entries), gpu_defaults=defaults)

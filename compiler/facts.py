@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .diagnostics import CompileError, Diagnostic, error, format_path, info
 from .yamlio import Limits, check_nesting, check_size, make_loader, plain_data_problems, read_text
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "ClusterFacts",
@@ -152,7 +154,7 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 #: 2^63-1 in magnitude, so longer mantissas and larger exponents can only be mistakes.
 MAX_QUANTITY_TEXT = 64
 MAX_QUANTITY_EXPONENT = 40
-_QUANTITY_CAP = Fraction(2**63 - 1)
+_QUANTITY_CAP = 2**63 - 1
 
 
 def parse_quantity(value: Any) -> Fraction:
@@ -162,6 +164,8 @@ def parse_quantity(value: Any) -> Fraction:
     magnitude exceeds 2^63-1, the largest Kubernetes stores; the work done is bounded by
     ``MAX_QUANTITY_TEXT`` characters and a decimal exponent of ``MAX_QUANTITY_EXPONENT``.
     """
+    from fractions import Fraction  # loaded when a quantity is first read, not by every render
+
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity")
     if isinstance(value, int):

@@ -18,27 +18,25 @@ overlay reaches an architecture by accident. The rendered patch template is a li
 each a mapping with one key (see ``apply_operation``). Operations never guess: a patch aimed at
 something the Workflow does not have is an error naming the overlay. A ``when.expression`` that
 is a simple field test is decided in Python (``cel_native``, the same answers); cel-python is
-loaded only for the others, and for every condition that might be an error.
+loaded only for the others, and for every condition that might be an error. Each file becomes an
+immutable :class:`~nvcre.compiler.overlay_model.Overlay` (see :func:`parse_overlay` for how it is
+checked).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jsonpatch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Any, NamedTuple
 
 from . import mpi_args
 from .cel_native import decide
 from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, Diagnostic, error
 from .merge import merge
+from .overlay_model import Overlay, StringMatch, When
 from .yamlio import load_file
 
 __all__ = [
@@ -47,90 +45,16 @@ __all__ = [
     "OverlayConditionError",
     "OverlaySet",
     "PatchError",
+    "StringMatch",
+    "When",
     "apply_operation",
     "load_overlays",
+    "parse_overlay",
     "platforms_root",
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class StringMatch(_Strict):
-    equals: str | None = None
-    in_: tuple[str, ...] | None = Field(None, alias="in")
-    not_in: tuple[str, ...] | None = Field(None, alias="notIn")
-
-    @model_validator(mode="after")
-    def _one_clause(self) -> StringMatch:
-        if self.equals is None and self.in_ is None and self.not_in is None:
-            raise ValueError("give equals, in or notIn")
-        return self
-
-    def matches(self, value: str) -> bool:
-        if self.equals is not None and value != self.equals:
-            return False
-        if self.in_ is not None and value not in self.in_:
-            return False
-        return self.not_in is None or value not in self.not_in
-
-    def describe(self) -> str:
-        parts = []
-        if self.equals is not None:
-            parts.append(f"={self.equals}")
-        if self.in_ is not None:
-            parts.append(f" in [{','.join(self.in_)}]")
-        if self.not_in is not None:
-            parts.append(f" notIn [{','.join(self.not_in)}]")
-        return "".join(parts)
-
-
-class When(_Strict):
-    platform: StringMatch | None = None
-    gpu_architecture: StringMatch | None = Field(None, alias="gpuArchitecture")
-    all_architectures: bool = Field(False, alias="allArchitectures")
-    entry: StringMatch | None = None
-    launch: StringMatch | None = None
-    source_kind: StringMatch | None = Field(None, alias="sourceKind")
-    expression: str | None = None
-
-    @model_validator(mode="after")
-    def _guarded(self) -> When:
-        if self.gpu_architecture is None and not self.all_architectures:
-            raise ValueError("an overlay must name gpuArchitecture, or say allArchitectures: true")
-        if self.gpu_architecture is not None and self.all_architectures:
-            raise ValueError("gpuArchitecture and allArchitectures: true contradict each other")
-        return self
-
-    def describe(self) -> str:
-        parts = []
-        for label, clause in (
-            ("platform", self.platform),
-            ("gpuArchitecture", self.gpu_architecture),
-            ("entry", self.entry),
-            ("launch", self.launch),
-            ("sourceKind", self.source_kind),
-        ):
-            if clause is not None:
-                parts.append(f"{label}{clause.describe()}")
-        if self.expression:
-            parts.append(f"expression: {self.expression}")
-        return ", ".join(parts) or "always"
-
-
-class Overlay(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    reason: str = Field(min_length=1)
-    order: int = 100
-    when: When
-    patches: str
-    #: where the overlay file lives, relative to the platforms folder (filled by the loader)
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class MatchFacts:
+class MatchFacts(NamedTuple):
     platform: str
     gpu_arch: str
     entry: str
@@ -254,8 +178,7 @@ def matches(overlay: Overlay, facts: MatchFacts) -> bool:
         raise OverlayConditionError(overlay, f"when.expression {when.expression!r} cannot be evaluated: {detail}") from None
 
 
-@dataclass(frozen=True)
-class OverlaySet:
+class OverlaySet(NamedTuple):
     root: Path
     overlays: tuple[Overlay, ...]
 
@@ -274,7 +197,23 @@ class OverlaySet:
 
 
 def platforms_root() -> Path:
-    return Path(str(resources.files("nvcre.platforms")))
+    import nvcre.platforms
+
+    return Path(nvcre.platforms.__file__).parent
+
+
+def parse_overlay(data: Any, source: str = "", prefix: str = "") -> Overlay:
+    """The overlay ``data`` describes, found at ``source``; CompileError (``OverlayInvalid`` at
+    ``prefix`` + field path) otherwise. A plainly valid mapping is read directly; anything else
+    goes through the models, which decide it and word every problem."""
+    from .source_check import overlay
+
+    found = overlay(data, source)
+    if found is not None:
+        return found
+    from .source_models import checked_overlay
+
+    return checked_overlay({**data, "source": source} if isinstance(data, Mapping) else data, prefix)
 
 
 @cache
@@ -286,11 +225,11 @@ def load_overlays(root: str | None = None) -> OverlaySet:
         if path.parent.name.startswith("_") or path.parent.name == "detection":
             continue
         rel = str(path.relative_to(base))
+        data = load_file(path)[0]
         try:
-            overlay = Overlay.model_validate({**load_file(path)[0], "source": rel})
-        except ValidationError as exc:
-            for err in exc.errors():
-                problems.append(error("OverlayInvalid", f"{rel}: " + ".".join(str(p) for p in err["loc"]), err["msg"]))
+            overlay = parse_overlay(data, rel, f"{rel}: ")
+        except CompileError as exc:
+            problems.extend(exc.diagnostics)
             continue
         if not (base / overlay.patches).is_file():
             problems.append(error("OverlayInvalid", f"{rel}: patches", f"template {overlay.patches} does not exist"))
@@ -496,6 +435,8 @@ def _dispatch(workflow: dict[str, Any], op: str, value: Any, owners: dict[str, s
     if op == "replaceArgs":
         return _op_replace_args(workflow, value)
     if op == "jsonPatch":
+        import jsonpatch
+
         try:
             patched: dict[str, Any] = jsonpatch.apply_patch(workflow, value)
             return patched

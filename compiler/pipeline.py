@@ -27,8 +27,7 @@ proves that no pass changed the unit it was given.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .diagnostics import Diagnostic, attributed
 from .passes.apply_gpu_defaults import apply_gpu_defaults
@@ -50,8 +49,7 @@ __all__ = ["Pass", "PASSES", "WORKFLOW_PASSES", "run_passes", "PassPurityError"]
 PassFn = Callable[[Unit, Context], "tuple[Unit, list[Diagnostic]]"]
 
 
-@dataclass(frozen=True)
-class Pass:
+class Pass(NamedTuple):
     name: str
     run: PassFn
     #: validators may report problems but must return the unit they were given

@@ -37,17 +37,23 @@ def _json_exact(value: Any) -> bool:
     return False
 
 
-def build_yaml(files: list[Path] | None = None) -> str:
-    """The snapshot text for ``files`` (default: ``source_files()``), parsed by the project's loader."""
+def build_yaml(files: list[Path] | None = None, default_version: list[Path] | None = None) -> str:
+    """The snapshot text for ``files`` read as YAML 1.1 (default: ``source_files()``) and for
+    ``default_version`` read with the loader's default version (default: ``default_version_files()``),
+    parsed by the project's loader."""
     entries: dict[str, str] = {}
-    for path in files if files is not None else yaml_snapshot.source_files():
+    readings: list[tuple[Path, tuple[int, int] | None]] = [
+        *((path, (1, 1)) for path in (files if files is not None else yaml_snapshot.source_files())),
+        *((path, None) for path in (default_version if default_version is not None else yaml_snapshot.default_version_files())),
+    ]
+    for path, version in readings:
         text = path.read_text(encoding="utf-8")
         try:
-            documents = load_documents(text, str(path), limits=INTERNAL_LIMITS, snapshot=False)
+            documents = load_documents(text, str(path), limits=INTERNAL_LIMITS, version=version, snapshot=False)
         except CompileError:
             continue  # a broken file is reported by whoever reads it, from its own text
         if _json_exact(documents):
-            entries[yaml_snapshot.text_key(text, (1, 1))] = json.dumps(documents, separators=(",", ":"))
+            entries[yaml_snapshot.text_key(text, version)] = json.dumps(documents, separators=(",", ":"))
     return "\n".join([yaml_snapshot.HEADER, *(f"{key}\t{entries[key]}" for key in sorted(entries))]) + "\n"
 
 

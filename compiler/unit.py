@@ -14,13 +14,12 @@ Each pass is a pure function ``(unit, ctx) -> (unit, diagnostics)``:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 __all__ = ["EntryInfo", "ClusterView", "GangSpec", "Context", "Unit"]
 
 
-@dataclass(frozen=True)
-class EntryInfo:
+class EntryInfo(NamedTuple):
     """What the passes need to know about a catalog entry (the catalog holds the rest)."""
 
     domain: str
@@ -59,8 +58,7 @@ class ClusterView:
     nodes: tuple[Mapping[str, Any], ...] = field(default=(), repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class GangSpec:
+class GangSpec(NamedTuple):
     """``spec.gangScheduler`` with its defaults filled in."""
 
     scheduler_name: str

@@ -19,9 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import ValidationError
-
-from .catalog import Catalog, CatalogEntry, load_catalog
+from .catalog import Catalog, CatalogEntry, load_catalog, parse_entry
 from .diagnostics import CompileError, error
 from .overlays import OverlaySet, load_overlays
 from .passes.apply_workloadrun_gpu_defaults import apply_workloadrun_gpu_defaults
@@ -63,15 +61,7 @@ def _framework_entries(root: str) -> tuple[CatalogEntry, ...]:
     (data,) = load_file(path)
     entries = []
     for index, item in enumerate((data or {}).get("entries") or []):
-        try:
-            entry = CatalogEntry.model_validate(item)
-        except ValidationError as exc:
-            raise CompileError(
-                [
-                    error("CatalogInvalid", f"{ENTRIES_FILE}: entries[{index}]." + ".".join(str(p) for p in err["loc"]), err["msg"])
-                    for err in exc.errors()
-                ]
-            ) from None
+        entry = parse_entry(item, f"{ENTRIES_FILE}: entries[{index}].")
         if entry.domain != DOMAIN or not (Path(root) / entry.template).is_file():
             raise CompileError(
                 [

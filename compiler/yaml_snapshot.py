@@ -2,8 +2,9 @@
 
 Every render loads the catalog entries, the GPU defaults, the platform overlays and the CRD
 schemas: about a hundred YAML files that only change with the package. Their parsed documents
-are kept in ``yaml_snapshot.jsonl`` beside this module, one line per distinct file text: the
-SHA-256 of the YAML version and the text, a tab, and the documents as JSON. ``yamlio`` asks
+are kept in ``yaml_snapshot.jsonl`` beside this module, one line per distinct file text and YAML
+version (1.1, and the loader's default for the detection tables): the SHA-256 of the version and
+the text, a tab, and the documents as JSON. ``yamlio`` asks
 ``lookup`` before parsing; a text that is not in the snapshot (a user's file, an edited
 overlay, a rendered template) is parsed as usual, so a stale snapshot costs time, never
 correctness. Only texts whose documents JSON keeps exactly (mappings with string keys, lists,
@@ -22,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HEADER", "SNAPSHOT_FILE", "lookup", "source_files", "text_key"]
+__all__ = ["HEADER", "SNAPSHOT_FILE", "default_version_files", "lookup", "source_files", "text_key"]
 
 #: The committed snapshot, beside this module (package data).
 SNAPSHOT_FILE = Path(__file__).resolve().parent / "yaml_snapshot.jsonl"
@@ -71,3 +72,11 @@ def source_files() -> list[Path]:
 
     roots = [Path(nvcre.catalog.__file__).parent, Path(nvcre.platforms.__file__).parent, Path(__file__).resolve().parent / "api" / "crds"]
     return sorted({path for root in roots for path in root.rglob("*.yaml")})
+
+
+def default_version_files() -> list[Path]:
+    """The files a render reads with the loader's default YAML version rather than 1.1: the
+    detection tables (``nvcre.compiler.detect.tables``). They are shipped parsed both ways."""
+    import nvcre.platforms
+
+    return sorted((Path(nvcre.platforms.__file__).parent / "detection").glob("*.yaml"))

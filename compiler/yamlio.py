@@ -20,15 +20,15 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .diagnostics import CompileError, Diagnostic, PathPart, error, format_path
+from .yaml_plain import plain_documents
 from .yaml_snapshot import lookup as lookup_snapshot
 
 __all__ = [
@@ -55,8 +55,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MAX_INT_TEXT = 64
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Bounds on one input: its size in bytes (None: no bound), the values it may expand to
     once aliases are followed, and how deep mappings and lists may nest."""
 
@@ -233,6 +232,9 @@ def _parse(text: str, source: str, version: tuple[int, int] | None, snapshot: bo
     if known is not None:
         return known  # one of the package's own files, parsed when the package was built
     text = _join_surrogate_escapes(text)
+    plain = plain_documents(make_loader(version), text)
+    if plain is not None:
+        return plain  # built straight from the composed nodes: the same documents, sooner
     try:
         return [doc for doc in make_loader(version).load_all(text) if doc is not None]
     except MarkedYAMLError as exc:

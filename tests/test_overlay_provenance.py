@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nvcre.compiler.overlays import Overlay, load_overlays
+from nvcre.compiler.overlays import Overlay, load_overlays, parse_overlay
 
 #: ``<file> @<commit>``: a catalog file of NVCRE (YAML fragment, entry or topology XML) and the
 #: eight-digit short commit it was read at.
@@ -54,9 +54,7 @@ def test_overlay_reason_cites_the_nvcre_file_and_commit(overlay: Overlay) -> Non
 
 
 def _overlay(reason: str) -> Overlay:
-    return Overlay.model_validate(
-        {"name": "example", "reason": reason, "when": {"gpuArchitecture": {"in": ["h100"]}}, "patches": "x.yaml.j2"}
-    )
+    return parse_overlay({"name": "example", "reason": reason, "when": {"gpuArchitecture": {"in": ["h100"]}}, "patches": "x.yaml.j2"})
 
 
 @pytest.mark.parametrize(

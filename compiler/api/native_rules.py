@@ -22,12 +22,9 @@ the ``valueFrom`` ban, which a model decides in ``validate`` and the render's sh
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
-
 import re
-from fractions import Fraction
-
-import re2
+from functools import cache
+from typing import Any, Callable
 
 from .cel_rules import (
     _RESERVED_KEY,
@@ -151,11 +148,26 @@ def merged_label_cap(value: Any) -> bool | None:
     return True
 
 
-_RESERVED_MATCH = re2.compile(_RESERVED_SUBDOMAIN)
-_LABEL_KEY = re2.compile(LABEL_KEY)
-_PREFIX_LENGTH = re2.compile("^[^/]{1,253}/")
-_SOURCE_REPO = re2.compile("^[a-z]+://([A-Za-z0-9][A-Za-z0-9._~%+:-]*@)?[A-Za-z0-9][A-Za-z0-9._~%+:-]*(/.*)?$")
-_QUANTITY = re.compile(QUANTITY)  # cel_eval's isQuantity and quantity test the text with this
+#: RE2 patterns by name, compiled on first use (a render of a document without these fields
+#: never loads the RE2 module)
+_RE2_PATTERNS = {
+    "reserved": _RESERVED_SUBDOMAIN,
+    "label key": LABEL_KEY,
+    "prefix length": "^[^/]{1,253}/",
+    "source repo": "^[a-z]+://([A-Za-z0-9][A-Za-z0-9._~%+:-]*@)?[A-Za-z0-9][A-Za-z0-9._~%+:-]*(/.*)?$",
+}
+
+
+@cache
+def _re2(name: str) -> Any:
+    import re2
+
+    return re2.compile(_RE2_PATTERNS[name])
+
+
+@cache
+def _quantity_pattern() -> re.Pattern[str]:
+    return re.compile(QUANTITY)  # cel_eval's isQuantity and quantity test the text with this
 
 
 def _keys(value: Any) -> list[str] | None:
@@ -165,11 +177,11 @@ def _keys(value: Any) -> list[str] | None:
 
 
 def _not_reserved(key: str) -> bool:
-    return key != _RESERVED_KEY and not key.startswith(_RESERVED_PREFIX) and _RESERVED_MATCH.search(key) is None
+    return key != _RESERVED_KEY and not key.startswith(_RESERVED_PREFIX) and _re2("reserved").search(key) is None
 
 
 def _prefix_fits(key: str) -> bool:
-    return "/" not in key or _PREFIX_LENGTH.search(key) is not None
+    return "/" not in key or _re2("prefix length").search(key) is not None
 
 
 def _over_keys(test: Callable[[str], bool]) -> Callable[[Any], bool | None]:
@@ -196,7 +208,7 @@ def _https_or_ssh(url: str) -> bool:
 
 
 def _source_repo_host(url: str) -> bool:
-    return not _https_or_ssh(url) or _SOURCE_REPO.search(url) is not None
+    return not _https_or_ssh(url) or _re2("source repo").search(url) is not None
 
 
 _NOT_A_QUANTITY = object()
@@ -211,7 +223,7 @@ def _quantity(value: Any) -> Any:
         text = value
     else:
         return None
-    if not _QUANTITY.fullmatch(text):
+    if not _quantity_pattern().fullmatch(text):
         return _NOT_A_QUANTITY
     from ..facts import parse_quantity
 
@@ -247,6 +259,8 @@ def _within_limits(resource: str) -> Callable[[Any], bool | None]:
             return None
         if low is _NOT_A_QUANTITY or high is _NOT_A_QUANTITY:
             return True
+        from fractions import Fraction
+
         return bool(Fraction(low) <= Fraction(high))
 
     return decide
@@ -268,7 +282,7 @@ NATIVE_RULES: dict[str, Callable[[Any], bool | None]] = {
     MERGED_LABEL_CAP.rule: merged_label_cap,
     VALUE_FROM_FORBIDDEN.rule: value_from_absent,
     LABEL_KEY_RULES[0].rule: _over_keys(_not_reserved),
-    LABEL_KEY_RULES[1].rule: _over_keys(lambda key: _LABEL_KEY.search(key) is not None),
+    LABEL_KEY_RULES[1].rule: _over_keys(lambda key: _re2("label key").search(key) is not None),
     LABEL_KEY_RULES[2].rule: _over_keys(_prefix_fits),
     QUEUE_LABEL_KEY_RULES[0].rule: _over_text(_prefix_fits),
     QUEUE_LABEL_KEY_RULES[1].rule: _over_text(_not_reserved),

@@ -20,7 +20,6 @@ import json
 import re
 from typing import Any, Iterator
 
-import re2
 
 from ..diagnostics import Diagnostic, PathPart, error
 from .patterns import DATE_TIME
@@ -237,6 +236,8 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], path: tuple[Pat
 def _compiled(pattern: str) -> Any:
     compiled = _PATTERNS.get(pattern)
     if compiled is None:
+        import re2  # loaded for the first pattern a document's values meet, not by every import
+
         compiled = _PATTERNS[pattern] = re2.compile(pattern)
     return compiled
 

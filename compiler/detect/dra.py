@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from ..facts import ClusterFacts, device_attributes
 from .tables import table
@@ -20,8 +19,7 @@ from .tables import table
 __all__ = ["DRAGPUs", "product_label_value", "dra_gpus_by_node"]
 
 
-@dataclass(frozen=True)
-class DRAGPUs:
+class DRAGPUs(NamedTuple):
     """What the newest ResourceSlices say about one node's GPUs."""
 
     node: str

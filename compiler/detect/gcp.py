@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, warning
 from ..facts import ClusterFacts, allocatable, annotations_of, name_of
@@ -126,8 +125,7 @@ def detect_gke_networks(nodes: Sequence[Mapping[str, Any]], *, path: str = "spec
 # --------------------------------------------------------------------------- TCPXO plugin
 
 
-@dataclass(frozen=True)
-class TCPXOProfile:
+class TCPXOProfile(NamedTuple):
     """Images and daemon arguments rendered for one TCPXO plugin release."""
 
     plugin_version: str  # the table row used

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
 from ..facts import ClusterFacts, annotations_of, labels_of, name_of
@@ -78,8 +78,7 @@ def arch_from_node_selector(selector: Mapping[str, Any] | None) -> str:
     return parse_product(value) if isinstance(value, str) else ""
 
 
-@dataclass(frozen=True)
-class NodeProduct:
+class NodeProduct(NamedTuple):
     """A node's GPU product and where it was read (``label``, ``resourceslices`` or ``""``).
 
     Without a product, ``source`` may be the key of another label that names the architecture
@@ -135,8 +134,7 @@ def node_products(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> di
     return out
 
 
-@dataclass(frozen=True)
-class ArchDetection:
+class ArchDetection(NamedTuple):
     """The decided architecture, the nodes that remain, and what was left out."""
 
     fact: Fact

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .products import parse_product
 from .tables import table
@@ -38,8 +38,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ArchitectureHint:
+class ArchitectureHint(NamedTuple):
     """An architecture read from a node label (or register annotation): which key, its value, and the architecture."""
 
     architecture: str
@@ -55,8 +54,7 @@ class CountHint:
     label: str
 
 
-@dataclass(frozen=True)
-class InstanceType:
+class InstanceType(NamedTuple):
     """A node's instance type found in the table: the label read, its value, the cloud, the row."""
 
     label: str

@@ -8,7 +8,6 @@ the target is not used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 Provenance = Literal["detected", "supplied", "defaulted"]
@@ -18,8 +17,7 @@ SUPPLIED: Provenance = "supplied"
 DEFAULTED: Provenance = "defaulted"
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
     """A decided value: ``source`` says how it was decided, ``detail`` from what (for people)."""
 
     value: Any

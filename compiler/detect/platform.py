@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, error, info
 from ..facts import labels_of, name_of, provider_id
@@ -30,8 +29,7 @@ def platform_names() -> tuple[str, ...]:
     return tuple(table("platforms")["names"])
 
 
-@dataclass(frozen=True)
-class PlatformReading:
+class PlatformReading(NamedTuple):
     """One node's platform and what decided it.
 
     ``basis`` is ``spec.providerID``, ``label <key>``, ``instance type <value> (<label>)``, or

@@ -11,11 +11,32 @@ Two planners share that interface:
   representatives, bisection, cross-boundary probes, confirmation against rotating references);
 * :mod:`.adaptive` — ours: every node screened once on its own (NIC loopback), confirmation
   before blame, then a path screen and a link search that names both ends of a bad link.
+
+The state types live in :mod:`.model` and are read from it on first use, so the render path,
+which only checks a Certification's diagnose annotations (:mod:`.prior`), never defines them.
 """
 
-from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Prior, PriorGroup, Round, RoundGroup
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Prior, PriorGroup, Round, RoundGroup
 
 __all__ = ["Diagnosis", "GroupResult", "InfrastructureFault", "Options", "Planner", "Prior", "PriorGroup", "Round", "RoundGroup", "planner"]
+
+#: the names above that :mod:`.model` defines
+_MODEL_NAMES = frozenset(__all__) - {"planner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODEL_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import model
+
+    value = getattr(model, name)
+    globals()[name] = value
+    return value
 
 
 def planner(name: str) -> Planner:

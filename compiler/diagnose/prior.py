@@ -17,11 +17,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnostics import CompileError, Diagnostic, error
 from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
-from .model import Prior, PriorGroup
+
+if TYPE_CHECKING:
+    from .model import Prior
 
 __all__ = ["MAX_PRIOR_BYTES", "MAX_PRIOR_GROUPS", "PLANNERS", "annotation_problems", "prior_problems", "read_prior"]
 
@@ -149,4 +151,6 @@ def read_prior(annotations: Mapping[str, Any]) -> Prior | None:
     problems, value = _problems(text)
     if problems:
         raise CompileError(prior_problems(text))
+    from .model import Prior, PriorGroup  # the planners' types: loaded by the runtime, never by a render
+
     return Prior(tuple(PriorGroup(tuple(g["nodes"]), g["passed"]) for g in value["groups"]))
