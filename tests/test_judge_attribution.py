@@ -105,3 +105,22 @@ def test_a_threshold_that_cannot_be_judged_blames_no_node() -> None:
         message = 'Threshold "busBandwidthGBps": threshold expression "1/0 == 0" failed: evaluate: modulus or divide by zero'
         job = _job([_cond("Succeeded", "WorkloadCompleted", ""), _cond("ValidationFailed", reason, message)])
         assert seed_failed_nodes(job, group_nodes(job)) == []
+
+
+def test_a_container_that_never_started_gets_the_runtimes_reason_as_its_tail() -> None:
+    # a torch WorkloadRun on an image without torchrun, as runc reported it on real nodes
+    message = 'failed to create containerd task: exec: "torchrun": executable file not found in $PATH'
+    pod = {
+        "metadata": {"name": "run-node-0-0"},
+        "spec": {"nodeName": "h100-0"},
+        "status": {
+            "containerStatuses": [
+                {"name": "node", "restartCount": 1, "state": {"terminated": {"exitCode": 128, "reason": "StartError", "message": message}}}
+            ]
+        },
+    }
+    choice = choose_failure_pod([pod])
+    assert choice is not None and (choice.exit_code, choice.reason) == (128, "StartError")
+    assert failure_log(choice, "")["tail"] == message
+    # a container that logged something keeps its log: the message is only the fallback
+    assert failure_log(choice, "Traceback: boom\n")["tail"] == "Traceback: boom"

@@ -112,6 +112,9 @@ class FailurePod:
     container: str
     exit_code: int
     reason: str
+    #: the termination's own ``message`` (the runtime's error for a container that never
+    #: started, or what the container wrote to its termination log)
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class Termination:
     reason: str
     previous: bool
     restarts: int
+    message: str = ""
 
 
 def terminations(pod: Mapping[str, Any]) -> Iterable[Termination]:
@@ -141,16 +145,17 @@ def terminations(pod: Mapping[str, Any]) -> Iterable[Termination]:
                         str(term.get("reason") or "Error"),
                         state_key == "lastState",
                         int(cs.get("restartCount") or 0),
+                        str(term.get("message") or ""),
                     )
 
 
-def _terminated(pod: Mapping[str, Any]) -> Iterable[tuple[str, int, str]]:
+def _terminated(pod: Mapping[str, Any]) -> Iterable[Termination]:
     """The first non-zero termination of each container."""
     seen: set[str] = set()
     for term in terminations(pod):
         if term.container not in seen:
             seen.add(term.container)
-            yield term.container, term.exit_code, term.reason
+            yield term
 
 
 def choose_failure_pod(pods: Iterable[Mapping[str, Any]], *, prefer_launcher: bool = False) -> FailurePod | None:
@@ -167,9 +172,9 @@ def choose_failure_pod(pods: Iterable[Mapping[str, Any]], *, prefer_launcher: bo
                 return FailurePod(_name(pod), _node(pod), "node", 0, "Timeout")
     first: FailurePod | None = None
     for pod in ordered:
-        for container, code, reason in _terminated(pod):
-            choice = FailurePod(_name(pod), _node(pod), container, code, reason)
-            if reason == "OOMKilled":
+        for term in _terminated(pod):
+            choice = FailurePod(_name(pod), _node(pod), term.container, term.exit_code, term.reason, term.message)
+            if term.reason == "OOMKilled":
                 return choice
             if first is None:
                 first = choice
@@ -196,13 +201,18 @@ def cut_tail(text: str, max_lines: int = MAX_TAIL_LINES, max_bytes: int = MAX_TA
 
 
 def failure_log(choice: FailurePod, log_text: str) -> dict[str, Any]:
-    """``status.failureLog`` for the chosen pod."""
+    """``status.failureLog`` for the chosen pod. A container that logged nothing (one the runtime
+    could not start: ``StartError``, exit 128) gets its termination message as the tail, so the
+    report says why (``exec: "torchrun": executable file not found in $PATH``)."""
+    tail = cut_tail(log_text)
+    if not tail.strip() and choice.message.strip():
+        tail = cut_tail(choice.message)
     return {
         "podName": choice.pod_name,
         "nodeName": choice.node_name,
         "exitCode": choice.exit_code,
         "reason": choice.reason,
-        "tail": cut_tail(log_text),
+        "tail": tail,
     }
 
 

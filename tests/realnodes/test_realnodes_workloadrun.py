@@ -251,6 +251,7 @@ def test_a_torch_workloadrun_whose_image_lacks_torchrun_fails_with_the_start_err
     [group] = category["failedGroups"]
     assert "exit code 128 (StartError)" in group["reason"] and "timeoutPerJob" not in group["reason"], group
     assert (group["failureLog"]["reason"], group["failureLog"]["exitCode"]) == ("StartError", 128), group
+    assert "torchrun" in group["failureLog"]["tail"], "the runtime's reason reaches the report"
     assert _status(env, "torch-smoke", "wlr-torch")["phase"] == "Failed"
 
 
