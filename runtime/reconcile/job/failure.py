@@ -46,7 +46,8 @@ def failure_log(kube: Kube, pods: list[dict[str, Any]], *, reason_override: str 
             limit_bytes=attribution.MAX_TAIL_BYTES * 4,
         )
     except ApiError as exc:
-        text = f"log unavailable: {exc.message or exc}"
+        # a container that never started has no log to read: its termination message says why
+        text = "" if choice.message.strip() else f"log unavailable: {exc.message or exc}"
     entry = attribution.failure_log(choice, text)
     if reason_override:
         entry["reason"] = reason_override
