@@ -12,10 +12,8 @@ the environment and checks that every process is gone and the host is as it was.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from realnodes_helpers import nvcrectl, started
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -80,35 +79,12 @@ class Environment:
 @pytest.fixture(scope="module")
 def env(request: pytest.FixtureRequest) -> Iterator[Environment]:
     """Two real h100 nodes with the workload image, JobSet, the Trainer and the nvcre controller."""
-    from nvcre.testing.errors import ControlPlaneError
-    from nvcre.testing.pytest_plugin import _ensure_real_built, _ensure_sim_built
-    from nvcre.testing.realnodes import footprint, hoststate
-    from nvcre.testing.realnodes.cluster import RealCluster
-    from nvcre.testing.realnodes.images import ImageError
+    from nvcre.testing.realnodes import footprint
 
-    _ensure_real_built(request)
-    _ensure_sim_built(request)
-    before = hoststate.snapshot()
-    cluster = RealCluster(profile_name="h100", nodes=2, workload_images=True, controllers=True)
-    try:
-        cluster.start()
-    except ImageError as exc:
-        pytest.fail(f"the workload image could not be built: {exc}", pytrace=False)
-    except ControlPlaneError as exc:
-        pytest.fail(f"the real-node environment did not start: {exc}", pytrace=False)
-    environment = Environment(cluster, before, footprint.PeakSampler(cluster))
-    try:
+    with started(request, nodes=2) as (cluster, before):
+        environment = Environment(cluster, before, footprint.PeakSampler(cluster))
         with environment.sampler:
             yield environment
-    finally:
-        cluster.stop()
-
-
-def nvcrectl(cluster: Any, *args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    """The installed CLI, run as a user runs it, against the environment's API server."""
-    binary = str(Path(sys.executable).with_name("nvcrectl"))
-    environ = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
-    return subprocess.run([binary, *args], env=environ, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def run_certification(

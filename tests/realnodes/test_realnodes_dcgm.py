@@ -8,15 +8,14 @@ naming the GPU. The last test stops the environment and checks the host is as it
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from realnodes_helpers import nvcrectl, started
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -39,35 +38,17 @@ spec:
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     """One real h100 node with the workload image, JobSet, the Trainer and the nvcre controller."""
-    from nvcre.testing.errors import ControlPlaneError
-    from nvcre.testing.pytest_plugin import _ensure_real_built, _ensure_sim_built
-    from nvcre.testing.realnodes import hoststate
-    from nvcre.testing.realnodes.cluster import RealCluster
-    from nvcre.testing.realnodes.images import ImageError
-
-    _ensure_real_built(request)
-    _ensure_sim_built(request)
-    before = hoststate.snapshot()
-    environment = RealCluster(profile_name="h100", nodes=1, workload_images=True, controllers=True)
-    try:
-        environment.start()
-    except (ImageError, ControlPlaneError) as exc:
-        pytest.fail(f"the real-node environment did not start: {exc}", pytrace=False)
-    environment.host_before = before
-    try:
+    with started(request, nodes=1) as (environment, before):
+        environment.host_before = before
         yield environment
-    finally:
-        environment.stop()
 
 
 def _certify(cluster: Any, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], str]:
     cert, results = tmp_path / f"{name}.yaml", tmp_path / f"{name}.json"
     cert.write_text(CERTIFICATION.format(name=name, node=cluster.node_names[0]))
-    binary = str(Path(sys.executable).with_name("nvcrectl"))
-    run = subprocess.run(
-        [binary, "certification", "run", "--cert-file", str(cert), "--grant-run-access", "--wait", "--timeout", "5m",
-         "--results-file", str(results)],
-        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}, capture_output=True, text=True, timeout=420, check=False,
+    run = nvcrectl(
+        cluster, "certification", "run", "--cert-file", str(cert), "--grant-run-access", "--wait", "--timeout", "5m",
+        "--results-file", str(results), timeout=420,
     )  # fmt: skip
     created = re.search(r"created in namespace (\S+?)\.?$", run.stderr, re.MULTILINE)
     assert created is not None and results.is_file(), (run.returncode, run.stderr[-3000:])
