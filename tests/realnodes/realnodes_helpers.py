@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,3 +51,33 @@ def nvcrectl(cluster: Any, *args: str, timeout: float = 480) -> subprocess.Compl
     binary = str(Path(sys.executable).with_name("nvcrectl"))
     environ = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     return subprocess.run([binary, *args], env=environ, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def start_interruptible(argv: list[str]) -> subprocess.Popen[str]:
+    """Start a command a test will Ctrl-C, with SIGINT as a user's terminal gives it. A test run
+    started in the background (a CI job's ``&``, ``nohup``) has SIGINT ignored, a child inherits
+    that, and Python then never installs its KeyboardInterrupt handler; a handler, unlike an
+    ignored signal, is reset to the default when the child starts."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt(up: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """Ctrl-C for a foreground command; its output. One still running ``timeout`` seconds later is
+    terminated (then killed) so the test never leaves it behind, and the test fails."""
+    up.send_signal(signal.SIGINT)
+    try:
+        return up.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        up.terminate()
+        try:
+            up.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            up.communicate()
+        raise AssertionError(f"the command did not end within {timeout:.0f} s of Ctrl-C") from None

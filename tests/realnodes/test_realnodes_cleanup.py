@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from realnodes_helpers import interrupt, start_interruptible
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -68,7 +68,7 @@ def test_ctrl_c_stops_a_foreground_dev_up_real_and_puts_the_host_back(built: Non
         pytest.skip("a development cluster is running on this machine; this test starts its own")
     before = hoststate.snapshot()
     nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
-    up = subprocess.Popen([nvcrectl, "dev", "up", "--real", "--nodes", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = start_interruptible([nvcrectl, "dev", "up", "--real", "--nodes", "1"])
     try:
         deadline = time.monotonic() + 240
         state = None
@@ -82,8 +82,7 @@ def test_ctrl_c_stops_a_foreground_dev_up_real_and_puts_the_host_back(built: Non
         status = json.loads(subprocess.run([nvcrectl, "dev", "status", "-o", "json"], capture_output=True, text=True, timeout=60).stdout)
         assert status["nodes"][0]["ready"] is True
     finally:
-        up.send_signal(signal.SIGINT)
-        out, err = up.communicate(timeout=120)
+        out, err = interrupt(up, 120)
     assert up.returncode == 0, err
     assert out.startswith("export KUBECONFIG=") and "real-node environment stopped" in err
     assert session.read_state() is None and not session.state_path().exists()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from realnodes_helpers import interrupt, start_interruptible
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -73,7 +73,7 @@ def test_ctrl_c_stops_a_foreground_dev_up_real_with_controller_and_puts_the_host
     before = hoststate.snapshot()
     nvcrectl = str(Path(sys.executable).with_name("nvcrectl"))
     argv = [nvcrectl, "dev", "up", "--real", "--nodes", "1", "--with-controller"]
-    up = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = start_interruptible(argv)
     state: dict[str, Any] | None = None
     try:
         deadline = time.monotonic() + 420
@@ -87,8 +87,7 @@ def test_ctrl_c_stops_a_foreground_dev_up_real_with_controller_and_puts_the_host
         status = json.loads(subprocess.run([nvcrectl, "dev", "status", "-o", "json"], capture_output=True, text=True, timeout=60).stdout)
         assert all(status["alive"][name] for name in CONTROLLERS), status["alive"]
     finally:
-        up.send_signal(signal.SIGINT)
-        out, err = up.communicate(timeout=180)
+        out, err = interrupt(up, 180)
     assert up.returncode == 0, err
     assert "real-node environment stopped" in err
     assert _gone({name: int(pid) for name, pid in state["pids"].items()}) == []
