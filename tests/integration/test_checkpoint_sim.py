@@ -144,7 +144,11 @@ def test_a_crash_with_checkpoints_on_resumes_and_completes(simcluster, sim_names
     events = job_events(kube, sim_namespace, name)
     assert ("Normal", "WorkloadRestarting", "Restarting workload from checkpoint (restart 1/3)") in events
     (attempt,) = [m for t, r, m in events if r == "WorkloadAttemptFailed"]
-    assert attempt.startswith("Attempt 1 failed: Workload stalled: ") and any(f"on node {n} " in attempt for n in nodes)
+    # The crashed rank leaves its peers hung: the Job tier ends the attempt on the stall, or, when
+    # a loaded machine lets the container's restarts fail first, on the container's failures. Either
+    # way the attempt is ended, names a node, and the next one resumes.
+    assert attempt.startswith(("Attempt 1 failed: Workload stalled: ", "Attempt 1 failed: Workload TrainJob/")), attempt
+    assert any(f"on node {n} " in attempt for n in nodes), attempt
 
     # The second attempt loaded the checkpoint the first one saved at iteration 100.
     played = [d for key, d in simcluster.player.decisions.items() if key.startswith(f"{sim_namespace}/")]
