@@ -27,6 +27,7 @@ from .common import (
     meta,
     name_of,
     namespace_of,
+    past_drain_grace,
     remove_finalizer,
     uid_of,
 )
@@ -264,8 +265,8 @@ class CertificationReconciler(StatusTier):
                 ctx.kube.delete(WORKFLOWS, name_of(live), namespace_of(live), uid=uid_of(live))
         if present:
             started = parse_time(meta(cert).get("deletionTimestamp"))
-            waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
-            if waited < ctx.settings.pod_drain_grace:
+            waited = past_drain_grace(ctx, started)
+            if waited is None:
                 return Result(1.0)
             ctx.event(
                 cert,

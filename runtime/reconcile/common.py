@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..kube.errors import AlreadyExists, ApiError, ApiNotServed, Conflict, NotFound
@@ -25,6 +26,7 @@ __all__ = [
     "meta",
     "name_of",
     "namespace_of",
+    "past_drain_grace",
     "reference",
     "remove_finalizer",
     "uid_of",
@@ -96,6 +98,17 @@ def lifecycle_gate(
     if ensure_finalizer(ctx, resource, obj, finalizer):
         return Result(ctx.settings.step_interval)
     return None
+
+
+def past_drain_grace(ctx: Context, started: datetime | None) -> float | None:
+    """Seconds waited since ``started`` once the pod-drain grace is over; None while it still runs.
+
+    Every finalizer that tears down what it owns waits this grace for the pods to go before it
+    lets its object go anyway (with a Warning naming what is still there). An unknown start
+    counts as no wait yet.
+    """
+    waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
+    return waited if waited >= ctx.settings.pod_drain_grace else None
 
 
 def remove_finalizer(ctx: Context, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> None:

@@ -18,7 +18,7 @@ from ...clock import parse_time
 from ...kube.errors import ApiError
 from ...kube.resources import JOBS, PODS, TRAINJOBS
 from .. import conditions as cond
-from ..common import meta, name_of, namespace_of, remove_finalizer
+from ..common import meta, name_of, namespace_of, past_drain_grace, remove_finalizer
 from ..context import Context, Result, owned_by
 from ..pods import JOBSET_NAME_LABEL, live_pods
 from .names import workload_name
@@ -63,8 +63,8 @@ class JobFinalizer:
         still_there = (trainjob is not None and owned_by(trainjob, job)) or bool(running)
         if still_there:
             started = drain_anchor(job)
-            waited = (ctx.clock.now() - started).total_seconds() if started else 0.0
-            if waited < ctx.settings.pod_drain_grace:
+            waited = past_drain_grace(ctx, started)
+            if waited is None:
                 return Result(1.0)
             ctx.event(
                 job,
