@@ -95,14 +95,21 @@ def _check_dcgm(text: str, expect: Mapping[str, Any]) -> None:
 # ------------------------------------------------------------------ training
 
 
+def _reads(parsed: TrainingParse) -> tuple[int, int, int]:
+    """How much of the log a parse read: steps, then steps with a TFLOP/s figure, then with a loss."""
+    steps = parsed.steps
+    return len(steps), sum(s.tflops is not None for s in steps), sum(s.loss is not None for s in steps)
+
+
 def _best_training_parse(text: str) -> TrainingParse:
-    """The built-in profile that finds the most steps (ties: the first by name)."""
+    """The built-in profile that reads the log best (most steps, then most fields; ties: the
+    first by name)."""
     best = TrainingParse()
     for profile in _profiles():
         if "trainingStep" not in profile["spec"].get("patterns", {}):
             continue
         parsed = parse_training(text, profile)
-        if len(parsed.steps) > len(best.steps):
+        if _reads(parsed) > _reads(best):
             best = parsed
     return best
 
@@ -136,35 +143,62 @@ def _check_training(reading: Mapping[str, Any], expect: Mapping[str, Any]) -> No
 
 # ------------------------------------------------------------------ nodes
 
-_LABEL_LINE = re.compile(r"^\s+([A-Za-z0-9][A-Za-z0-9._/-]*)=(\S*)\s*$")
-_SECTION = re.compile(r"^([A-Z][A-Za-z]*):\s*(.*)$")
+_SECTION = re.compile(r"^([A-Z][A-Za-z]*):(\s*)(.*)$")
+_PAIR_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._/-]*)([=:])\s*(.*)$")
+_DESCRIBE_MAPS = {"Labels": "=", "Annotations": ":", "Capacity": ":", "Allocatable": ":"}
 
 
-def _node(name: str, labels: Mapping[str, str], provider: str, allocatable: Mapping[str, str]) -> dict[str, Any]:
-    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels)}}
+def _node(name: str, pieces: Mapping[str, Mapping[str, str]], provider: str) -> dict[str, Any]:
+    """A Node with the name, labels, annotations, providerID and GPU resources a piece shows."""
+    metadata: dict[str, Any] = {"name": name, "labels": dict(pieces.get("Labels", {}))}
+    if pieces.get("Annotations"):
+        metadata["annotations"] = dict(pieces["Annotations"])
+    node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
     if provider:
         node["spec"] = {"providerID": provider}
-    if allocatable:
-        node["status"] = {"allocatable": dict(allocatable), "capacity": dict(allocatable)}
+    status = {key.lower(): dict(pieces[key]) for key in ("Capacity", "Allocatable") if pieces.get(key)}
+    if status:
+        node["status"] = status
     return node
 
 
+def _strings(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _node_from_mapping(item: Mapping[str, Any], fallback_name: str) -> dict[str, Any]:
+    """A Node object, or a piece of one without ``kind`` (``metadata``, ``spec``, ``status``)."""
+    meta = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+    status = item.get("status") if isinstance(item.get("status"), Mapping) else {}
+    spec = item.get("spec") if isinstance(item.get("spec"), Mapping) else {}
+    hostnames = [
+        str(address.get("address"))
+        for address in status.get("addresses") or []
+        if isinstance(address, Mapping) and address.get("type") == "Hostname"
+    ]
+    name = str(meta.get("name") or (hostnames[0] if hostnames else fallback_name))
+    pieces = {
+        "Labels": _strings(meta.get("labels")),
+        "Annotations": _strings(meta.get("annotations")),
+        "Capacity": _strings(status.get("capacity")),
+        "Allocatable": _strings(status.get("allocatable")),
+    }
+    return _node(name, pieces, str(spec.get("providerID") or ""))
+
+
 def _nodes_from_yaml(text: str, fallback_name: str) -> list[dict[str, Any]]:
-    """The Nodes of a ``kubectl get nodes -o yaml`` dump, keeping what detection reads (a bare
-    ``labels:`` mapping stands for one unnamed node)."""
+    """The Nodes of a ``kubectl get nodes -o yaml`` dump or of a piece of one: a Node's
+    ``metadata``/``spec``/``status`` without its ``kind``, or a bare ``labels:`` mapping (one
+    unnamed node)."""
     doc = yaml.safe_load(text)
-    if isinstance(doc, Mapping) and "kind" not in doc and "items" not in doc:
-        return [_node(fallback_name, {str(k): str(v) for k, v in doc.items()}, "", {})]
-    items = doc.get("items", [doc]) if isinstance(doc, Mapping) else []
-    out = []
-    for item in items:
-        if not isinstance(item, Mapping) or item.get("kind") != "Node":
-            continue
-        meta, status = item.get("metadata", {}), item.get("status", {})
-        labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-        alloc = {str(k): str(v) for k, v in (status.get("allocatable") or {}).items()}
-        out.append(_node(str(meta["name"]), labels, str(item.get("spec", {}).get("providerID", "")), alloc))
-    return out
+    if not isinstance(doc, Mapping):
+        return []
+    if "kind" not in doc and "items" not in doc:
+        if {"metadata", "spec", "status"} & set(doc):
+            return [_node_from_mapping(doc, fallback_name)]
+        return [_node(fallback_name, {"Labels": _strings(doc)}, "")]
+    items = doc.get("items", [doc])
+    return [_node_from_mapping(item, fallback_name) for item in items if isinstance(item, Mapping) and item.get("kind") == "Node"]
 
 
 def _nodes_from_show_labels(lines: list[str]) -> list[dict[str, Any]]:
@@ -175,28 +209,41 @@ def _nodes_from_show_labels(lines: list[str]) -> list[dict[str, Any]]:
         if len(fields) < 2 or fields[0] in ("NAME", "$"):
             continue
         labels = dict(pair.partition("=")[::2] for pair in fields[-1].split(",") if pair)
-        out.append(_node(fields[0], labels, "", {}))
+        out.append(_node(fields[0], {"Labels": labels}, ""))
     return out
 
 
 def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str, Any]]:
-    """One ``kubectl describe node`` (or a fragment of its Labels block)."""
+    """One ``kubectl describe node`` (or a fragment of it): the Name and ProviderID fields and
+    the Labels, Annotations, Capacity and Allocatable blocks. An annotation whose value kubectl
+    put on the lines below its key (indented deeper than the keys) gets those lines."""
     name, provider, section = fallback_name, "", "Labels"
-    labels: dict[str, str] = {}
-    allocatable: dict[str, str] = {}
+    pieces: dict[str, dict[str, str]] = {key: {} for key in _DESCRIBE_MAPS}
+    key_indent, last_key = -1, ""
     for line in lines:
         head = _SECTION.match(line)
         if head is not None:
-            section, value = head.group(1), head.group(2).strip()
+            section, value = head.group(1), head.group(3).strip()
             name = value if section == "Name" else name
             provider = value if section == "ProviderID" else provider
-            line = f" {value}" if section == "Labels" else ""
-        label = _LABEL_LINE.match(line)
-        if label is not None and section == "Labels":
-            labels[label.group(1)] = label.group(2)
-        elif section == "Allocatable" and line.strip().startswith("nvidia.com/gpu:"):
-            allocatable["nvidia.com/gpu"] = line.split(":", 1)[1].strip()
-    return [_node(name, labels, provider, allocatable)]
+            key_indent, last_key = len(section) + 1 + len(head.group(2)), ""
+            if section not in _DESCRIBE_MAPS or not value:
+                continue
+            line = " " * key_indent + value
+        if section not in _DESCRIBE_MAPS or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        pair = _PAIR_LINE.match(line.strip())
+        if key_indent < 0:
+            if pair is None:
+                continue
+            key_indent = indent
+        if indent <= key_indent and pair is not None and pair.group(2) == _DESCRIBE_MAPS[section]:
+            last_key = pair.group(1)
+            pieces[section][last_key] = pair.group(3).strip()
+        elif indent > key_indent and last_key:
+            pieces[section][last_key] += line.strip()
+    return [_node(name, pieces, provider)]
 
 
 def _nodes_from_text(text: str, file: str) -> list[dict[str, Any]]:

@@ -129,6 +129,52 @@ def _messages(result: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def _json_test(test: Mapping[str, Any], category: str) -> DcgmTest | None:
+    """One test object of the JSON report (``name``, ``results[]``, DCGM 4's ``test_summary``)."""
+    if not isinstance(test.get("name"), str):
+        return None
+    statuses: list[str] = []
+    failed: list[str] = []
+    messages: list[str] = []
+    results = test.get("results")
+    for result in results if isinstance(results, list) else []:
+        if not isinstance(result, Mapping):
+            continue
+        status = _status(result.get("status", ""))
+        if status is None:
+            continue
+        statuses.append(status)
+        gpu = result.get("gpu_id", result.get("entity_id"))
+        if status == "Fail" and gpu is not None:
+            failed.append(str(gpu))
+        messages.extend(_messages(result))
+    summary = test.get("test_summary")
+    if isinstance(summary, Mapping):
+        status = _status(summary.get("status", ""))
+        if status is not None:
+            statuses.append(status)
+    worst = _worst(statuses)
+    if worst is None:
+        return None
+    return DcgmTest(
+        name=test["name"],
+        status=worst,
+        category=category,
+        failed_gpus=tuple(sorted(set(failed))),
+        messages=tuple(messages),
+    )
+
+
+def _category_tests(category: Mapping[str, Any]) -> list[DcgmTest]:
+    """The tests of one ``test_categories[]`` entry (``category``, ``tests[]``)."""
+    tests = category.get("tests")
+    if not isinstance(tests, list):
+        return []
+    name = str(category.get("category", ""))
+    found = (_json_test(test, name) for test in tests if isinstance(test, Mapping))
+    return [test for test in found if test is not None]
+
+
 def _from_json(document: Any) -> tuple[DcgmTest, ...]:
     tests: list[DcgmTest] = []
     for node in _walk(document):
@@ -136,42 +182,43 @@ def _from_json(document: Any) -> tuple[DcgmTest, ...]:
         if not isinstance(categories, list):
             continue
         for category in categories:
-            if not isinstance(category, Mapping) or not isinstance(category.get("tests"), list):
-                continue
-            for test in category["tests"]:
-                if not isinstance(test, Mapping) or not isinstance(test.get("name"), str):
-                    continue
-                statuses: list[str] = []
-                failed: list[str] = []
-                messages: list[str] = []
-                results = test.get("results")
-                for result in results if isinstance(results, list) else []:
-                    if not isinstance(result, Mapping):
-                        continue
-                    status = _status(result.get("status", ""))
-                    if status is None:
-                        continue
-                    statuses.append(status)
-                    gpu = result.get("gpu_id", result.get("entity_id"))
-                    if status == "Fail" and gpu is not None:
-                        failed.append(str(gpu))
-                    messages.extend(_messages(result))
-                summary = test.get("test_summary")
-                if isinstance(summary, Mapping):
-                    status = _status(summary.get("status", ""))
-                    if status is not None:
-                        statuses.append(status)
-                worst = _worst(statuses)
-                if worst is not None:
-                    tests.append(
-                        DcgmTest(
-                            name=test["name"],
-                            status=worst,
-                            category=str(category.get("category", "")),
-                            failed_gpus=tuple(sorted(set(failed))),
-                            messages=tuple(messages),
-                        )
-                    )
+            if isinstance(category, Mapping):
+                tests.extend(_category_tests(category))
+    return tuple(tests)
+
+
+#: the last test name written before a position in a cut JSON report
+_JSON_NAME = re2.compile(r'"name"\s*:\s*"([^"]{1,200})"')
+
+
+def _from_cut_json(text: str) -> tuple[DcgmTest, ...]:
+    """The tests a JSON report that never closed still shows whole.
+
+    The report as a whole does not parse, so each object in it that does is read on its own: a
+    whole category (``category`` with ``tests``), a whole test (``name`` with ``results``), or a
+    lone result (``status`` with ``gpu_id``/``entity_id``) whose test object was cut; that result
+    takes the last test name written before it, so a visible ``Fail`` still fails the run.
+    """
+    decoder = json.JSONDecoder()
+    tests: list[DcgmTest] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            found, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(found, Mapping):
+            if isinstance(found.get("tests"), list):
+                tests.extend(_category_tests(found))
+            elif isinstance(found.get("results"), list):
+                test = _json_test(found, "")
+                tests.extend([test] if test is not None else [])
+            elif "status" in found and ("gpu_id" in found or "entity_id" in found):
+                names = _JSON_NAME.findall(text[max(0, position - 4096) : position])
+                test = _json_test({"name": names[-1] if names else "", "results": [found]}, "")
+                tests.extend([test] if test is not None else [])
+        position = text.find("{", end)
     return tuple(tests)
 
 
@@ -300,6 +347,8 @@ def parse_dcgm(text: str) -> DcgmResult:
     complete = True
     if not tests:
         tests, complete = _from_table(lines)
-        # a JSON report that started but never closed: nothing in it can be read as a pass
-        complete = complete and not (not tests and _JSON_STARTED in body)
+    if not tests and _JSON_STARTED in body:
+        # a JSON report that started but never closed: what it shows whole is read (a visible
+        # Fail still fails), and nothing in it can be read as a pass
+        tests, complete = _from_cut_json(body), False
     return DcgmResult(tests=tests, overall=_overall(tests, complete))

@@ -9,7 +9,8 @@ are cut. A pattern without a ``timestamp`` group takes the line's kubelet timest
 times honour the pattern's ``units`` (s, ms, us; seconds when unset). A step counts only when
 every captured number parses; an optional group that did not take part is simply absent. A step
 whose ``skipped`` count is above zero is kept and counted in ``skipped_iterations`` (Megatron's
-fp16 loss-scale skips log no loss).
+fp16 loss-scale skips log no loss). A counter (``iteration``, ``epoch``, ``skipped``...) may be
+printed as a float with a whole value (Lightning's ``global_step=794.0``, ``9e+3``).
 
 ``calculate_goodput`` is NVCRE's formula at a given ``now``:
 ``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``, zero when the numerator is negative
@@ -170,11 +171,27 @@ def _number(text: str | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: the largest counter a float literal still holds exactly (Lightning prints ``global_step=9e+3``)
+_EXACT_FLOAT_INT = 2**53
+
+
 def _integer(text: str | None) -> int | None:
-    if text is None or not text.isdigit():
+    """A counter: plain digits, or a float literal with an integral value (``794.0``, ``9e+3``:
+    Lightning's progress bar prints its step counters as floats); anything else is not a count."""
+    if text is None or not text.isascii():
         return None
-    value = int(text)
-    return value if value < 2**63 else None
+    if text.isdigit():
+        value = int(text)
+        return value if value < 2**63 else None
+    if not text[:1].isdigit() or not all(c.isdigit() or c in ".eE+" for c in text):
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(number) or number != int(number) or number > _EXACT_FLOAT_INT:
+        return None
+    return int(number)
 
 
 def _seconds(pattern: ProfilePattern, group: str, value: float) -> float:
