@@ -1,10 +1,12 @@
 """The controller process: informers, work queues, reconcilers, leader election, endpoints.
 
 Informers start at once (a standby has warm caches); reconcile workers start only while this
-replica holds the Lease. Every event is mapped to the keys it concerns (an object, its
-controller owner, the Jobs on a Node...) and queued; a Job leaving the cache also drops its
-per-Job metric series; a reconcile's answer decides the next
-visit (``requeue_after``), errors back off per key. Losing the Lease stops the workers and
+replica holds the Lease. Everything tier-shaped comes from the table in :mod:`.tiers`: one queue
+and its workers per row, one informer per resource the rows name, and one handler per watched
+resource that routes each event through every row watching it (the row's own objects, the objects
+it owns, the map functions of :mod:`.watches`) and queues the keys they give; an object of a tier
+with per-object metric series drops them when it leaves the cache. A reconcile's answer decides
+the next visit (``requeue_after``), errors back off per key. Losing the Lease stops the workers and
 ends :meth:`Controller.run` with a non-zero code, so a supervisor restarts the process clean.
 
 No object may hold the workers of every tenant: each reconcile has a time budget
@@ -24,7 +26,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,42 +34,25 @@ from . import compile as compiler
 from .kube.accounting import RequestCounter
 from .kube.client import Kube
 from .kube.errors import ApiError, Conflict, NotFound
-from .kube.informers import Informer, Store, pod_node, wait_all_synced
+from .kube.informers import EventHandler, Informer, Store, wait_all_synced
 from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
+from .kube.resources import JOBS, LOGPROFILES, NODES, PODS, Resource
 from .kube.responses import count_responses
-from .kube.resources import (
-    BANDWIDTH_MEASUREMENTS,
-    GOODPUT_MEASUREMENTS,
-    JOBS,
-    LOGPROFILES,
-    NODES,
-    PODS,
-    RESOURCE_SLICES,
-    TRAINJOBS,
-    Resource,
-)
 from .metrics import ControllerMetrics
 from .reconcile.context import Context, Settings
 from .reconcile.job import workflow_label
-from .reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL
 from .serve import Endpoint, parse_address
-from .tiers import KIND_TIER, TABLE, TIERS, Reconcile, build_reconcilers
+from .tiers import CACHES, TABLE, TIERS, Reconcile, Route, informed, reconcilers, routes, tier_named
+from .watches import Event, Filter, cached_keys
 from .workers import Busy, WorkerBoard
 
 __all__ = ["TIERS", "Controller", "ControllerConfig"]
 
 log = logging.getLogger("nvcre.runtime.controller")
 
-#: An owner (Workflow, Certification...) is woken this long after an event of an object it owns,
-#: so a burst of child events (250 Jobs changing state) costs one owner reconcile, not one each.
-#: Owners poll on their own every ``poll_interval``; a second is small next to that.
-OWNER_BATCH_SECONDS = 1.0
 #: Longest delay before an object whose reconciles keep running past the budget is visited again.
 MAX_OVERRUN_DELAY = 600.0
-#: Every tier's own resource, then what the tiers read besides (and wake on).
-_WATCHED: tuple[Resource, ...] = (*(tier.resource for tier in TABLE), TRAINJOBS, PODS, NODES, LOGPROFILES, RESOURCE_SLICES)
-_OPTIONAL = (RESOURCE_SLICES,)
 
 
 def _identity() -> str:
@@ -105,40 +90,6 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
     return dict(obj.get("metadata") or {})
 
 
-def _node_view(node: Mapping[str, Any] | None) -> Any:
-    """The parts of a Node whose change can matter to a run (not heartbeats)."""
-    if not node:
-        return None
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    conditions = sorted((c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions") or [])
-    return (
-        _meta(node).get("labels"),
-        spec.get("taints"),
-        spec.get("unschedulable"),
-        conditions,
-        status.get("allocatable"),
-    )
-
-
-def _pod_view(pod: Mapping[str, Any]) -> Any:
-    """The parts of a Pod a Job reconcile reads: labels, node, deletion, status (not annotations)."""
-    meta = _meta(pod)
-    return (meta.get("labels"), (pod.get("spec") or {}).get("nodeName"), meta.get("deletionTimestamp"), pod.get("status"))
-
-
-def _jobs_of_pod(pod: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """The pod's namespace and the Jobs it belongs to: the one named by ``nvcre.nvidia.com/job``
-    and the one whose JobSet (``<job>-workload``) made it (the MPI launcher lacks the label)."""
-    meta = _meta(pod)
-    labels = meta.get("labels") or {}
-    jobs = {str(labels[JOB_LABEL])} if labels.get(JOB_LABEL) else set()
-    jobset = str(labels.get(JOBSET_NAME_LABEL) or "")
-    if jobset.endswith("-workload"):
-        jobs.add(jobset[: -len("-workload")])
-    return str(meta.get("namespace") or ""), sorted(jobs)
-
-
 class Controller:
     """See the module docstring."""
 
@@ -164,7 +115,9 @@ class Controller:
         count_responses(kube)
         self.queues: dict[str, WorkQueue[tuple[str, str]]] = {tier: self._queue(tier) for tier in TIERS}
         self.ctx = Context(kube=kube, stores=self.stores, settings=self.config.settings, enqueue=self.enqueue, job_events=self.metrics.jobs)
-        self.reconcilers: dict[str, Reconcile] = build_reconcilers(self.ctx)
+        self.reconcilers: dict[str, Reconcile] = reconcilers(self.ctx)
+        #: one handler per watched resource, routing its events through every row that watches it
+        self.handlers: dict[str, EventHandler] = {plural: self._handler(plural, found) for plural, found in routes().items()}
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
         self._endpoints: list[Endpoint] = []
@@ -210,98 +163,70 @@ class Controller:
         if tier in self.queues and name:
             self.queues[tier].add((namespace, name))
 
-    def _owner(self, obj: Mapping[str, Any]) -> None:
-        for ref in _meta(obj).get("ownerReferences") or []:
-            tier = KIND_TIER.get(str(ref.get("kind")))
-            if tier and ref.get("controller") and ref.get("name"):
-                key = (str(_meta(obj).get("namespace") or ""), str(ref.get("name")))
-                self.queues[tier].add_after(key, OWNER_BATCH_SECONDS)
+    def _lookup(self, resource: Resource) -> Store | None:
+        return self.stores.get(resource.plural)
 
-    def _on(self, tier: str) -> Callable[[str, dict[str, Any], dict[str, Any] | None], None]:
-        row = next(t for t in TABLE if t.name == tier)
+    def _handler(self, plural: str, found: tuple[Route, ...]) -> EventHandler:
+        """The handler of one resource's events: each route whose filter lets the event through
+        queues the keys its map function gives, at once or after its delay. A Node event is
+        counted as relevant when some route took it; a deleted object of a tier with per-object
+        series drops them."""
+        counted = self.metrics.node_events if plural == NODES.plural else None
+        series = any(tier.object_series and tier.resource.plural == plural for tier in TABLE)
+        plan = tuple((route.tier, route.watch.when, route.watch.keys, route.watch.delay) for route in found)
+        lookup = self._lookup
 
-        def handler(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-            meta = _meta(obj)
-            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-            if not row.skip_event(event_type, obj, old):
-                self.enqueue(tier, namespace, name)
-            if row.wakes_owner(event_type, obj, old):
-                self._owner(obj)
-            if tier == "job":
-                if event_type == "DELETED":
-                    self.metrics.jobs.forget(namespace, name)
-                self._wake_measurements(namespace, name)
-            if tier in ("bandwidth", "goodput"):
-                job = str(((obj.get("spec") or {}).get("jobRef") or {}).get("name") or "")
-                self.enqueue("job", namespace, job)
+        def handle(event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+            event = Event(event_type, obj, old)
+            passed: dict[Filter, bool] = {}  # a filter shared by several rows is asked once
+            taken = False
+            for tier, when, keys, delay in plan:
+                if when not in passed:
+                    passed[when] = when(event)
+                if not passed[when]:
+                    continue
+                taken = True
+                queue = self.queues[tier]
+                for key in keys(event, lookup):
+                    if delay:
+                        queue.add_after(key, delay)
+                    elif key[1]:
+                        queue.add(key)
+            if counted is not None:
+                counted.labels("relevant" if taken else "ignored").inc()
+            if series and event_type == "DELETED":
+                namespace, name = str(_meta(obj).get("namespace") or ""), str(_meta(obj).get("name") or "")
+                self.metrics.jobs.forget(namespace, name)
 
-        return handler
+        return handle
 
-    def _wake_measurements(self, namespace: str, job: str) -> None:
-        """Queue the Job's measurements. One not in the cache yet is queued by its own ADDED
-        event; queueing it here as well would only make its reconciler confirm the miss with a
-        live GET."""
-        for measurement_tier, plural in (("bandwidth", BANDWIDTH_MEASUREMENTS.plural), ("goodput", GOODPUT_MEASUREMENTS.plural)):
-            store = self.stores.get(plural)
-            if store is not None and store.get(f"{job}-{measurement_tier}", namespace) is not None:
-                self.enqueue(measurement_tier, namespace, f"{job}-{measurement_tier}")
+    # The handlers by the names the event tests address them: a tier's own resource, Pods, Nodes.
+    def _on(self, tier: str) -> EventHandler:
+        return self.handlers[tier_named(tier).resource.plural]
 
-    def _on_trainjob(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        self._owner(obj)
+    @property
+    def _on_pod(self) -> EventHandler:
+        return self.handlers[PODS.plural]
 
-    def _on_pod(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event_type == "MODIFIED" and old is not None and _pod_view(old) == _pod_view(obj):
-            return
-        namespace, jobs = _jobs_of_pod(obj)
-        # A pod that starts (or ends) is what a waiting measurement waits for: its log.
-        phase_changed = old is None or (old.get("status") or {}).get("phase") != (obj.get("status") or {}).get("phase")
-        for job in jobs:
-            self.enqueue("job", namespace, job)
-            if phase_changed:
-                self._wake_measurements(namespace, job)
-
-    def _on_node(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event_type == "DELETED" or (event_type == "MODIFIED" and _node_view(old) == _node_view(obj)):
-            self.metrics.node_events.labels("ignored").inc()
-            return
-        self.metrics.node_events.labels("relevant").inc()
-        node = str(_meta(obj).get("name") or "")
-        pods = self.stores[PODS.plural]
-        on_node = (
-            pods.by_index("node", node)
-            if "node" in pods.indexers
-            else [pod for pod in pods.list() if (pod.get("spec") or {}).get("nodeName") == node]
-        )
-        for pod in on_node:
-            namespace, jobs = _jobs_of_pod(pod)
-            for job in jobs:
-                self.enqueue("job", namespace, job)
-        for tier, plural in (("certification", "certifications"), ("workloadrun", "workloadruns")):
-            for item in self.stores[plural].list():
-                if not (item.get("status") or {}).get("categoryStatuses") and not (item.get("status") or {}).get("workflowRef"):
-                    self.enqueue(tier, str(_meta(item).get("namespace") or ""), str(_meta(item).get("name") or ""))
+    @property
+    def _on_node(self) -> EventHandler:
+        return self.handlers[NODES.plural]
 
     # ------------------------------------------------------------------ lifecycle
 
     def _start_informers(self) -> None:
-        handlers: dict[str, Callable[[str, dict[str, Any], dict[str, Any] | None], None]] = {
-            **{tier.resource.plural: self._on(tier.name) for tier in TABLE},
-            TRAINJOBS.plural: self._on_trainjob,
-            PODS.plural: self._on_pod,
-            NODES.plural: self._on_node,
-        }
-        for resource in _WATCHED:
-            if resource in _OPTIONAL:
+        for resource in informed():
+            shape = CACHES.get(resource.plural)
+            if shape is not None and shape.optional:
                 try:
                     self.kube.list(resource)
                 except NotFound:
                     self.stores[resource.plural] = Store()
                     continue
-            indexed = (JOB_LABEL, JOBSET_NAME_LABEL) if resource is PODS else ()
-            indexers = {"node": pod_node} if resource is PODS else None
-            informer = Informer(self.kube, resource, self.config.namespace, indexed_labels=indexed, indexers=indexers)
-            if resource.plural in handlers:
-                informer.add_handler(handlers[resource.plural])
+            labels, indexers = (shape.labels, dict(shape.indexers)) if shape is not None else ((), None)
+            informer = Informer(self.kube, resource, self.config.namespace, indexed_labels=labels, indexers=indexers or None)
+            if resource.plural in self.handlers:
+                informer.add_handler(self.handlers[resource.plural])
             self.informers[resource.plural] = informer
             self.stores[resource.plural] = informer.store
             informer.start()
@@ -347,11 +272,11 @@ class Controller:
         self.leading.set()
         if self.config.leader_elect and self.metrics.standard is not None:
             self.metrics.standard.leading(self.config.lease_name, True)
-        for tier in TIERS:
-            for store_key in self._existing_keys(tier):
-                self.queues[tier].add(store_key)
+        for row in TABLE:
+            for store_key in cached_keys(row.resource, self._lookup):
+                self.queues[row.name].add(store_key)
             for _ in range(max(1, self.config.workers)):
-                self._start_worker(tier)
+                self._start_worker(row.name)
         self._watchdog = threading.Thread(target=self._watch, name="reconcile-watchdog", daemon=True)
         self._watchdog.start()
         log.info("reconcilers started", extra={"identity": self.config.identity})
@@ -386,7 +311,7 @@ class Controller:
         log.warning(
             message, extra={"controller": tier, "object": busy.object, "reason": "ReconcileTimeBudgetExceeded", "worker": busy.worker}
         )
-        plural = next(t.resource.plural for t in TABLE if t.name == tier)
+        plural = tier_named(tier).resource.plural
         obj = self.stores[plural].get(busy.key[1], busy.key[0] or None) if plural in self.stores else None
         if obj is not None:
             try:
@@ -406,10 +331,6 @@ class Controller:
         self._stop.set()
         for queue in self.queues.values():
             queue.shutdown()
-
-    def _existing_keys(self, tier: str) -> list[tuple[str, str]]:
-        plural = next(t.resource.plural for t in TABLE if t.name == tier)
-        return [(str(_meta(o).get("namespace") or ""), str(_meta(o).get("name") or "")) for o in self.stores[plural].list()]
 
     def _install_logprofiles(self) -> None:
         try:
@@ -507,12 +428,14 @@ class Controller:
 
     def _observe(self, tier: str, key: tuple[str, str], result: str, job_result: str, started: float, standard: str | None = None) -> None:
         """Count a reconcile: per tier (``result``; ``standard`` in controller-runtime's words), and
-        for a Job still cached also under NVCRE's per-Job labels (``job_result``: a reconcile that
-        asked to come back later succeeded)."""
+        for a tier with per-object series whose object is still cached also under NVCRE's per-Job
+        labels (``job_result``: a reconcile that asked to come back later succeeded)."""
         self.metrics.observe(tier, result, started, standard)
-        if tier != "job":
+        row = tier_named(tier)
+        if not row.object_series:
             return
-        job = self.stores[JOBS.plural].get(key[1], key[0]) if JOBS.plural in self.stores else None
+        store = self._lookup(row.resource)
+        job = store.get(key[1], key[0]) if store is not None else None
         if job is not None:
             seconds = max(0.0, time.monotonic() - started)
             self.metrics.jobs.reconciled(key[0], key[1], workflow_label(job), job_result, seconds)
