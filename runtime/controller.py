@@ -37,7 +37,7 @@ from .kube.errors import ApiError, Conflict, NotFound
 from .kube.informers import EventHandler, Informer, Store, wait_all_synced
 from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
-from .kube.resources import JOBS, LOGPROFILES, NODES, PODS, Resource
+from .kube.resources import JOBS, LOGPROFILES, NODES, Resource
 from .kube.responses import count_responses
 from .metrics import ControllerMetrics
 from .reconcile.context import Context, Settings
@@ -199,18 +199,6 @@ class Controller:
                 self.metrics.jobs.forget(namespace, name)
 
         return handle
-
-    # The handlers by the names the event tests address them: a tier's own resource, Pods, Nodes.
-    def _on(self, tier: str) -> EventHandler:
-        return self.handlers[tier_named(tier).resource.plural]
-
-    @property
-    def _on_pod(self) -> EventHandler:
-        return self.handlers[PODS.plural]
-
-    @property
-    def _on_node(self) -> EventHandler:
-        return self.handlers[NODES.plural]
 
     # ------------------------------------------------------------------ lifecycle
 

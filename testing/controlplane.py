@@ -14,6 +14,7 @@ Talking to the server uses the ``kubernetes`` Python client.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -26,7 +27,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import yaml
 
@@ -193,13 +195,13 @@ class ControlPlane:
             else:
                 _remove_tree(self.workdir)
 
-    def api_client(self, token: str | None = None):
+    def api_client(self, token: str | None = None) -> Any:
         """A ``kubernetes.client.ApiClient``: admin by default, or bearer ``token``."""
         from kubernetes import config
 
         if token is None:
-            return config.new_client_from_config(config_file=str(self.kubeconfig))
-        return config.new_client_from_config_dict(
+            return config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
+        return config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
             {
                 "apiVersion": "v1",
                 "kind": "Config",
@@ -275,7 +277,7 @@ class ControlPlane:
             ]
             process = self._spawn(name, argv)
             url = f"https://127.0.0.1:{port}/healthz"
-            self._wait(process, lambda url=url: self._https_ok(url), f"{name} /healthz")
+            self._wait(process, functools.partial(self._https_ok, url), f"{name} /healthz")
 
     # Long: a Node object written out field by field, then its status patched; the fields are data.
     def register_node(
@@ -285,7 +287,7 @@ class ControlPlane:
         *,
         labels: Mapping[str, str] | None = None,
         capacity: Mapping[str, str] | None = None,
-    ):
+    ) -> Any:
         """Create a Ready Node whose kubelet is reached at 127.0.0.1:``kubelet_port``.
 
         With ``--kubelet-preferred-address-types=InternalIP`` the apiserver then
@@ -420,7 +422,7 @@ class ControlPlane:
         argv: list[str],
         *,
         env: Mapping[str, str] | None = None,
-        ready=None,
+        ready: Callable[[], bool] | None = None,
         what: str = "",
     ) -> Process:
         """Start a helper process that is stopped with the control plane (newest first).
@@ -553,11 +555,8 @@ class ControlPlane:
             argv.append(f"--disable-admission-plugins={plugins}")
         argv.extend(self.apiserver_flags)
         process = self._spawn("kube-apiserver", argv)
-        self._wait(
-            process,
-            lambda: self._https_ok(f"https://127.0.0.1:{self._ports.apiserver}/readyz"),
-            "kube-apiserver /readyz",
-        )
+        ready_url = f"https://127.0.0.1:{self._ports.apiserver}/readyz"
+        self._wait(process, lambda: self._https_ok(ready_url), "kube-apiserver /readyz")
 
     def _write_kubeconfig(self) -> None:
         assert self._ca and self._admin and self.workdir
@@ -592,7 +591,7 @@ class ControlPlane:
         self.processes[name] = process
         return process
 
-    def _wait(self, process: Process, ready, what: str) -> None:
+    def _wait(self, process: Process, ready: Callable[[], bool], what: str) -> None:
         wait_ready(process, ready, what, self.start_timeout)
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -604,14 +603,14 @@ class ControlPlane:
     def _https_ok(self, url: str) -> bool:
         try:
             with urllib.request.urlopen(url, context=self._ssl_context(), timeout=5) as resp:
-                return resp.status == 200
+                return bool(resp.status == 200)
         except urllib.error.HTTPError as exc:
             raise OSError(f"HTTP {exc.code} from {url}") from exc
 
     @staticmethod
     def _etcd_healthy(client_url: str) -> bool:
         with urllib.request.urlopen(f"{client_url}/health", timeout=5) as resp:
-            return json.loads(resp.read()).get("health") == "true"
+            return bool(json.loads(resp.read()).get("health") == "true")
 
     def _install_signal_handlers(self) -> None:
         """Turn SIGTERM into KeyboardInterrupt so context managers and fixtures unwind."""

@@ -166,6 +166,6 @@ def wait_established(api: Any, names: list[str], timeout: float) -> None:
 def api_reason(exc: Any) -> str:
     """The apiserver's message from an ``ApiException``, else its reason."""
     try:
-        return json.loads(exc.body).get("message") or exc.reason
+        return str(json.loads(exc.body).get("message") or exc.reason)
     except (TypeError, ValueError, AttributeError):
         return str(getattr(exc, "reason", exc))

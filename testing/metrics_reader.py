@@ -53,7 +53,7 @@ def request_token(kubeconfig: Path, namespace: str, name: str, *, seconds: int =
     """A token for ServiceAccount ``namespace/name`` from the TokenRequest API."""
     from kubernetes import client, config
 
-    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     try:
         body = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds))
         answer = client.CoreV1Api(api_client).create_namespaced_service_account_token(name, namespace, body)

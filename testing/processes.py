@@ -22,7 +22,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _parent_death_hook() -> Callable[[], None] | None:
@@ -48,7 +49,7 @@ class Process:
     """One running component and the file its output goes to."""
 
     name: str
-    popen: subprocess.Popen
+    popen: subprocess.Popen[bytes]
     log: Path
 
     @property

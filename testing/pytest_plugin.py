@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 from . import binaries
+
+if TYPE_CHECKING:
+    from .controlplane import ControlPlane
+    from .simcluster import SimCluster
 
 
 def _in_ci() -> bool:
@@ -80,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realnodes: needs real worker nodes (root, containerd, runc; build.py --real)")
 
 
-def _with_capture_disabled(request: pytest.FixtureRequest, action) -> None:
+def _with_capture_disabled(request: pytest.FixtureRequest, action: Callable[[], object]) -> None:
     capture = request.config.pluginmanager.getplugin("capturemanager")
     if capture is not None:
         with capture.global_and_fixture_disabled():
@@ -149,7 +153,7 @@ def controlplane(request: pytest.FixtureRequest) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def controlplane_controllers(request: pytest.FixtureRequest, controlplane) -> object:
+def controlplane_controllers(request: pytest.FixtureRequest, controlplane: ControlPlane) -> object:
     """The session control plane with kube-controller-manager and kube-scheduler running."""
     from .controlplane import ControlPlaneError
 
@@ -185,7 +189,7 @@ def simcluster(request: pytest.FixtureRequest) -> Iterator[object]:
 
 
 @pytest.fixture
-def sim_namespace(simcluster) -> Iterator[str]:
+def sim_namespace(simcluster: SimCluster) -> Iterator[str]:
     """A fresh namespace for one test; its namespace and the nodes it added go afterwards."""
     import uuid
 

@@ -110,7 +110,7 @@ def apply_objects(api_client: Any, objects: Sequence[dict[str, Any]]) -> None:
     from kubernetes import dynamic
     from kubernetes.client import ApiException
 
-    client = dynamic.DynamicClient(api_client)
+    client = dynamic.DynamicClient(api_client)  # type: ignore[no-untyped-call]
     for obj in objects:
         resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         namespace = obj["metadata"].get("namespace")
@@ -129,7 +129,7 @@ def apply_objects(api_client: Any, objects: Sequence[dict[str, Any]]) -> None:
 def _http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=3) as resp:
-            return resp.status == 200
+            return bool(resp.status == 200)
     except urllib.error.HTTPError as exc:
         raise OSError(f"HTTP {exc.code} from {url}") from exc
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from .detached import read_state_file
 from .errors import ControlPlaneError
 from .processes import free_port
 from .prometheus import ScrapeTarget, is_ready, prometheus_argv, prometheus_config
@@ -111,9 +112,8 @@ def start_detached(run_dir: Path, kubeconfig: Path, controller_pid: int, timeout
 
 def stop_detached(run_dir: Path, grace: float = 10.0) -> dict[str, Any] | None:
     """Stop the recorded Prometheus (only if its pid still runs that binary) and remove its files."""
-    try:
-        state = json.loads((run_dir / STATE_NAME).read_text())
-    except (OSError, ValueError):
+    state = read_state_file(run_dir / STATE_NAME)
+    if state is None:
         return None
     pid = int(state.get("pid") or 0)
     if pid > 0 and _cmdline(pid)[:1] == [str(state.get("binary"))]:

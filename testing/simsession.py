@@ -16,8 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -27,8 +25,29 @@ from typing import Any
 
 from .errors import ControlPlaneError
 from .processes import free_port
-from .session import _alive, _is, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
+from . import detached
+from .detached import alive, clear_state_file, is_recorded, read_state_file, run_dir, started_at, write_json_atomic
 from .simfaults import FaultError, parse_assignment
+
+__all__ = [
+    "CONTROLLER_MODULE",
+    "LOG_NAME",
+    "REQUESTS_NAME",
+    "STATE_NAME",
+    "SUPERVISOR_MARKER",
+    "SimSessionError",
+    "controller_available",
+    "main",
+    "read_state",
+    "request_fault",
+    "requests_dir",
+    "run_dir",
+    "serve",
+    "start_detached",
+    "state_path",
+    "status",
+    "stop",
+]
 
 STATE_NAME = "simcluster.json"
 LOG_NAME = "simcluster.log"
@@ -55,7 +74,7 @@ def read_state() -> dict[str, Any] | None:
     if state is None:
         return None
     # The supervisor is this module when detached, or `nvcrectl dev up` itself in the foreground.
-    return state if _is_recorded(state, SUPERVISOR_MARKER) else None
+    return state if is_recorded(state, SUPERVISOR_MARKER) else None
 
 
 def controller_available() -> bool:
@@ -81,7 +100,7 @@ def _start_controller(cluster: Any) -> None:
 
     def ready() -> bool:
         with urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=3) as resp:
-            return resp.status == 200
+            return bool(resp.status == 200)
 
     cluster.plane.start_process("nvcre-controller", argv, ready=ready, what="nvcre controller /healthz")
 
@@ -116,7 +135,7 @@ def serve(
                 _start_controller(cluster)
             state = {
                 "supervisor_pid": os.getpid(),
-                "supervisor_started": _started(os.getpid()),
+                "supervisor_started": started_at(os.getpid()),
                 "pids": cluster.pids,
                 "kubeconfig": str(cluster.kubeconfig),
                 "workdir": str(cluster.workdir),
@@ -178,7 +197,7 @@ def request_fault(spec: str, timeout: float = 15.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if answer_path.exists():
-            answer = json.loads(answer_path.read_text())
+            answer: dict[str, Any] = json.loads(answer_path.read_text())
             answer_path.unlink(missing_ok=True)
             return answer
         time.sleep(0.1)
@@ -190,14 +209,14 @@ def status() -> dict[str, Any] | None:
     state = read_state()
     if state is None:
         return None
-    live = {name: _alive(int(pid)) for name, pid in (state.get("pids") or {}).items()}
+    live = {name: alive(int(pid)) for name, pid in (state.get("pids") or {}).items()}
     nodes: list[dict[str, Any]] = []
     try:
         from kubernetes import client, config
 
         from .simcluster import node_summary
 
-        with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:
+        with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:  # type: ignore[no-untyped-call]
             raw: Any = client.CoreV1Api(api_client).list_node(label_selector="sim.nvcre.io/profile", _preload_content=False)
         nodes = [node_summary(node) for node in json.loads(raw.data).get("items") or []]
     except Exception as exc:  # the report says what could not be read, never a traceback
@@ -223,49 +242,27 @@ def start_detached(
             f"a simulated cluster is already running (pid {existing['supervisor_pid']}); stop it with `nvcrectl dev down`"
         )
     run_dir().mkdir(parents=True, exist_ok=True)
-    log = run_dir() / LOG_NAME
-    argv = [sys.executable, "-m", SUPERVISOR_MARKER, f"--profile={profile}", f"--nodes={nodes}",
-            f"--platform={platform}"]  # fmt: skip
+    argv = [sys.executable, "-m", SUPERVISOR_MARKER, f"--profile={profile}", f"--nodes={nodes}", f"--platform={platform}"]
     argv.extend(f"--fault={node}={kind}" for node, kind in faults.items())
     if with_controller:
         argv.append("--with-controller")
     if system_nodes:
         argv.append(f"--system-nodes={system_nodes}")
-    with log.open("wb") as out:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code = child.poll()
-        if code is not None:
-            raise SimSessionError(f"the simulated cluster exited with code {code} while starting:\n{_tail(log)}")
-        state = read_state()
-        if state is not None and state.get("supervisor_pid") == child.pid:
-            return state
-        time.sleep(0.3)
-    child.terminate()
-    raise SimSessionError(f"the simulated cluster was not ready after {timeout:.0f}s:\n{_tail(log)}")
+    return detached.launch(
+        argv, run_dir() / LOG_NAME, read_state=read_state, what="simulated cluster", fail=SimSessionError, timeout=timeout
+    )
 
 
 def stop(timeout: float = 40.0) -> dict[str, Any] | None:
     """Stop the recorded cluster and remove its state; returns the state, or None if none ran."""
-    try:
-        state = json.loads(state_path().read_text())
-    except (OSError, ValueError):
+    state = read_state_file(state_path())
+    if state is None:
         return None
-    supervisor = int(state.get("supervisor_pid", 0))
-    if _is_recorded(state, SUPERVISOR_MARKER):
-        os.kill(supervisor, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _alive(supervisor) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _alive(supervisor):
-            os.kill(supervisor, signal.SIGKILL)
-    for name, pid in (state.get("pids") or {}).items():
-        if _is(int(pid), name.split("-")[0]):
-            os.kill(int(pid), signal.SIGKILL)
-    workdir = state.get("workdir")
-    if workdir and Path(workdir).is_dir() and Path(workdir).parent == run_dir():
-        shutil.rmtree(workdir, ignore_errors=True)
+    if is_recorded(state, SUPERVISOR_MARKER):
+        detached.terminate(int(state.get("supervisor_pid", 0)), timeout)
+    # a component is named after its program, with a suffix for its role (jobset-controller, nvcre-controller)
+    detached.kill_components(state, lambda name: name.split("-")[0])
+    detached.remove_workdir(state)
     state_path().unlink(missing_ok=True)
     shutil.rmtree(requests_dir(), ignore_errors=True)
     (run_dir() / LOG_NAME).unlink(missing_ok=True)

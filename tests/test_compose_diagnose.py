@@ -81,8 +81,7 @@ def test_the_cli_prints_it_from_the_cluster(monkeypatch: pytest.MonkeyPatch) -> 
     from typer.testing import CliRunner
 
     from nvcre.cli import common, main
-    from nvcre.runtime.kube.client import ObjectList
-    from nvcre.runtime.kube.errors import NotFound
+    from nvcre.testing.fakekube import MemoryKube
 
     cert, workflows, jobs = _with_jobs("failed-threshold-two-groups")
     namespace = cert["metadata"]["namespace"]
@@ -93,17 +92,10 @@ def test_the_cli_prints_it_from_the_cluster(monkeypatch: pytest.MonkeyPatch) -> 
             {"kind": "Workflow", "name": workflows[0]["metadata"]["name"], "uid": workflows[0]["metadata"].get("uid", "")}
         ]
 
-    class Listing:
-        def get(self, resource: Any, name: str, ns: str | None = None) -> dict[str, Any]:
-            if resource.kind == "Certification" and name == "gpu-cert" and ns == namespace:
-                return cert
-            raise NotFound(404, "NotFound", f"{resource.kind} {name} not found")
-
-        def list(self, resource: Any, ns: str | None = None, **_: Any) -> ObjectList:
-            served = {"Workflow": workflows, "Job": jobs}.get(resource.kind, []) if ns == namespace else []
-            return ObjectList(tuple(served), "1")
-
-    monkeypatch.setattr(common, "kube_client", lambda kubeconfig, context: Listing())
+    server = MemoryKube()
+    for obj in (cert, *workflows, *jobs):
+        server.put(obj)
+    monkeypatch.setattr(common, "kube_client", lambda kubeconfig, context: server)
     main.mount_commands()
     result = CliRunner().invoke(main.app, ["certification", "diagnose", "gpu-cert", "-n", namespace])
     assert result.exit_code == 0, result.output

@@ -17,7 +17,7 @@ import yaml
 from integration_helpers import eventually
 
 from nvcre.testing.simfaults import XID_CONDITION
-from nvcre.testing.simrender import runtime_of, trainjob_of
+from simobjects import runtime_of, trainjob_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

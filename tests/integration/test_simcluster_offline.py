@@ -25,7 +25,7 @@ from nvcre.testing.simprofiles import (
     provider_id,
     resource_slice,
 )
-from nvcre.testing.simrender import RenderShapeError, runtime_of, trainjob_of
+from simobjects import RenderShapeError, runtime_of, trainjob_of
 from nvcre.testing.simworkloads import WorkloadError, classify, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]

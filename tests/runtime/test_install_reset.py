@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from nvcre.runtime.kube.client import ObjectList
-from nvcre.runtime.kube.errors import ApiError, NotFound
+from nvcre.runtime.kube.errors import ApiError
+from nvcre.runtime.kube.resources import Resource
 from nvcre.runtime.ops import install
+from nvcre.runtime.ops.holdings import crd_resource
+from nvcre.runtime.ops.install_deps import CRDS
+from nvcre.testing.fakekube import PASS, Call, MemoryKube
 
 STALLED = {
     "type": "Terminating",
@@ -19,38 +21,8 @@ STALLED = {
 }
 
 
-class StalledCleanupKube:
-    """A CRD whose server-side cleanup failed once and finishes only after the CRD is touched;
-    its kind's list answers 429 twice before the watch cache is ready."""
-
-    def __init__(self) -> None:
-        self.patches: list[Mapping[str, Any]] = []
-        self.deleted: list[str] = []
-        self.list_calls = 0
-        self.gone = False
-
-    def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
-        if self.gone:
-            raise NotFound(404, "NotFound", name)
-        return {"metadata": {"name": name}, "status": {"conditions": [STALLED]}}
-
-    def merge_patch(self, resource: Any, name: str, namespace: str | None, patch: Mapping[str, Any]) -> dict[str, Any]:
-        self.patches.append(patch)
-        self.gone = True
-        return {}
-
-    def list(self, resource: Any, namespace: str | None = None, **_: Any) -> ObjectList:
-        self.list_calls += 1
-        if self.list_calls <= 2:
-            raise ApiError(429, "TooManyRequests", "storage is (re)initializing")
-        return ObjectList(items=({"metadata": {"name": "nccl", "namespace": "nvcre", "uid": "u1"}},), resource_version="1")
-
-    def delete(self, resource: Any, name: str, namespace: str | None = None, **_: Any) -> bool:
-        self.deleted.append(f"{namespace}/{name}")
-        return True
-
-
-CRD = {
+CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+CRD: dict[str, Any] = {
     "kind": "CustomResourceDefinition",
     "metadata": {"name": "logprofiles.nvcre.nvidia.com"},
     "spec": {
@@ -62,26 +34,61 @@ CRD = {
 }
 
 
+def _busy(call: Call) -> Any:
+    raise ApiError(429, "TooManyRequests", "storage is (re)initializing")
+
+
+def _with_instance() -> tuple[MemoryKube, Resource]:
+    """One instance of the kind, whose list answers 429 twice before the watch cache is ready."""
+    kube = MemoryKube()
+    kind = crd_resource(CRD)
+    kube.put({"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": "nccl", "namespace": "nvcre"}}, kind)
+    kube.react("list", kind.plural, _busy, times=2)
+    return kube, kind
+
+
+def _stalled_crd() -> MemoryKube:
+    """A CRD whose server-side cleanup failed once and finishes only after the CRD is touched."""
+    kube = MemoryKube()
+    terminating = {**CRD, "apiVersion": CRDS.api_version, "status": {"conditions": [STALLED]}}
+    terminating["metadata"] = {**CRD["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": [CLEANUP]}
+    kube.put(terminating, CRDS)
+
+    def cleanup_done_once_touched(call: Call) -> Any:
+        live = kube.find(CRDS, call.name)
+        if live is not None and (live["metadata"].get("annotations") or {}):
+            kube.remove(CRDS, call.name)
+        return PASS
+
+    kube.react("get", CRDS.plural, cleanup_done_once_touched)
+    return kube
+
+
 def test_instances_are_deleted_once_the_watch_cache_is_ready(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(install.time, "sleep", lambda _s: None)
-    kube = StalledCleanupKube()
-    install._empty_custom_resource(kube, CRD)  # type: ignore[arg-type]
-    assert kube.list_calls == 3
-    assert kube.deleted == ["nvcre/nccl"]
+    kube, kind = _with_instance()
+    install._empty_custom_resource(kube, CRD)
+    assert kube.count("list", kind.plural) == 3
+    assert [f"{c.namespace}/{c.name}" for c in kube.calls if c.verb == "delete"] == ["nvcre/nccl"]
+    assert kube.objects_of(kind) == []
 
 
 def test_a_stalled_crd_cleanup_is_requeued_by_touching_the_crd(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(install.time, "sleep", lambda _s: None)
-    kube = StalledCleanupKube()
-    install._wait_crds_gone(kube, ["logprofiles.nvcre.nvidia.com"])  # type: ignore[arg-type]
-    assert len(kube.patches) == 1
-    assert "nvcre.nvidia.com/cleanup-retry" in kube.patches[0]["metadata"]["annotations"]
+    kube = _stalled_crd()
+    install._wait_crds_gone(kube, ["logprofiles.nvcre.nvidia.com"])
+    patches = [call.options["body"] for call in kube.calls if call.verb == "patch"]
+    assert len(patches) == 1
+    assert "nvcre.nvidia.com/cleanup-retry" in patches[0]["metadata"]["annotations"]
 
 
 def test_other_list_errors_are_not_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Refusing(StalledCleanupKube):
-        def list(self, resource: Any, namespace: str | None = None, **_: Any) -> ObjectList:
-            raise ApiError(403, "Forbidden", "no")
+    kube, kind = _with_instance()
 
+    def refused(call: Call) -> Any:
+        raise ApiError(403, "Forbidden", "no")
+
+    kube.react("list", kind.plural, refused)
     with pytest.raises(ApiError):
-        install._empty_custom_resource(Refusing(), CRD)  # type: ignore[arg-type]
+        install._empty_custom_resource(kube, CRD)
+    assert kube.count("list", kind.plural) == 1

@@ -6,91 +6,45 @@ helm; the real chart is rendered in tests/integration/test_setup_cluster.py.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
-from nvcre.runtime.kube.client import ObjectList
-from nvcre.runtime.kube.errors import ApiNotServed, NotFound
-from nvcre.runtime.kube.resources import Resource
+from nvcre.runtime.kube.resources import Resource, split_api_version
 from nvcre.runtime.ops import install, trainer
 from nvcre.runtime.ops import install_deps as deps
+from nvcre.testing.fakekube import MemoryKube
 
+#: what the in-memory cluster serves (the Trainer chart's kinds); any other kind is not served
 KINDS = {
-    "CustomResourceDefinition": ("customresourcedefinitions", False),
-    "Namespace": ("namespaces", False),
-    "Deployment": ("deployments", True),
-    "ServiceAccount": ("serviceaccounts", True),
-    "ClusterRole": ("clusterroles", False),
-    "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", False),
-    "MutatingWebhookConfiguration": ("mutatingwebhookconfigurations", False),
-    "ConfigMap": ("configmaps", True),
-    "TrainJob": ("trainjobs", True),
-    "TrainingRuntime": ("trainingruntimes", True),
-    "ClusterTrainingRuntime": ("clustertrainingruntimes", False),
-    "JobSet": ("jobsets", True),
+    "CustomResourceDefinition": ("apiextensions.k8s.io/v1", "customresourcedefinitions", False),
+    "Namespace": ("v1", "namespaces", False),
+    "Deployment": ("apps/v1", "deployments", True),
+    "ServiceAccount": ("v1", "serviceaccounts", True),
+    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", False),
+    "MutatingWebhookConfiguration": ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
+    "ConfigMap": ("v1", "configmaps", True),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", "trainjobs", True),
+    "TrainingRuntime": ("trainer.kubeflow.org/v1alpha1", "trainingruntimes", True),
+    "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", False),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", "jobsets", True),
 }
+_WRITES = ("create", "apply", "update", "patch", "delete")
 
 
-class MemoryKube:
-    """Objects keyed by (plural, namespace, name); label selectors of the form key=value."""
+def _cluster() -> MemoryKube:
+    served = [Resource(*split_api_version(v), plural, kind, namespaced) for kind, (v, plural, namespaced) in KINDS.items()]
+    return MemoryKube(resources=served, open_discovery=False)
 
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str | None, str], dict[str, Any]] = {}
-        self.writes = 0
 
-    def resource_for(self, api_version: str, kind: str) -> Resource:
-        if kind not in KINDS:
-            raise ApiNotServed(404, "NotFound", kind)
-        plural, namespaced = KINDS[kind]
-        group, _, version = api_version.rpartition("/")
-        return Resource(group, version, plural, kind, namespaced=namespaced)
-
-    def _key(self, resource: Resource, name: str, namespace: str | None) -> tuple[str, str | None, str]:
-        return (resource.plural, namespace if resource.namespaced else None, name)
-
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        try:
-            return copy.deepcopy(self.objects[self._key(resource, name, namespace)])
-        except KeyError:
-            raise NotFound(404, "NotFound", name) from None
-
-    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None, **_: Any) -> ObjectList:
-        key, _, value = (label_selector or "").partition("=")
-        items = [
-            copy.deepcopy(o)
-            for (plural, _ns, _n), o in self.objects.items()
-            if plural == resource.plural and (not key or (o["metadata"].get("labels") or {}).get(key) == value)
-        ]
-        return ObjectList(items=tuple(items), resource_version="1")
-
-    def put(self, obj: dict[str, Any]) -> None:
-        resource = self.resource_for(str(obj.get("apiVersion") or "v1"), obj["kind"])
-        meta = obj["metadata"]
-        self.objects[self._key(resource, meta["name"], meta.get("namespace"))] = copy.deepcopy(obj)
-
-    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        self.writes += 1
-        live = copy.deepcopy(obj)
-        if obj["kind"] == "CustomResourceDefinition":
-            live["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
-        self.put(live)
-        return live
-
-    def create(self, obj: dict[str, Any], resource: Resource | None = None) -> dict[str, Any]:
-        self.writes += 1
-        assert resource is not None
-        self.objects[self._key(resource, obj["metadata"]["name"], None)] = {"kind": resource.kind, **copy.deepcopy(obj)}
-        return obj
-
-    def delete(self, resource: Resource, name: str, namespace: str | None = None, **_: Any) -> bool:
-        return self.objects.pop(self._key(resource, name, namespace), None) is not None
+def _writes(kube: MemoryKube) -> int:
+    return sum(1 for call in kube.calls if call.verb in _WRITES)
 
 
 def crd(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     plural, _, group = name.partition(".")
-    kind = next(k for k, (p, _) in KINDS.items() if p == plural)
+    kind = next(k for k, (_, p, _) in KINDS.items() if p == plural)
     spec = {
         "group": group,
         "names": {"plural": plural, "kind": kind},
@@ -141,75 +95,74 @@ def rendered(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _labelled(kube: MemoryKube) -> set[str]:
-    return {name for (_p, _ns, name), o in kube.objects.items() if (o["metadata"].get("labels") or {}).get(trainer.INSTALLED_BY[0])}
+    return {o["metadata"]["name"] for o in kube.objects_of() if (o["metadata"].get("labels") or {}).get(trainer.INSTALLED_BY[0])}
 
 
 def test_a_bare_cluster_gets_trainer_and_jobset_marked_and_a_rerun_changes_nothing(rendered: list[bool]) -> None:
-    kube = MemoryKube()
+    kube = _cluster()
     said: list[str] = []
-    assert install.ensure_dependencies(kube, say=said.append) == 9  # type: ignore[arg-type]
+    assert install.ensure_dependencies(kube, say=said.append) == 9
     assert rendered == [True]
     assert {*deps.TRAINER_CRDS, deps.JOBSET_CRD, "kubeflow-trainer-controller-manager", "kubeflow-system"} <= _labelled(kube)
     deployment = kube.get(Resource("apps", "v1", "deployments", "Deployment"), "kubeflow-trainer-controller-manager", "kubeflow-system")
     assert deployment["metadata"]["annotations"][trainer.INSTALLED_VERSION] == "v2.2.1"
-    assert not install.missing_dependencies(kube)  # type: ignore[arg-type]
+    assert not install.missing_dependencies(kube)
 
-    writes = kube.writes
-    assert install.ensure_dependencies(kube, say=said.append) == 0  # type: ignore[arg-type]
-    assert kube.writes == writes and rendered == [True]
+    writes = _writes(kube)
+    assert install.ensure_dependencies(kube, say=said.append) == 0
+    assert _writes(kube) == writes and rendered == [True]
     assert said[-1] == "Kubeflow Trainer and JobSet are present."
 
 
 def test_a_trainer_of_ours_at_the_pinned_version_is_not_rendered_again(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     said: list[str] = []
-    assert trainer.install_trainer(kube, say=said.append) == 0  # type: ignore[arg-type]
+    assert trainer.install_trainer(kube, say=said.append) == 0
     assert rendered == [True] and "already there; skipping" in said[-1]
 
 
 def test_a_jobset_someone_else_installed_is_left_alone(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    foreign = crd(deps.JOBSET_CRD, {"app": "theirs"})
-    kube.put(foreign)
+    kube = _cluster()
+    foreign = kube.put(crd(deps.JOBSET_CRD, {"app": "theirs"}))
     said: list[str] = []
-    trainer.install_trainer(kube, say=said.append)  # type: ignore[arg-type]
+    trainer.install_trainer(kube, say=said.append)
     assert rendered == [False]
     assert any("JobSet is installed and was not installed by nvcrectl" in line for line in said)
-    assert kube.objects[("customresourcedefinitions", None, deps.JOBSET_CRD)] == foreign
-    trainer.remove_trainer(kube)  # type: ignore[arg-type]
-    assert kube.objects[("customresourcedefinitions", None, deps.JOBSET_CRD)] == foreign
+    assert kube.get(deps.CRDS, deps.JOBSET_CRD) == foreign  # not even rewritten
+    trainer.remove_trainer(kube)
+    assert kube.get(deps.CRDS, deps.JOBSET_CRD) == foreign
     assert not _labelled(kube)
 
 
 def test_a_trainer_someone_else_installed_is_left_alone(rendered: list[bool]) -> None:
-    kube = MemoryKube()
+    kube = _cluster()
     for name in deps.TRAINER_CRDS:
         kube.put(crd(name))
     said: list[str] = []
-    assert trainer.install_trainer(kube, say=said.append) == 0  # type: ignore[arg-type]
+    assert trainer.install_trainer(kube, say=said.append) == 0
     assert rendered == [] and "not by nvcrectl" in said[0]
-    assert trainer.remove_trainer(kube) == 0  # type: ignore[arg-type]
-    assert len(kube.objects) == 3
+    assert trainer.remove_trainer(kube) == 0
+    assert len(kube.objects_of()) == 3
 
 
 def test_an_unmarked_object_of_the_install_stops_it_before_anything_is_written(rendered: list[bool]) -> None:
-    kube = MemoryKube()
+    kube = _cluster()
     kube.put(
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "kubeflow-trainer-controller-manager"}}
     )
     with pytest.raises(trainer.TrainerInstallError, match="ClusterRole kubeflow-trainer-controller-manager"):
-        trainer.install_trainer(kube)  # type: ignore[arg-type]
-    assert kube.writes == 0
+        trainer.install_trainer(kube)
+    assert _writes(kube) == 0
 
 
 def test_reset_removes_what_init_installed(rendered: list[bool]) -> None:
-    kube = MemoryKube()
+    kube = _cluster()
     kube.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "users"}})
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    trainer.install_trainer(kube)
     said: list[str] = []
-    assert trainer.remove_trainer(kube, say=said.append) == 10  # type: ignore[arg-type]
-    assert list(kube.objects) == [("namespaces", None, "users")]
+    assert trainer.remove_trainer(kube, say=said.append) == 10
+    assert [(o["kind"], o["metadata"]["name"]) for o in kube.objects_of()] == [("Namespace", "users")]
     assert said == ["Removed 10 Kubeflow Trainer object(s) that setup init installed."]
 
 
@@ -223,14 +176,14 @@ def test_the_pinned_chart_is_missing_with_a_way_out(monkeypatch: pytest.MonkeyPa
 
 def test_when_trainer_cannot_be_rendered_nothing_is_written_and_the_way_by_hand_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NVCRE_HELM", "/nonexistent/helm")
-    kube = MemoryKube()
+    kube = _cluster()
     applied: list[bool] = []
     with pytest.raises(install.DependenciesMissing) as missing:
-        install.ensure_dependencies(kube, chart_ref="oci://mirror.example.com/kubeflow-trainer", on_apply=lambda: applied.append(True))  # type: ignore[arg-type]
+        install.ensure_dependencies(kube, chart_ref="oci://mirror.example.com/kubeflow-trainer", on_apply=lambda: applied.append(True))
     names = [c.name for c in missing.value.missing]
     assert "Kubeflow Trainer CRDs" in names and "JobSet CRD" in names
     assert "NVCRE_HELM='/nonexistent/helm' is not an executable file" in missing.value.missing[-1].detail
-    assert kube.writes == 0 and applied == []
+    assert _writes(kube) == 0 and applied == []
 
 
 def _other_team(kube: MemoryKube) -> None:
@@ -244,15 +197,16 @@ def _other_team(kube: MemoryKube) -> None:
 
 
 def _has(kube: MemoryKube, plural: str, name: str) -> bool:
-    return any(p == plural and n == name for p, _ns, n in kube.objects)
+    kind = next(k for k, (_, p, _) in KINDS.items() if p == plural)
+    return any(o["kind"] == kind and o["metadata"]["name"] == name for o in kube.objects_of())
 
 
 def test_reset_keeps_the_whole_trainer_while_another_teams_trainjobs_exist(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     _other_team(kube)
     said: list[str] = []
-    assert trainer.remove_trainer(kube, say=said.append) == 0  # type: ignore[arg-type]
+    assert trainer.remove_trainer(kube, say=said.append) == 0
     assert all(_has(kube, "customresourcedefinitions", name) for name in deps.TRAINER_CRDS)
     assert _has(kube, "trainjobs", "userjob") and _has(kube, "deployments", "kubeflow-trainer-controller-manager")
     assert _has(kube, "namespaces", "kubeflow-system")
@@ -262,12 +216,12 @@ def test_reset_keeps_the_whole_trainer_while_another_teams_trainjobs_exist(rende
 
 
 def test_reset_keeps_the_trainer_namespace_that_holds_another_teams_objects(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     _other_team(kube)
     said: list[str] = []
     named = ("trainjobs.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org")
-    assert trainer.remove_trainer(kube, say=said.append, delete_crds=named) > 0  # type: ignore[arg-type]
+    assert trainer.remove_trainer(kube, say=said.append, delete_crds=named) > 0
     assert not any(_has(kube, "customresourcedefinitions", name) for name in deps.TRAINER_CRDS)  # asked for by name
     assert _has(kube, "namespaces", "kubeflow-system")
     assert _has(kube, "configmaps", "other-team-config") and _has(kube, "deployments", "katib-controller")
@@ -277,11 +231,11 @@ def test_reset_keeps_the_trainer_namespace_that_holds_another_teams_objects(rend
 
 
 def test_naming_only_one_crd_in_use_still_keeps_the_trainer(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     _other_team(kube)
     said: list[str] = []
-    assert trainer.remove_trainer(kube, say=said.append, delete_crds=["trainjobs.trainer.kubeflow.org"]) == 0  # type: ignore[arg-type]
+    assert trainer.remove_trainer(kube, say=said.append, delete_crds=["trainjobs.trainer.kubeflow.org"]) == 0
     assert _has(kube, "customresourcedefinitions", "trainjobs.trainer.kubeflow.org")
     assert [line.split(":")[0] for line in said if line.startswith("Kept Custom")] == [
         "Kept CustomResourceDefinition trainingruntimes.trainer.kubeflow.org"
@@ -289,23 +243,23 @@ def test_naming_only_one_crd_in_use_still_keeps_the_trainer(rendered: list[bool]
 
 
 def test_runtimes_the_chart_installed_do_not_hold_the_trainer_back(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     label = {trainer.INSTALLED_BY[0]: trainer.INSTALLED_BY[1]}
     kube.put(
         {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch", "labels": label}}
     )
-    assert trainer.remove_trainer(kube) == 10  # type: ignore[arg-type]
+    assert trainer.remove_trainer(kube) == 10
     assert not _has(kube, "namespaces", "kubeflow-system")
 
 
 def test_the_jobset_crd_is_kept_while_jobsets_exist_unless_named(rendered: list[bool]) -> None:
-    kube = MemoryKube()
-    trainer.install_trainer(kube)  # type: ignore[arg-type]
+    kube = _cluster()
+    trainer.install_trainer(kube)
     kube.put({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "theirs", "namespace": "ml-team"}})
     said: list[str] = []
-    trainer.remove_trainer(kube, say=said.append)  # type: ignore[arg-type]
+    trainer.remove_trainer(kube, say=said.append)
     assert _has(kube, "customresourcedefinitions", deps.JOBSET_CRD)
     assert any(line.startswith(f"Kept CustomResourceDefinition {deps.JOBSET_CRD}") and "JobSet ml-team/theirs" in line for line in said)
-    trainer.remove_trainer(kube, delete_crds=[deps.JOBSET_CRD])  # type: ignore[arg-type]
+    trainer.remove_trainer(kube, delete_crds=[deps.JOBSET_CRD])
     assert not _has(kube, "customresourcedefinitions", deps.JOBSET_CRD)

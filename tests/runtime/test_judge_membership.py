@@ -10,12 +10,11 @@ import yaml
 
 from nvcre.compiler.vocabulary import LABEL_CERTIFICATION, LABEL_JOB, LABEL_WORKFLOW
 from nvcre.runtime.judge.membership import RunIndex, status_workflow_refs
-from nvcre.runtime.kube.client import ObjectList
-from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.metrics import verdicts
 from nvcre.runtime.ops.collect import collect_run
 from nvcre.runtime.ops.queries import verdict_from
+from nvcre.testing.fakekube import MemoryKube
 
 PLURALS = {
     "certifications": "Certification",
@@ -105,24 +104,6 @@ def test_status_references_are_read_in_order_once() -> None:
 GOLDEN_REPORTS = Path(__file__).resolve().parent.parent.parent / "golden" / "report"
 
 
-class _Listing:
-    """The two reads ``collect_run`` makes of an API server, over objects held in memory."""
-
-    def __init__(self, objects: list[dict[str, Any]]) -> None:
-        self.objects = objects
-
-    def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
-        for obj in self.objects:
-            meta = obj["metadata"]
-            if obj["kind"] == resource.kind and meta["name"] == name and meta.get("namespace") == namespace:
-                return obj
-        raise NotFound(404, "NotFound", f"{resource.kind} {name} not found")
-
-    def list(self, resource: Any, namespace: str | None = None) -> ObjectList:
-        items = tuple(o for o in self.objects if o["kind"] == resource.kind and o["metadata"].get("namespace") == namespace)
-        return ObjectList(items, "1")
-
-
 @pytest.mark.parametrize("case", ["passed", "failed-hardware", "failed-threshold-two-groups"])
 def test_the_report_and_the_gauges_read_the_same_objects_of_a_run(case: str) -> None:
     objects = [d for d in yaml.safe_load_all((GOLDEN_REPORTS / case / "objects.yaml").read_text(encoding="utf-8")) if d]
@@ -136,7 +117,10 @@ def test_the_report_and_the_gauges_read_the_same_objects_of_a_run(case: str) -> 
         obj["apiVersion"] = "nvcre.nvidia.com/v1alpha1"
     objects += [stale, stale_job]
 
-    reported = verdict_from(collect_run(_Listing(objects), "Certification", cert["metadata"]["name"], namespace), "Certification")  # type: ignore[arg-type]
+    server = MemoryKube()
+    for obj in objects:
+        server.put(obj)
+    reported = verdict_from(collect_run(server, "Certification", cert["metadata"]["name"], namespace), "Certification")
     stores: dict[str, Store] = {}
     for plural, kind in PLURALS.items():
         stores[plural] = Store()

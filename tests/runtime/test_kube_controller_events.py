@@ -8,22 +8,14 @@ from typing import Any
 from prometheus_client import generate_latest
 
 from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.kube.accounting import RequestCounter
 from nvcre.runtime.kube.informers import Store
-
-
-class _OfflineKube:
-    """Never called: these tests only feed events to the handlers."""
-
-    def __init__(self) -> None:
-        self.requests = RequestCounter()
-
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"the handlers must not call the API ({name})")
+from nvcre.testing.fakekube import MemoryKube
 
 
 def _controller() -> Controller:
-    ctl = Controller(_OfflineKube(), ControllerConfig(metrics_address="0", health_address="0", leader_elect=False))  # type: ignore[arg-type]
+    offline = MemoryKube()
+    offline.forbid("the handlers must not call the API")
+    ctl = Controller(offline, ControllerConfig(metrics_address="0", health_address="0", leader_elect=False))
     for plural in ("pods", "certifications", "workloadruns", "bandwidthmeasurements", "goodputmeasurements"):
         ctl.stores[plural] = Store()
     return ctl
@@ -62,7 +54,7 @@ def test_a_burst_of_child_events_wakes_the_owner_once_after_the_batching_delay()
     ctl = _controller()
     for index in range(50):
         job = _job(str(index + 2), conditions=[{"type": "InProgress", "status": "True", "reason": f"r{index}"}])
-        ctl._on("job")("MODIFIED", job, _job(str(index + 1)))
+        ctl.handlers["jobs"]("MODIFIED", job, _job(str(index + 1)))
     workflow_queue = ctl.queues["workflow"]
     assert len(workflow_queue) == 0, "owners are not woken at once"
     assert workflow_queue.delayed_keys() == {("ns", "wf")}
@@ -72,10 +64,10 @@ def test_a_burst_of_child_events_wakes_the_owner_once_after_the_batching_delay()
 
 def test_a_job_event_queues_its_measurements_only_when_they_exist():
     ctl = _controller()
-    ctl._on("job")("ADDED", _job(), None)
+    ctl.handlers["jobs"]("ADDED", _job(), None)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
     ctl.stores["bandwidthmeasurements"].put({"metadata": {"name": "wf-job-bandwidth", "namespace": "ns"}})
-    ctl._on("job")("ADDED", _job(), None)
+    ctl.handlers["jobs"]("ADDED", _job(), None)
     assert _queued(ctl) == {
         "job": {("ns", "wf-job")},
         "workflow": {("ns", "wf")},
@@ -89,14 +81,14 @@ def test_a_job_update_that_leaves_status_alone_does_not_wake_its_workflow():
     finalized = copy.deepcopy(old)
     finalized["metadata"]["resourceVersion"] = "2"
     finalized["metadata"]["finalizers"] = ["nvcre.nvidia.com/job-finalizer"]
-    ctl._on("job")("MODIFIED", finalized, old)
+    ctl.handlers["jobs"]("MODIFIED", finalized, old)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
     progressed = _job("3", conditions=[{"type": "Succeeded", "status": "True"}])
-    ctl._on("job")("MODIFIED", progressed, finalized)
+    ctl.handlers["jobs"]("MODIFIED", progressed, finalized)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
     deleting = copy.deepcopy(progressed)
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    ctl._on("job")("MODIFIED", deleting, progressed)
+    ctl.handlers["jobs"]("MODIFIED", deleting, progressed)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}, "workflow": {("ns", "wf")}}
 
 
@@ -117,14 +109,14 @@ def _workflow(rv: str, **status: Any) -> dict[str, Any]:
 def test_a_workflow_status_write_wakes_its_certification_but_not_itself():
     ctl = _controller()
     before, after = _workflow("1", phase="a"), _workflow("2", phase="b")
-    ctl._on("workflow")("MODIFIED", after, before)
+    ctl.handlers["workflows"]("MODIFIED", after, before)
     assert _queued(ctl) == {"certification": {("ns", "cert")}}
     edited = copy.deepcopy(after)
     edited["metadata"]["resourceVersion"] = "3"
     edited["metadata"]["labels"] = {"x": "y"}
-    ctl._on("workflow")("MODIFIED", edited, after)
+    ctl.handlers["workflows"]("MODIFIED", edited, after)
     assert _queued(ctl) == {"workflow": {("ns", "wf")}, "certification": {("ns", "cert")}}
-    ctl._on("workflow")("ADDED", after, None)
+    ctl.handlers["workflows"]("ADDED", after, None)
     assert _queued(ctl) == {"workflow": {("ns", "wf")}, "certification": {("ns", "cert")}}
 
 
@@ -135,9 +127,9 @@ def test_node_events_are_counted_as_relevant_or_ignored():
     heartbeat["status"]["conditions"][0]["lastHeartbeatTime"] = "later"
     cordoned = copy.deepcopy(node)
     cordoned["spec"]["unschedulable"] = True
-    ctl._on_node("ADDED", node, None)
-    ctl._on_node("MODIFIED", heartbeat, node)
-    ctl._on_node("MODIFIED", cordoned, heartbeat)
+    ctl.handlers["nodes"]("ADDED", node, None)
+    ctl.handlers["nodes"]("MODIFIED", heartbeat, node)
+    ctl.handlers["nodes"]("MODIFIED", cordoned, heartbeat)
     body = generate_latest(ctl.metrics.registry).decode()
     assert 'nvcre_node_events_total{result="relevant"} 2.0' in body
     assert 'nvcre_node_events_total{result="ignored"} 1.0' in body
@@ -161,13 +153,13 @@ def test_a_pod_update_that_only_touches_annotations_does_not_wake_its_job():
     annotated = copy.deepcopy(pod)
     annotated["metadata"]["resourceVersion"] = "2"
     annotated["metadata"]["annotations"] = {"example.com/note": "x"}
-    ctl._on_pod("MODIFIED", annotated, pod)
+    ctl.handlers["pods"]("MODIFIED", annotated, pod)
     assert _queued(ctl) == {}
     finished = copy.deepcopy(annotated)
     finished["status"] = {"phase": "Succeeded"}
-    ctl._on_pod("MODIFIED", finished, annotated)
+    ctl.handlers["pods"]("MODIFIED", finished, annotated)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
-    ctl._on_pod("DELETED", finished, None)
+    ctl.handlers["pods"]("DELETED", finished, None)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
 
 
@@ -184,14 +176,14 @@ def test_a_pod_that_starts_wakes_its_jobs_measurements_and_a_node_event_wakes_on
     ctl.stores["pods"].put(launcher)
     started = copy.deepcopy(launcher)
     started["status"] = {"phase": "Running"}
-    ctl._on_pod("MODIFIED", started, launcher)
+    ctl.handlers["pods"]("MODIFIED", started, launcher)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}, "bandwidth": {("ns", "wf-job-bandwidth")}}
     ready = copy.deepcopy(started)
     ready["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    ctl._on_pod("MODIFIED", ready, started)  # same phase: the Job looks, the measurement has nothing new
+    ctl.handlers["pods"]("MODIFIED", ready, started)  # same phase: the Job looks, the measurement has nothing new
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}
     node = {"metadata": {"name": "n1"}, "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     cordoned = copy.deepcopy(node)
     cordoned["spec"]["unschedulable"] = True
-    ctl._on_node("MODIFIED", cordoned, node)
+    ctl.handlers["nodes"]("MODIFIED", cordoned, node)
     assert _queued(ctl) == {"job": {("ns", "wf-job")}}

@@ -7,14 +7,7 @@ from prometheus_client import generate_latest
 
 from nvcre.runtime.kube.queue import WorkQueue
 from nvcre.runtime.metrics import ControllerMetrics
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from nvcre.testing.fakeclock import FakeClock
 
 
 def test_a_key_waits_from_its_add_until_a_worker_takes_it():

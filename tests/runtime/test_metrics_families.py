@@ -7,7 +7,6 @@ hand-made cache contents, with NVCRE's names and label names checked exactly.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -16,13 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.job_metrics import HEALTH_CHECK_BUCKETS, RECONCILE_BUCKETS, JobEventSeries
-from nvcre.runtime.kube.accounting import RequestCounter
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS
 from nvcre.runtime.metrics import ControllerMetrics
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.runtime.gauges import FAMILIES, GOODPUT_FAMILIES, CacheObjects, samples
+from nvcre.testing.fakekube import MemoryKube
 
 JOB_LABELS = {"namespace", "job", "workflow"}
 
@@ -134,22 +133,15 @@ def test_nothing_is_recorded_for_a_job_that_is_gone() -> None:
 # Where the events are counted
 
 
-class _StatusKube:
-    """Enough of the client for a Job's health check: status writes and Events."""
+def _status_kube(job: dict[str, Any]) -> MemoryKube:
+    """The server a Job's health check writes to: the Job alone."""
+    kube = MemoryKube()
+    kube.put({"apiVersion": JOBS.api_version, **job})
+    return kube
 
-    def __init__(self, job: dict[str, Any]) -> None:
-        self.job = job
-        self.events: list[str] = []
 
-    def write_status(self, resource: Any, obj: Any, mutate: Any) -> dict[str, Any] | None:
-        new = mutate(copy.deepcopy(self.job.get("status") or {}), self.job)
-        if new is None:
-            return None
-        self.job = {**self.job, "status": new}
-        return copy.deepcopy(self.job)
-
-    def emit_event(self, involved: Any, *, type: str, reason: str, message: str, component: str) -> None:
-        self.events.append(reason)
+def _live(kube: MemoryKube) -> dict[str, Any]:
+    return kube.get(JOBS, "job-a", "ns")
 
 
 def _running_job() -> dict[str, Any]:
@@ -177,17 +169,17 @@ def _node(name: str, *, cordoned: bool) -> dict[str, Any]:
 
 def test_health_check_counts_passes_nodes_and_new_hardware_failures() -> None:
     job = _running_job()
-    kube = _StatusKube(job)
+    kube = _status_kube(job)
     nodes = Store()
     nodes.replace([_node("n1", cordoned=False), _node("n2", cordoned=True)])
-    ctx = Context(kube=kube, stores={"nodes": nodes})  # type: ignore[arg-type]
+    ctx = Context(kube=kube, stores={"nodes": nodes})
     reconciler = JobReconciler(ctx)
     pods = [_pod("p1", "n1"), _pod("p2", "n2")]
 
-    reconciler.health.check(job, pods)
-    reconciler.health.check(kube.job, pods)  # n2 again: no new failure, no second first failure
+    reconciler.health.check(_live(kube), pods)
+    reconciler.health.check(_live(kube), pods)  # n2 again: no new failure, no second first failure
     nodes.put(_node("n1", cordoned=True) | {"metadata": {"name": "n1", "resourceVersion": "2"}})
-    reconciler.health.check(kube.job, pods)
+    reconciler.health.check(_live(kube), pods)
 
     found = _parse(_text(ctx.job_events))
     labels = {"namespace": "ns", "job": "job-a", "workflow": "wf-a"}
@@ -197,26 +189,20 @@ def test_health_check_counts_passes_nodes_and_new_hardware_failures() -> None:
     assert found["nvcre_hardware_failed_jobs"] == [("nvcre_hardware_failed_jobs_total", labels, 1.0)]
     per_node = {lab["node"]: v for _, lab, v in found["nvcre_hardware_failures_detected"]}
     assert per_node == {"n1": 1.0, "n2": 1.0}
-    assert kube.events == ["HardwareFailureDetected"]
+    assert [event.reason for event in kube.events] == ["HardwareFailureDetected"]
 
 
 def test_health_check_without_bound_pods_records_nothing() -> None:
     job = _running_job()
-    ctx = Context(kube=_StatusKube(job), stores={"nodes": Store()})  # type: ignore[arg-type]
+    ctx = Context(kube=_status_kube(job), stores={"nodes": Store()})
     JobReconciler(ctx).health.check(job, [])
     assert ctx.job_events.jobs() == 0
 
 
-class _OfflineKube:
-    def __init__(self) -> None:
-        self.requests = RequestCounter()
-
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"no API call expected ({name})")
-
-
 def _controller() -> Controller:
-    ctl = Controller(_OfflineKube(), ControllerConfig(metrics_address="0", health_address="0", leader_elect=False))  # type: ignore[arg-type]
+    offline = MemoryKube()
+    offline.forbid("the reconcile bookkeeping must not call the API")
+    ctl = Controller(offline, ControllerConfig(metrics_address="0", health_address="0", leader_elect=False))
     for plural in ("pods", "certifications", "workloadruns", "bandwidthmeasurements", "goodputmeasurements", "jobs", "workflows"):
         ctl.stores[plural] = Store()
     return ctl
@@ -241,7 +227,7 @@ def test_controller_counts_job_reconciles_under_nvcre_labels_and_drops_them_with
     assert tiers == {"job", "workflow"}
 
     ctl.stores[JOBS.plural].remove(job)
-    ctl._on("job")("DELETED", job, None)
+    ctl.handlers["jobs"]("DELETED", job, None)
     text = _text(ctl.metrics.registry)
     assert 'job="job-a"' not in text
     assert "nvcre_reconcile_total" not in text and "nvcre_reconcile_duration_seconds" not in text

@@ -9,12 +9,9 @@ claim, or one bound to someone else's claim stays as it is.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
-from nvcre.runtime.kube.client import ObjectList
-from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS, WORKFLOWS, Resource
 from nvcre.runtime.reconcile.context import Context
@@ -23,54 +20,26 @@ from nvcre.runtime.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VO
 from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID
 from nvcre.runtime.reconcile.workflow.delete import RECLAIM_POLL_SECONDS
+from nvcre.testing.fakekube import MemoryKube
 
 WF_UID = "uid-wf"
 
 
-class Cluster:
-    """Objects by (plural, namespace, name); patches, deletes and lists as the API answers them."""
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
 
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.patched: list[tuple[str, str, dict[str, Any]]] = []
-        self.deleted: list[tuple[str, str]] = []
 
-    def add(self, resource: Resource, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        meta.setdefault("resourceVersion", "1")
-        self.objects[(resource.plural, meta.get("namespace", ""), meta["name"])] = obj
+def _patched(cluster: MemoryKube) -> list[tuple[str, str, Any]]:
+    return [(call.resource, call.name, call.options["body"]) for call in cluster.calls if call.verb == "patch"]
 
-    def find(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
-        return self.objects.get((resource.plural, namespace, name))
 
-    def resource_for(self, api_version: str, kind: str) -> Resource:
-        return {"PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS}[kind]
+def _deleted(cluster: MemoryKube) -> list[tuple[str, str]]:
+    return [(call.resource, call.name) for call in cluster.calls if call.verb == "delete"]
 
-    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        found = self.find(resource, name, namespace or "")
-        if found is None:
-            raise NotFound(404, "NotFound", name)
-        return copy.deepcopy(found)
 
-    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> ObjectList:
-        items = tuple(copy.deepcopy(o) for (plural, ns, _), o in self.objects.items() if plural == resource.plural)
-        return ObjectList(items=items, resource_version="1")
-
-    def merge_patch(self, resource: Resource, name: str, namespace: str | None, patch: dict[str, Any]) -> dict[str, Any]:
-        current = self.objects[(resource.plural, namespace or "", name)]
-        self.patched.append((resource.plural, name, patch))
-        meta = dict(patch.get("metadata") or {})
-        meta.pop("resourceVersion", None)
-        if "finalizers" in meta:
-            current["metadata"]["finalizers"] = meta.pop("finalizers")
-        current["metadata"].setdefault("annotations", {}).update(meta.get("annotations") or {})
-        current.setdefault("spec", {}).update(patch.get("spec") or {})
-        current["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
-        return copy.deepcopy(current)
-
-    def delete(self, resource: Resource, name: str, namespace: str | None = None, *, uid: str | None = None, propagation: str = "") -> bool:
-        self.deleted.append((resource.plural, name))
-        return True
+def _found(cluster: MemoryKube, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+    found = cluster.find(resource, name, namespace)
+    assert found is not None, f"{resource.plural} {name} is gone"
+    return found
 
 
 def _workflow(claims: list[str]) -> dict[str, Any]:
@@ -103,6 +72,7 @@ def _claim(name: str, volume: str, *, owned: bool, bound_by_controller: bool = T
             "creationTimestamp": CLAIM_MADE,
             "ownerReferences": owners,
             "annotations": notes,
+            "finalizers": [PVC_PROTECTION],
         },
         "spec": {"volumeName": volume},
         "status": {"phase": "Bound"},
@@ -128,60 +98,61 @@ def _volume(
     }
 
 
-def _setup(claims: list[str], dependencies: list[dict[str, Any]] | None = None) -> tuple[Cluster, WorkflowReconciler]:
-    cluster = Cluster()
+def _setup(claims: list[str], dependencies: list[dict[str, Any]] | None = None) -> tuple[MemoryKube, WorkflowReconciler]:
+    cluster = MemoryKube()
     wf = _workflow(claims)
     if dependencies:
         wf["spec"] = {"dependencies": dependencies}
-    cluster.add(WORKFLOWS, wf)
     stores = {WORKFLOWS.plural: Store(), JOBS.plural: Store()}
-    stores[WORKFLOWS.plural].put(copy.deepcopy(wf))
-    ctx = Context(kube=cluster, stores=stores)  # type: ignore[arg-type]
+    stores[WORKFLOWS.plural].put(cluster.put(wf, WORKFLOWS))
+    ctx = Context(kube=cluster, stores=stores)
     return cluster, WorkflowReconciler(ctx, JobReconciler(ctx))
 
 
-def _finalizer_kept(cluster: Cluster) -> bool:
-    return FINALIZER in (cluster.find(WORKFLOWS, "wf", "ns") or {})["metadata"].get("finalizers", [])
+def _finalizer_kept(cluster: MemoryKube) -> bool:
+    """The Workflow is still held (without its finalizer the server lets a deleted object go)."""
+    found = cluster.find(WORKFLOWS, "wf", "ns")
+    return found is not None and FINALIZER in found["metadata"].get("finalizers", [])
 
 
 def test_an_owned_claims_volume_is_stamped_waited_for_while_bound_then_switched_to_delete():
     cluster, workflows = _setup(["data"])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("data", "pv-1", owned=True))
-    cluster.add(PERSISTENT_VOLUMES, _volume("pv-1", "data"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("data", "pv-1", owned=True))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("pv-1", "data"))
 
     result = workflows.reconcile("ns", "wf")
-    volume = cluster.find(PERSISTENT_VOLUMES, "pv-1")
+    volume = _found(cluster, PERSISTENT_VOLUMES, "pv-1")
     assert volume["metadata"]["annotations"][ANNOTATION_WORKFLOW_UID] == WF_UID
-    assert ("persistentvolumeclaims", "data") in cluster.deleted
+    assert ("persistentvolumeclaims", "data") in _deleted(cluster)
     assert result.requeue_after == RECLAIM_POLL_SECONDS  # still Bound: nothing switched yet
     assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert _finalizer_kept(cluster)
 
     # the cluster removes the claim and releases the volume
-    del cluster.objects[(PERSISTENT_VOLUME_CLAIMS.plural, "ns", "data")]
-    volume["status"]["phase"] = "Released"
-    workflows.ctx.stores[WORKFLOWS.plural].put(copy.deepcopy(cluster.find(WORKFLOWS, "wf", "ns")))
+    cluster.remove(PERSISTENT_VOLUME_CLAIMS, "data", "ns")
+    cluster.edit(PERSISTENT_VOLUMES, "pv-1", None, lambda pv: pv["status"].update(phase="Released"))
+    workflows.ctx.stores[WORKFLOWS.plural].put(cluster.get(WORKFLOWS, "wf", "ns"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
-    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
+    assert _found(cluster, PERSISTENT_VOLUMES, "pv-1")["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
     assert not _finalizer_kept(cluster)
 
 
 def test_a_claim_someone_else_owns_leaves_its_volume_untouched():
     cluster, workflows = _setup(["theirs"])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("theirs", "pv-2", owned=False))
-    cluster.add(PERSISTENT_VOLUMES, _volume("pv-2", "theirs"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("theirs", "pv-2", owned=False))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("pv-2", "theirs"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
-    assert not any(plural == "persistentvolumes" for plural, _, _ in cluster.patched)
-    assert ("persistentvolumeclaims", "theirs") not in cluster.deleted
+    assert not any(plural == "persistentvolumes" for plural, _, _ in _patched(cluster))
+    assert ("persistentvolumeclaims", "theirs") not in _deleted(cluster)
     assert not _finalizer_kept(cluster)
 
 
 def test_a_released_volume_without_this_workflows_stamp_stays_on_retain():
     cluster, workflows = _setup(["gone"])
     stamp = {ANNOTATION_WORKFLOW_UID: "someone-else", ANNOTATION_CLAIM_UID: "uid-claim-gone"}
-    cluster.add(PERSISTENT_VOLUMES, _volume("pv-3", "gone", phase="Released", annotations=stamp))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("pv-3", "gone", phase="Released", annotations=stamp))
     assert workflows.reconcile("ns", "wf").requeue_after is None
-    assert cluster.find(PERSISTENT_VOLUMES, "pv-3")["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert _found(cluster, PERSISTENT_VOLUMES, "pv-3")["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert not _finalizer_kept(cluster)
 
 
@@ -189,10 +160,10 @@ def test_a_job_scoped_claim_carrying_the_workflow_uid_counts_as_owned():
     cluster, workflows = _setup(["copy"])
     claim = _claim("copy", "pv-4", owned=False)
     claim["metadata"]["annotations"][ANNOTATION_WORKFLOW_UID] = WF_UID
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, claim)
-    cluster.add(PERSISTENT_VOLUMES, _volume("pv-4", "copy"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=claim)
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("pv-4", "copy"))
     assert workflows.reconcile("ns", "wf").requeue_after == RECLAIM_POLL_SECONDS
-    stamp = cluster.find(PERSISTENT_VOLUMES, "pv-4")["metadata"]["annotations"]
+    stamp = _found(cluster, PERSISTENT_VOLUMES, "pv-4")["metadata"]["annotations"]
     assert stamp[ANNOTATION_WORKFLOW_UID] == WF_UID
     assert stamp[ANNOTATION_CLAIM_UID] == "uid-claim-copy"
 
@@ -207,9 +178,9 @@ def _grab_dependency(volume: str) -> dict[str, Any]:
     }
 
 
-def _never_touched(cluster: Cluster, volume: str) -> None:
-    found = cluster.find(PERSISTENT_VOLUMES, volume)
-    assert not any(plural == "persistentvolumes" for plural, _, _ in cluster.patched)
+def _never_touched(cluster: MemoryKube, volume: str) -> None:
+    found = _found(cluster, PERSISTENT_VOLUMES, volume)
+    assert not any(plural == "persistentvolumes" for plural, _, _ in _patched(cluster))
     assert ANNOTATION_WORKFLOW_UID not in found["metadata"]["annotations"]
     assert found["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
 
@@ -219,15 +190,15 @@ def test_a_released_foreign_volume_named_by_a_pending_claim_is_never_stamped_or_
     cluster, workflows = _setup(["grab"], [_grab_dependency("victim-pv")])
     claim = _claim("grab", "victim-pv", owned=True, bound_by_controller=False)
     claim["status"]["phase"] = "Pending"
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, claim)
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=claim)
     victim = _volume("victim-pv", "victim-claim", phase="Released", provisioned=False, made="2025-06-01T00:00:00Z")
     victim["spec"]["claimRef"]["namespace"] = "victim"
-    cluster.add(PERSISTENT_VOLUMES, victim)
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=victim)
 
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "victim-pv")
     # the claim goes; the next pass traces nothing back to the victim either
-    del cluster.objects[(PERSISTENT_VOLUME_CLAIMS.plural, "ns", "grab")]
+    cluster.remove(PERSISTENT_VOLUME_CLAIMS, "grab", "ns")
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "victim-pv")
 
@@ -235,32 +206,32 @@ def test_a_released_foreign_volume_named_by_a_pending_claim_is_never_stamped_or_
 def test_an_available_volume_bound_through_a_named_claim_is_never_stamped():
     """A pre-provisioned Available volume (same namespace or not) the Workflow's claim bound by name."""
     cluster, workflows = _setup(["grab"], [_grab_dependency("static-pv")])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("grab", "static-pv", owned=True, bound_by_controller=False))
-    cluster.add(PERSISTENT_VOLUMES, _volume("static-pv", "grab", provisioned=False, made="2025-06-01T00:00:00Z"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("grab", "static-pv", owned=True, bound_by_controller=False))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("static-pv", "grab", provisioned=False, made="2025-06-01T00:00:00Z"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "static-pv")
 
 
 def test_a_named_volume_stays_untouched_even_with_a_forged_bound_by_controller_annotation():
     cluster, workflows = _setup(["grab"], [_grab_dependency("their-pv")])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("grab", "their-pv", owned=True))
-    cluster.add(PERSISTENT_VOLUMES, _volume("their-pv", "grab"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("grab", "their-pv", owned=True))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("their-pv", "grab"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "their-pv")
 
 
 def test_a_provisioned_volume_older_than_the_claim_is_not_the_claims_own():
     cluster, workflows = _setup(["data"])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("data", "old-pv", owned=True))
-    cluster.add(PERSISTENT_VOLUMES, _volume("old-pv", "data", made="2025-06-01T00:00:00Z"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("data", "old-pv", owned=True))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("old-pv", "data", made="2025-06-01T00:00:00Z"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "old-pv")
 
 
 def test_a_volume_bound_to_another_claim_uid_is_not_stamped():
     cluster, workflows = _setup(["data"])
-    cluster.add(PERSISTENT_VOLUME_CLAIMS, _claim("data", "pv-9", owned=True))
-    cluster.add(PERSISTENT_VOLUMES, _volume("pv-9", "data", claim_uid="uid-of-an-earlier-claim"))
+    cluster.put(resource=PERSISTENT_VOLUME_CLAIMS, obj=_claim("data", "pv-9", owned=True))
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=_volume("pv-9", "data", claim_uid="uid-of-an-earlier-claim"))
     assert workflows.reconcile("ns", "wf").requeue_after is None
     _never_touched(cluster, "pv-9")
 
@@ -269,7 +240,7 @@ def test_a_volume_stamped_without_the_claim_uid_is_never_switched():
     """A stamp an earlier controller wrote from ``volumeName`` alone proves nothing."""
     cluster, workflows = _setup(["gone"])
     stamped = _volume("pv-old", "gone", phase="Released", annotations={ANNOTATION_WORKFLOW_UID: WF_UID})
-    cluster.add(PERSISTENT_VOLUMES, stamped)
+    cluster.put(resource=PERSISTENT_VOLUMES, obj=stamped)
     assert workflows.reconcile("ns", "wf").requeue_after is None
-    assert cluster.find(PERSISTENT_VOLUMES, "pv-old")["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert _found(cluster, PERSISTENT_VOLUMES, "pv-old")["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
     assert not _finalizer_kept(cluster)

@@ -14,7 +14,6 @@ import pytest
 
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock, format_time
-from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, JOBS, LOGPROFILES, PODS, WORKFLOWS
 from nvcre.runtime.reconcile import conditions as cond
@@ -27,74 +26,22 @@ from nvcre.runtime.reconcile.job import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS
 from nvcre.runtime.reconcile.measurement import MeasurementReconciler
 from nvcre.runtime.reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
+from nvcre.testing.fakeclock import FakeClock
+from nvcre.testing.fakekube import MemoryKube
 
 
-class Recording:
-    """The client seam: objects by (plural, namespace, name); every call is recorded."""
-
-    def __init__(self, denied: set[str] | None = None) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.calls: list[str] = []
-        self.denied = denied or set()
-        self.log_text = ""
-        self.rv = 10
-
-    def resource_for(self, api_version: str, kind: str) -> Any:
-        return {"BandwidthMeasurement": BANDWIDTH_MEASUREMENTS, "Job": JOBS}[kind]
-
-    def get(self, resource, name, namespace=None):
-        self.calls.append(f"get {resource.plural}")
-        found = self.objects.get((resource.plural, namespace or "", name))
-        if found is None:
-            raise NotFound(404, "NotFound", name)
-        return copy.deepcopy(found)
-
-    def create(self, obj, resource=None):
-        kind = obj["kind"]
-        self.calls.append(f"create {kind}")
-        if kind == "SelfSubjectAccessReview":
-            attrs = obj["spec"]["resourceAttributes"]
-            return {**obj, "status": {"allowed": attrs["resource"] not in self.denied}}
-        self.rv += 1
-        made = copy.deepcopy(dict(obj))
-        made["metadata"] = {**made["metadata"], "resourceVersion": str(self.rv), "uid": f"uid-{self.rv}"}
-        self.objects[
-            (self.resource_for(obj["apiVersion"], kind).plural, made["metadata"].get("namespace", ""), made["metadata"]["name"])
-        ] = made
-        return copy.deepcopy(made)
-
-    def write_status(self, resource, obj, mutate):
-        key = (resource.plural, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        current = self.objects.get(key, obj)
-        old = copy.deepcopy(dict(current.get("status") or {}))
-        new = mutate(copy.deepcopy(old), current)
-        if new is None or new == old:
-            return None
-        self.calls.append(f"update {resource.plural}/status")
-        self.rv += 1
-        written = {**copy.deepcopy(dict(current)), "status": new}
-        written["metadata"] = {**written["metadata"], "resourceVersion": str(self.rv)}
-        self.objects[key] = written
-        return copy.deepcopy(written)
-
-    def pod_log(self, name, namespace, *, container=None, timestamps=False, tail_lines=None, limit_bytes=None, since_time=None):
-        self.calls.append("get pods/log" if since_time is None else f"get pods/log since {since_time}")
-        if since_time is None:
-            return self.log_text
-        # as the API does: whole seconds, lines from that second on
-        return "".join(line for line in self.log_text.splitlines(keepends=True) if line[:19] + "Z" >= since_time)
-
-    def emit_event(self, involved, *, type, reason, message, component):
-        self.calls.append("create events")
+def _log_reads(kube: MemoryKube) -> list[str | None]:
+    """The pod log reads, each by the ``sinceTime`` it asked from (None: from the start)."""
+    return [call.options.get("since_time") for call in kube.calls if str(call) == "get pods/log"]
 
 
 # ------------------------------------------------------------------ access reviews
 
 
 def test_allowed_answers_are_cached_per_namespace_and_resource_for_a_bounded_time():
-    kube = Recording()
-    now = [0.0]
-    access = NamespaceAccess(clock=lambda: now[0], ttl=300.0)
+    kube = MemoryKube()
+    now = FakeClock(0.0)
+    access = NamespaceAccess(clock=now, ttl=300.0)
     assert access.check(kube, "a").allowed
     asked = len(kube.calls)
     assert asked > 0
@@ -102,13 +49,14 @@ def test_allowed_answers_are_cached_per_namespace_and_resource_for_a_bounded_tim
     assert len(kube.calls) == asked  # all answered from memory
     assert access.check(kube, "b").allowed
     assert len(kube.calls) == 2 * asked  # another namespace is asked on its own
-    now[0] = 301.0
+    now.advance(301.0)
     assert access.check(kube, "a").allowed
     assert len(kube.calls) == 3 * asked  # expired: asked again
 
 
 def test_a_denied_answer_is_asked_again_and_only_it():
-    kube = Recording(denied={"pods"})
+    kube = MemoryKube()
+    kube.denied.add("pods")
     access = NamespaceAccess(clock=lambda: 0.0)
     first = access.check(kube, "a")
     assert not first.allowed and any("pods" in item for item in first.missing)
@@ -124,27 +72,26 @@ def test_a_denied_answer_is_asked_again_and_only_it():
 # ------------------------------------------------------------------ context memory
 
 
-def ctx_over(kube: Recording, **stores: Store) -> Context:
-    return Context(kube=kube, stores=dict(stores), clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+def ctx_over(kube: MemoryKube, **stores: Store) -> Context:
+    return Context(kube=kube, stores=dict(stores), clock=Clock(), settings=Settings(poll_interval=15.0))
 
 
 def test_a_status_write_is_read_back_while_the_cache_still_lags():
-    kube = Recording()
+    kube = MemoryKube()
     job = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns", "resourceVersion": "5"}}
-    kube.objects[("jobs", "ns", "j")] = job
     jobs = Store()
-    jobs.put(copy.deepcopy(job))
+    jobs.put(kube.put(job))
     ctx = ctx_over(kube, jobs=jobs)
     written = ctx.write_status(JOBS, job, lambda s: {**s, "workloadRef": {"name": "j-workload"}})
     assert written is not None
     assert ctx.read(JOBS, "j", "ns")["status"]["workloadRef"] == {"name": "j-workload"}
-    assert "get jobs" not in kube.calls
+    assert "get jobs" not in kube.verbs()
     jobs.put(copy.deepcopy(written))  # the watch event arrives
     assert ctx.read(JOBS, "j", "ns") == jobs.get("j", "ns")
 
 
 def test_create_or_adopt_remembers_what_it_created():
-    kube = Recording()
+    kube = MemoryKube()
     ctx = ctx_over(kube)
     manifest = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
@@ -159,8 +106,8 @@ def test_create_or_adopt_remembers_what_it_created():
 # ------------------------------------------------------------------ measurement sampling
 
 
-def _sampling_setup(phase: str) -> tuple[Recording, Context, MeasurementReconciler]:
-    kube = Recording()
+def _sampling_setup(phase: str) -> tuple[MemoryKube, Context, MeasurementReconciler]:
+    kube = MemoryKube()
     stamp = Clock().stamp()
     job = {
         "metadata": {"name": "j", "namespace": "ns", "uid": "uj", "resourceVersion": "3"},
@@ -192,9 +139,14 @@ def _sampling_setup(phase: str) -> tuple[Recording, Context, MeasurementReconcil
     stores[BANDWIDTH_MEASUREMENTS.plural].put(measurement)
     stores[LOGPROFILES.plural].put(profile)
     stores[PODS.plural].put(launcher)
-    kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")] = copy.deepcopy(measurement)
-    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    kube.put(measurement)
+    kube.set_log("ns", "j-workload-launcher-0", "")
+    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))
     return kube, ctx, MeasurementReconciler(ctx)
+
+
+def _measurement(kube: MemoryKube) -> dict[str, Any]:
+    return kube.get(BANDWIDTH_MEASUREMENTS, "j-bandwidth", "ns")
 
 
 def test_a_launcher_that_has_not_started_is_not_read(monkeypatch: pytest.MonkeyPatch):
@@ -202,8 +154,8 @@ def test_a_launcher_that_has_not_started_is_not_read(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(measurement_module.time, "monotonic", lambda: 1000.0)
     # nothing to read yet: the pod's start (an event) brings it back, the timer is a safety net
     assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 15.0 * measurement_module.IDLE_RESYNC_POLLS
-    assert "get pods/log" not in kube.calls
-    status = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]
+    assert "get pods/log" not in kube.verbs()
+    status = _measurement(kube)["status"]
     assert (cond.condition(status, "Measuring") or {}).get("reason") == "JobRunning"
 
 
@@ -214,15 +166,15 @@ def test_samples_that_add_nothing_space_out_and_the_status_is_written_once(monke
     reads_at = []
     for second in range(0, 400, 5):
         clock[0] = 1000.0 + second
-        before = kube.calls.count("get pods/log")
+        before = kube.count("get", "pods/log")
         # the reconciler runs on what the cache holds, refreshed the way a watch would
-        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(_measurement(kube))
         reconciler.reconcile_bandwidth("ns", "j-bandwidth")
-        if kube.calls.count("get pods/log") > before:
+        if kube.count("get", "pods/log") > before:
             reads_at.append(second)
     # an empty log: every read doubles the gap (60, 120, then 240 = 8 x 30 at most)
     assert reads_at == [0, 60, 180]
-    assert kube.calls.count("update bandwidthmeasurements/status") == 1
+    assert kube.count("update", "bandwidthmeasurements/status") == 1
 
 
 def test_a_sampled_measurement_comes_back_when_its_next_read_is_due(monkeypatch: pytest.MonkeyPatch):
@@ -232,7 +184,7 @@ def test_a_sampled_measurement_comes_back_when_its_next_read_is_due(monkeypatch:
     assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 60.0  # read at once, then 2 x 30 s
     clock[0] = 1025.0
     assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 35.0  # woken early: the rest of the gap
-    assert kube.calls.count("get pods/log") == 1
+    assert kube.count("get", "pods/log") == 1
 
 
 def test_many_running_measurements_share_the_provisional_read_budget(monkeypatch: pytest.MonkeyPatch):
@@ -243,9 +195,9 @@ def test_many_running_measurements_share_the_provisional_read_budget(monkeypatch
     # 1,000 measurements reading within 5 reads a second: each waits 200 s, not 60
     assert reconciler.reconcile_bandwidth("ns", "j-bandwidth").requeue_after == 1000 / measurement_module.PROVISIONAL_READS_PER_SECOND
     # a measurement that completes leaves the budget to the others
-    status = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]
+    status = _measurement(kube)
     status["status"] = cond.set_condition(status.get("status") or {}, "Complete", "True", "JobSucceeded", "done", Clock().stamp())
-    reconciler.ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(status))
+    reconciler.ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(status)
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
     assert reconciler._reading == others
 
@@ -262,13 +214,12 @@ def test_provisional_bandwidth_reads_take_only_the_new_lines_and_keep_running_av
     monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 10, 5, tzinfo=UTC))
     rows = [_nccl_row(1, 1024, 10.0), _nccl_row(2, 2048, 20.0), _nccl_row(2, 1024, 30.0), _nccl_row(4, 2048, 40.0)]
     for written, at in ((2, 0.0), (3, 60.0), (4, 120.0)):
-        kube.log_text = "".join(rows[:written])
+        kube.set_log("ns", "j-workload-launcher-0", "".join(rows[:written]))
         clock[0] = 1000.0 + at
-        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+        ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(_measurement(kube))
         reconciler.reconcile_bandwidth("ns", "j-bandwidth")
-    reads = [call for call in kube.calls if call.startswith("get pods/log")]
-    assert reads == ["get pods/log", "get pods/log since 2026-12-03T10:00:02Z", "get pods/log since 2026-12-03T10:00:02Z"]
-    results = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]["results"]
+    assert _log_reads(kube) == [None, "2026-12-03T10:00:02Z", "2026-12-03T10:00:02Z"]
+    results = _measurement(kube)["status"]["results"]
     # the same numbers a read of the whole log gives: every row once
     assert [(r["sizeBytes"], r["busBW"], r["samples"]) for r in results] == [(1024, "20.00", 2), (2048, "30.00", 2)]
 
@@ -278,19 +229,18 @@ def test_a_provisional_read_goes_back_at_most_the_lookback(monkeypatch: pytest.M
     clock = [1000.0]
     monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 11, 0, 30, tzinfo=UTC))
-    kube.log_text = _nccl_row(1, 1024, 10.0)
+    kube.set_log("ns", "j-workload-launcher-0", _nccl_row(1, 1024, 10.0))
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
     clock[0] += 60.0
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
-    reads = [call for call in kube.calls if call.startswith("get pods/log")]
-    assert reads == ["get pods/log", "get pods/log since 2026-12-03T10:30:30Z"]
+    assert _log_reads(kube) == [None, "2026-12-03T10:30:30Z"]
 
 
 # ------------------------------------------------------------------ the Job waits for its launch
 
 
-def _job_setup(age_seconds: float, recorded: bool) -> tuple[Recording, JobReconciler]:
-    kube = Recording()
+def _job_setup(age_seconds: float, recorded: bool) -> tuple[MemoryKube, JobReconciler]:
+    kube = MemoryKube()
     now = Clock().now()
     workflow = {
         "metadata": {"name": "wf", "namespace": "ns", "uid": "uw", "resourceVersion": "2"},
@@ -311,9 +261,9 @@ def _job_setup(age_seconds: float, recorded: bool) -> tuple[Recording, JobReconc
         "spec": {},
     }
     stores = {JOBS.plural: Store(), WORKFLOWS.plural: Store(), PODS.plural: Store()}
-    stores[JOBS.plural].put(job)
-    stores[WORKFLOWS.plural].put(workflow)
-    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    stores[JOBS.plural].put(kube.put(job))
+    stores[WORKFLOWS.plural].put(kube.put(workflow, WORKFLOWS))
+    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))
     return kube, JobReconciler(ctx)
 
 
@@ -335,12 +285,12 @@ def test_a_recorded_or_long_waiting_job_goes_on_to_create_its_workload(monkeypat
 
 
 def test_the_workflow_queues_the_jobs_it_recorded_that_have_no_workload_yet():
-    kube = Recording()
+    kube = MemoryKube()
     queued: list[tuple[str, str, str]] = []
     jobs = Store()
     jobs.put({"metadata": {"name": "waiting", "namespace": "ns"}, "status": {}})
     jobs.put({"metadata": {"name": "started", "namespace": "ns"}, "status": {"workloadRef": {"name": "started-workload"}}})
-    ctx = Context(kube=kube, stores={JOBS.plural: jobs}, enqueue=lambda *key: queued.append(key))  # type: ignore[arg-type]
+    ctx = Context(kube=kube, stores={JOBS.plural: jobs}, enqueue=lambda *key: queued.append(key))
     workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
     groups = [
         {"name": "g0", "phase": "Running", "jobRef": {"name": "waiting"}},
@@ -366,7 +316,7 @@ def test_a_job_whose_dependencies_this_process_created_goes_ahead_before_the_sta
 # ------------------------------------------------------------------ running Jobs wait for events
 
 
-def _running_job(spec: dict[str, Any], pods: list[dict[str, Any]]) -> JobReconciler:
+def _running_job(spec: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[MemoryKube, JobReconciler]:
     from nvcre.runtime.kube.resources import TRAINJOBS
 
     job = {
@@ -384,13 +334,14 @@ def _running_job(spec: dict[str, Any], pods: list[dict[str, Any]]) -> JobReconci
         "spec": {"suspend": False},
         "status": {},
     }  # fmt: skip
+    kube = MemoryKube()
     stores = {JOBS.plural: Store(), TRAINJOBS.plural: Store(), PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL))}
-    stores[JOBS.plural].put(job)
-    stores[TRAINJOBS.plural].put(trainjob)
+    stores[JOBS.plural].put(kube.put(job))
+    stores[TRAINJOBS.plural].put(kube.put(trainjob))
     for pod in pods:
         stores[PODS.plural].put(pod)
-    ctx = Context(kube=Recording(), stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
-    return JobReconciler(ctx)
+    ctx = Context(kube=kube, stores=stores, clock=Clock(), settings=Settings(poll_interval=15.0))
+    return kube, JobReconciler(ctx)
 
 
 def _workload_pod(scheduled: bool) -> dict[str, Any]:
@@ -407,16 +358,16 @@ def _workload_pod(scheduled: bool) -> dict[str, Any]:
 def test_a_running_job_with_no_clock_to_watch_comes_back_only_as_a_safety_net():
     from nvcre.runtime.reconcile.job import RUNNING_RESYNC_POLLS
 
-    jobs = _running_job({}, [_workload_pod(scheduled=True)])
+    kube, jobs = _running_job({}, [_workload_pod(scheduled=True)])
     assert jobs.reconcile("ns", "j").requeue_after == 15.0 * RUNNING_RESYNC_POLLS
-    written = jobs.ctx.kube.objects[(JOBS.plural, "ns", "j")]  # type: ignore[attr-defined]
+    written = kube.get(JOBS, "j", "ns")
     assert (cond.condition(written["status"], cond.IN_PROGRESS) or {}).get("reason") == "WorkloadRunning"
 
 
 def test_a_running_job_keeps_the_poll_while_stall_detection_or_a_scheduling_stall_needs_its_clock():
-    stalling = _running_job({"stallMultiplier": 3, "goodputMeasurement": {"sampleInterval": "10s"}}, [_workload_pod(True)])
+    _, stalling = _running_job({"stallMultiplier": 3, "goodputMeasurement": {"sampleInterval": "10s"}}, [_workload_pod(True)])
     assert stalling.reconcile("ns", "j").requeue_after == 15.0
-    blocked = _running_job({"schedulingStallGraceSeconds": 20}, [_workload_pod(scheduled=False)])
+    _, blocked = _running_job({"schedulingStallGraceSeconds": 20}, [_workload_pod(scheduled=False)])
     assert blocked.reconcile("ns", "j").requeue_after == 5.0  # a quarter of the grace, under the poll
 
 
@@ -433,9 +384,10 @@ def _spaced_workflow(groups: int) -> tuple[WorkflowReconciler, list[str]]:
             "orchestration": {"groups": [{"name": f"g{i}", "phase": "Running", "jobRef": {"name": f"j{i}"}} for i in range(groups)]},
         },
     }
+    kube = MemoryKube()
     stores = {JOBS.plural: Store(), WORKFLOWS.plural: Store(), PODS.plural: Store()}
-    stores[WORKFLOWS.plural].put(workflow)
-    ctx = Context(kube=Recording(), stores=stores, settings=Settings(poll_interval=15.0))  # type: ignore[arg-type]
+    stores[WORKFLOWS.plural].put(kube.put(workflow, WORKFLOWS))
+    ctx = Context(kube=kube, stores=stores, settings=Settings(poll_interval=15.0))
     workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
     passes: list[str] = []
     workflows.access.check = lambda wf, status, write: None  # type: ignore[method-assign]
@@ -481,24 +433,24 @@ def test_a_restarted_container_is_read_from_its_start_again(monkeypatch: pytest.
     clock = [1000.0]
     monkeypatch.setattr(measurement_module.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(ctx.clock, "now", lambda: datetime(2026, 12, 3, 10, 5, tzinfo=UTC))
-    kube.log_text = _nccl_row(1, 1024, 10.0)
+    kube.set_log("ns", "j-workload-launcher-0", _nccl_row(1, 1024, 10.0))
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
     launcher = ctx.stores[PODS.plural].list()[0]
     launcher["status"]["containerStatuses"] = [{"name": "node", "restartCount": 1}]
     ctx.stores[PODS.plural].put(launcher)
-    kube.log_text = _nccl_row(3, 1024, 30.0)
+    kube.set_log("ns", "j-workload-launcher-0", _nccl_row(3, 1024, 30.0))
     clock[0] += 60.0
-    ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(copy.deepcopy(kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]))
+    ctx.stores[BANDWIDTH_MEASUREMENTS.plural].put(_measurement(kube))
     reconciler.reconcile_bandwidth("ns", "j-bandwidth")
-    assert [call for call in kube.calls if call.startswith("get pods/log")] == ["get pods/log", "get pods/log"]
-    results = kube.objects[(BANDWIDTH_MEASUREMENTS.plural, "ns", "j-bandwidth")]["status"]["results"]
+    assert _log_reads(kube) == [None, None]
+    results = _measurement(kube)["status"]["results"]
     assert [(r["sizeBytes"], r["busBW"], r["samples"]) for r in results] == [(1024, "30.00", 1)]
 
 
 def test_a_deleted_workflow_leaves_nothing_remembered():
     """Every memo the Workflow tier and its diagnose rounds keep forgets a Workflow once it is gone."""
-    kube = Recording()
-    ctx = Context(kube=kube, stores={WORKFLOWS.plural: Store(), JOBS.plural: Store()}, clock=Clock())  # type: ignore[arg-type]
+    kube = MemoryKube()
+    ctx = Context(kube=kube, stores={WORKFLOWS.plural: Store(), JOBS.plural: Store()}, clock=Clock())
     workflows = WorkflowReconciler(ctx, JobReconciler(ctx))
     workflows._passes[("ns", "wf")] = 1.0
     workflows._passes[("ns", "other")] = 1.0

@@ -8,6 +8,7 @@ from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS
 from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.context import Context
+from nvcre.testing.fakekube import MemoryKube
 
 
 def test_setting_one_lifecycle_type_clears_the_other_two():
@@ -53,49 +54,36 @@ def test_additive_conditions_do_not_touch_the_lifecycle():
     assert cond.is_true(status, "HardwareFailed")
 
 
-class RecordingKube:
-    """Just enough of the client seam for the status helper: one object, events recorded."""
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self.obj = obj
-        self.events: list[tuple[str, str, str]] = []
-        self.writes = 0
-
-    def write_status(self, resource, obj, mutate):
-        new = mutate(dict(self.obj.get("status") or {}), self.obj)
-        if new is None or new == (self.obj.get("status") or {}):
-            return None
-        self.writes += 1
-        self.obj = {**self.obj, "status": new}
-        return self.obj
-
-    def emit_event(self, involved, *, type, reason, message, component):
-        self.events.append((type, reason, message))
+def _ctx(obj: dict[str, Any]) -> tuple[MemoryKube, Context]:
+    kube = MemoryKube()
+    kube.put({"apiVersion": JOBS.api_version, "kind": "Job", **obj})
+    return kube, Context(kube=kube, stores={"jobs": Store()})
 
 
-def _ctx(kube: RecordingKube) -> Context:
-    return Context(kube=kube, stores={"jobs": Store()})  # type: ignore[arg-type]
+def _live(kube: MemoryKube) -> dict[str, Any]:
+    return kube.get(JOBS, "j", "ns")
 
 
 def test_an_event_only_when_the_phase_flips_and_warning_into_failed():
-    kube = RecordingKube({"metadata": {"name": "j", "namespace": "ns", "generation": 1}})
-    ctx = _ctx(kube)
-    ctx.write_status(JOBS, kube.obj, lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadCreated", "made", "t0"))
-    ctx.write_status(JOBS, kube.obj, lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadRunning", "runs", "t1"))
-    ctx.write_status(JOBS, kube.obj, lambda s: cond.set_lifecycle(s, cond.FAILED, "WorkloadFailed", "died", "t2"))
-    assert kube.events == [("Normal", "WorkloadCreated", "made"), ("Warning", "WorkloadFailed", "died")]
-    assert kube.obj["status"]["observedGeneration"] == 1
+    kube, ctx = _ctx({"metadata": {"name": "j", "namespace": "ns", "generation": 1}})
+    ctx.write_status(JOBS, _live(kube), lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadCreated", "made", "t0"))
+    ctx.write_status(JOBS, _live(kube), lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadRunning", "runs", "t1"))
+    ctx.write_status(JOBS, _live(kube), lambda s: cond.set_lifecycle(s, cond.FAILED, "WorkloadFailed", "died", "t2"))
+    assert [(e.type, e.reason, e.message) for e in kube.events] == [
+        ("Normal", "WorkloadCreated", "made"),
+        ("Warning", "WorkloadFailed", "died"),
+    ]
+    assert _live(kube)["status"]["observedGeneration"] == 1
 
 
 def test_a_terminal_object_is_not_overwritten_when_asked_to_stop():
-    kube = RecordingKube({"metadata": {"name": "j", "namespace": "ns"}})
-    ctx = _ctx(kube)
-    ctx.write_status(JOBS, kube.obj, lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", "ok", "t0"))
+    kube, ctx = _ctx({"metadata": {"name": "j", "namespace": "ns"}})
+    ctx.write_status(JOBS, _live(kube), lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", "ok", "t0"))
     written = ctx.write_status(
         JOBS,
-        kube.obj,
+        _live(kube),
         lambda s: cond.set_lifecycle(s, cond.IN_PROGRESS, "WorkloadRunning", "late", "t1"),
         stop_when_terminal=True,
     )
     assert written is None
-    assert cond.lifecycle(kube.obj["status"]) == "Succeeded"
+    assert cond.lifecycle(_live(kube)["status"]) == "Succeeded"

@@ -7,14 +7,7 @@ import threading
 import pytest
 
 from nvcre.runtime.kube.queue import Backoff, ShutDown, WorkQueue
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from nvcre.testing.fakeclock import FakeClock
 
 
 def test_a_key_added_twice_is_handed_out_once():
