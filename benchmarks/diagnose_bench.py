@@ -11,7 +11,13 @@ node (p = 0.3), two and three bad links, and a healthy cluster, each planner wit
 the failed run's groups as its prior; the link rows also give the share of trials that named
 every link within ``LINK_MINUTES`` (100) and the 90th-percentile minutes.
 
+Three planners are compared: ``baseline`` (NVCRE's algorithm), ``adaptive`` (the default) and
+``pathfirst`` (opt-in: one path screen of every node first, single-node runs only where it failed).
+``--planners`` picks some of them and ``--only`` some of the three parts (``main``, ``noise``,
+``prior``), so a change to one planner can be measured without rerunning the rest.
+
     python benchmarks/diagnose_bench.py [--trials 200] [--noise-trials 10000] [--png docs/diagnose.png] [--prior-only]
+        [--planners baseline,adaptive,pathfirst] [--only main,noise,prior]
 """
 
 from __future__ import annotations
@@ -28,18 +34,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diagnose_sim import Scenario, make_scenario, run_group, simulate  # noqa: E402
 
-from nvcre.compiler.diagnose import Options, Prior, PriorGroup, planner  # noqa: E402
+from nvcre.compiler.diagnose import Options, Planner, Prior, PriorGroup, pathfirst, planner  # noqa: E402
 
 SIZES = (8, 16, 64, 512, 2000)
 KS = (0, 1, 2, 4)
 KINDS = ("slow", "crash", "link", "flaky")
+#: every planner the bench knows, in table order (pathfirst is opt-in and not in the registry)
+PLANNERS = ("baseline", "adaptive", "pathfirst")
+PARTS = ("main", "noise", "prior")
+
+
+def _planner(name: str) -> Planner:
+    return pathfirst.PLANNER if name == pathfirst.NAME else planner(name)
 
 
 def _cell(name: str, n: int, kind: str, k: int, trials: int, noise: float, options: Options) -> dict:
     outs = []
     for seed in range(trials):
         rng = random.Random(f"{n}/{kind}/{k}/{seed}")  # a str seed is stable across processes
-        outs.append(simulate(planner(name), make_scenario(n, kind, k, rng, noise=noise), options, seed))
+        outs.append(simulate(_planner(name), make_scenario(n, kind, k, rng, noise=noise), options, seed))
     bad = k if kind != "link" else 0
     return {
         "rounds": statistics.median(o.rounds for o in outs),
@@ -78,7 +91,7 @@ def _prior_cell(name: str, kind: str, k: int, trials: int, noise: float, with_pr
         rng = random.Random(f"prior/{kind}/{k}/{seed}")  # a str seed is stable across processes
         scenario = make_scenario(64, kind, k, rng, noise=noise)
         options = Options(prior=_prior(scenario, rng)) if with_prior else Options()
-        outs.append(simulate(planner(name), scenario, options, seed))
+        outs.append(simulate(_planner(name), scenario, options, seed))
     bad = k if kind in ("flaky", "slow", "crash") else 0
     return {
         "rounds": statistics.median(o.rounds for o in outs),
@@ -95,7 +108,7 @@ def _prior_cell(name: str, kind: str, k: int, trials: int, noise: float, with_pr
     }
 
 
-def prior_table(trials: int, noise: float) -> None:
+def prior_table(trials: int, noise: float, planners: tuple[str, ...] = PLANNERS) -> None:
     """N = 64: each planner with and without the failed run's groups as its prior."""
     print(
         "| fault | k | planner | prior | rounds | node-units | minutes | p90 minutes | found | links named | "
@@ -103,7 +116,7 @@ def prior_table(trials: int, noise: float) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind, k in (("flaky", 1), ("link", 2), ("link", 3), ("none", 0)):
-        for name in ("baseline", "adaptive"):
+        for name in planners:
             for with_prior in (False, True):
                 c = _prior_cell(name, kind, k, trials, noise, with_prior)
                 found = "-" if c["found"] is None else f"{c['found']:.0%}"
@@ -117,25 +130,24 @@ def prior_table(trials: int, noise: float) -> None:
                 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200, help="trials per cell for N <= 64 (a tenth above)")
-    parser.add_argument("--noise-trials", type=int, default=10_000)
-    parser.add_argument("--noise", type=float, default=0.05)
-    parser.add_argument("--png", type=Path)
-    parser.add_argument("--prior-only", action="store_true", help="only the table of diagnoses that follow a failed run")
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    if args.prior_only:
-        prior_table(args.trials, args.noise)
-        print(f"\n({time.monotonic() - started:.0f} s)")
-        return 0
-    configs = (("baseline", Options()), ("adaptive", Options()), ("adaptive x6", Options(screen_cycles=6, retests=10)))
+def _csv(value: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    chosen = tuple(v for v in value.split(",") if v)
+    unknown = [v for v in chosen if v not in known]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose from {','.join(known)} (got {value!r})")
+    return chosen
+
+
+def main_table(trials_64: int, noise: float, planners: tuple[str, ...]) -> list:
+    """Every size, fault kind and count for the chosen planners (plus adaptive with six cycles on flaky)."""
+    configs = [(name, Options()) for name in planners]
+    if "adaptive" in planners:
+        configs.append(("adaptive x6", Options(screen_cycles=6, retests=10)))
     rows = []
     print("| N | fault | k | bound (bits) | planner | rounds | jobs | node-units | minutes | found | links exact | FP | FN |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in SIZES:
-        trials = args.trials if n <= 64 else max(args.trials // 10, 10)
+        trials = trials_64 if n <= 64 else max(trials_64 // 10, 10)
         for kind in KINDS:
             for k in KS:
                 if (kind == "link" and k == 0) or (kind != "slow" and k == 0):
@@ -146,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, options in configs:
                     if name == "adaptive x6" and kind != "flaky":
                         continue
-                    cell = _cell(name.split()[0], n, "none" if k == 0 else kind, k, trials, args.noise, options)
+                    cell = _cell(name.split()[0], n, "none" if k == 0 else kind, k, trials, noise, options)
                     rows.append((n, label, k, name, cell))
                     found = "-" if cell["found"] is None else f"{cell['found']:.0%}"
                     links = "-" if cell["links"] is None else f"{cell['links']:.0%}"
@@ -154,20 +166,46 @@ def main(argv: list[str] | None = None) -> int:
                         f"| {n} | {label} | {k} | {bound:.1f} | {name} | {cell['rounds']:g} | {cell['jobs']:g} | "
                         f"{cell['units']:g} | {cell['minutes']:g} | {found} | {links} | {cell['fp']} | {cell['fn']} |"
                     )
-    print()
-    print(f"Noise sweep ({args.noise_trials} seeded trials, N=64, noise {2 * args.noise:.2f}, mixed faults):")
-    for name in ("baseline", "adaptive"):
-        blamed = 0
-        for seed in range(args.noise_trials):
+    return rows
+
+
+def noise_sweep(trials: int, noise: float, planners: tuple[str, ...]) -> None:
+    """Doubled noise, one fault of a kind in turn (or none): healthy nodes blamed, and the longest run."""
+    print(f"Noise sweep ({trials} seeded trials, N=64, noise {2 * noise:.2f}, mixed faults):")
+    for name in planners:
+        blamed = longest = 0
+        for seed in range(trials):
             rng = random.Random(seed)
             kind = ("none", "crash", "slow", "link", "flaky")[seed % 5]
-            scenario = make_scenario(64, kind, 0 if kind == "none" else 1, rng, noise=2 * args.noise)
-            blamed += simulate(planner(name), scenario, Options(), seed).false_positives
-        print(f"- {name}: {blamed} healthy nodes blamed")
-    print("\nA diagnose that follows a failed run (N = 64), with and without its groups as the prior:\n")
-    prior_table(args.trials, args.noise)
+            scenario = make_scenario(64, kind, 0 if kind == "none" else 1, rng, noise=2 * noise)
+            out = simulate(_planner(name), scenario, Options(), seed)  # raises if a run does not conclude
+            blamed += out.false_positives
+            longest = max(longest, out.rounds)
+        print(f"- {name}: {blamed} healthy nodes blamed (every run concluded, the longest in {longest} rounds)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200, help="trials per cell for N <= 64 (a tenth above)")
+    parser.add_argument("--noise-trials", type=int, default=10_000)
+    parser.add_argument("--noise", type=float, default=0.05)
+    parser.add_argument("--png", type=Path)
+    parser.add_argument("--prior-only", action="store_true", help="only the table of diagnoses that follow a failed run")
+    parser.add_argument("--planners", type=lambda v: _csv(v, PLANNERS), default=PLANNERS, help=f"comma-separated, of {','.join(PLANNERS)}")
+    parser.add_argument("--only", type=lambda v: _csv(v, PARTS), default=PARTS, help=f"comma-separated parts, of {','.join(PARTS)}")
+    args = parser.parse_args(argv)
+    parts = ("prior",) if args.prior_only else args.only
+    started = time.monotonic()
+    rows = main_table(args.trials, args.noise, args.planners) if "main" in parts else []
+    if "noise" in parts:
+        print()
+        noise_sweep(args.noise_trials, args.noise, args.planners)
+    if "prior" in parts:
+        if len(parts) > 1:
+            print("\nA diagnose that follows a failed run (N = 64), with and without its groups as the prior:\n")
+        prior_table(args.trials, args.noise, args.planners)
     print(f"\n({time.monotonic() - started:.0f} s)")
-    if args.png:
+    if args.png and rows:
         _plot(rows, args.png)
     return 0
 
@@ -182,7 +220,7 @@ def _plot(rows: list, path: Path) -> None:
         print("matplotlib is not installed; no plot written", file=sys.stderr)
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for name, style in (("baseline", "o--"), ("adaptive", "s-")):
+    for name, style in (("baseline", "o--"), ("adaptive", "s-"), ("pathfirst", "^-.")):
         for kind in ("crash", "link"):
             points = [(n, c) for n, label, k, p, c in rows if p == name and label == kind and k == 1]
             if not points:
