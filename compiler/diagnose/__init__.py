@@ -5,12 +5,14 @@ gives the first round, ``advance(state, results)`` takes the round's group resul
 next round or the final diagnosis. The runtime runs each round as one Workflow iteration and
 feeds the results back; nothing here touches a cluster, a clock or a random source.
 
-Two planners share that interface:
+Three planners share that interface:
 
 * :mod:`.baseline` — NVCRE's algorithm as documented (screening, no-NVL re-screen, inter-domain
   representatives, bisection, cross-boundary probes, confirmation against rotating references);
 * :mod:`.adaptive` — ours: every node screened once on its own (NIC loopback), confirmation
-  before blame, then a path screen and a link search that names both ends of a bad link.
+  before blame, then a path screen and a link search that names both ends of a bad link;
+* :mod:`.pathfirst` — opt-in: one path screen of every node first, single-node runs only where
+  it failed, and link searches that share rounds.
 
 The state types live in :mod:`.model` and are read from it on first use, so the render path,
 which only checks a Certification's diagnose annotations (:mod:`.prior`), never defines them.
@@ -40,11 +42,11 @@ def __getattr__(name: str) -> Any:
 
 
 def planner(name: str) -> Planner:
-    """The planner called ``name`` (``adaptive`` or ``baseline``)."""
-    from . import adaptive, baseline
+    """The planner called ``name`` (``adaptive``, ``baseline`` or ``pathfirst``)."""
+    from . import adaptive, baseline, pathfirst
 
-    planners: dict[str, Planner] = {"adaptive": adaptive.PLANNER, "baseline": baseline.PLANNER}
+    planners: dict[str, Planner] = {"adaptive": adaptive.PLANNER, "baseline": baseline.PLANNER, "pathfirst": pathfirst.PLANNER}
     try:
         return planners[name]
     except KeyError:
-        raise ValueError(f"unknown diagnose planner {name!r}; choose adaptive or baseline") from None
+        raise ValueError(f"unknown diagnose planner {name!r}; choose adaptive, baseline or pathfirst") from None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_PRIOR_BYTES", "MAX_PRIOR_GROUPS", "PLANNERS", "annotation_problems", "prior_problems", "read_prior"]
 
-PLANNERS = ("adaptive", "baseline")
+PLANNERS = ("adaptive", "baseline", "pathfirst")
 #: the API server bounds all annotations of an object together at 256 KiB
 MAX_PRIOR_BYTES = 256 * 1024
 MAX_PRIOR_GROUPS = 4096
