@@ -1,7 +1,7 @@
 """``nvcrectl certification``: offline render (to stdout or a GitOps directory), validation, the category list.
 
-The review and mirroring commands (``diff``, ``images``) live in their own modules and are
-mounted here, so their bodies load nothing until they run.
+The group's other commands live in their own modules (``diff``, ``images``, ``run``, and the
+commands over a submitted run); :mod:`nvcre.cli.typer_app` lists them all in one table.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,6 +34,9 @@ from .common import (
 from .evidence import evidence_command_for
 from .output import guarded, print_diagnostics
 from .render_flags import check_namespace_flag, flags_from_env, in_namespace
+
+if TYPE_CHECKING:
+    from nvcre.compiler.facts import ClusterFacts
 
 app = typer.Typer(help="Render, validate and inspect Certifications.", no_args_is_help=True)
 
@@ -92,7 +96,9 @@ def render(
     )
 
 
-def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kubeconfig: str | None, context: str | None):
+def live_facts_for(
+    dry_run: bool, gpu_arch: str | None, facts: Path | None, kubeconfig: str | None, context: str | None
+) -> ClusterFacts | None:
     """With ``--dry-run``, the live cluster's facts (flag conflicts refused with exit 2); else None."""
     if not dry_run:
         return None
@@ -118,12 +124,12 @@ def live_facts_for(dry_run: bool, gpu_arch: str | None, facts: Path | None, kube
 
 
 def render_to_stdout(
-    renderer,
+    renderer: Callable[..., Any],
     file: Path,
     *,
-    platform,
-    gpu_arch,
-    facts,
+    platform: str | None,
+    gpu_arch: str | None,
+    facts: Path | ClusterFacts | None,
     output: Format,
     explain: bool,
     output_dir: Path | None = None,
@@ -150,7 +156,7 @@ def render_to_stdout(
     emit_workflows(workflows, output=output, output_dir=output_dir)
 
 
-def emit_workflows(workflows: list, *, output: Format, output_dir: Path | None) -> None:
+def emit_workflows(workflows: list[Any], *, output: Format, output_dir: Path | None) -> None:
     """Print the objects on stdout, or lay them out in ``output_dir`` (a summary line goes to stderr)."""
     from nvcre.compiler.emit import dump_json, dump_yaml_stream
 
@@ -181,7 +187,7 @@ def yaml_files(directory: Path) -> list[Path]:
     """
     from nvcre.compiler.diagnostics import CompileError, error
 
-    problems: list = []
+    problems: list[Any] = []
 
     def unreadable(exc: OSError) -> None:
         if not isinstance(exc, FileNotFoundError):
@@ -217,7 +223,7 @@ def yaml_files(directory: Path) -> list[Path]:
     return sorted(found)
 
 
-def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification",)) -> list[tuple[str, dict]]:
+def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification",)) -> list[tuple[str, dict[str, Any]]]:
     """Every nvcre document of ``kinds`` under ``directory`` (recursively, hidden folders skipped), by path.
 
     Returns ``(label, document)`` pairs in path order; the label names the file (and the
@@ -226,7 +232,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     """
     from nvcre.compiler.yamlio import FILE_LIMITS, load_documents, read_text
 
-    found: list[tuple[str, dict]] = []
+    found: list[tuple[str, dict[str, Any]]] = []
     for path in yaml_files(directory):
         relative = path.relative_to(directory).as_posix()
         docs = load_documents(read_text(path, FILE_LIMITS.max_bytes or 0), relative, limits=FILE_LIMITS)
@@ -237,7 +243,15 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
 
 
 def render_directory(
-    directory: Path, *, platform, gpu_arch, facts, output: Format, explain: bool, output_dir: Path | None, namespace: str | None = None
+    directory: Path,
+    *,
+    platform: str | None,
+    gpu_arch: str | None,
+    facts: Path | ClusterFacts | None,
+    output: Format,
+    explain: bool,
+    output_dir: Path | None,
+    namespace: str | None = None,
 ) -> None:
     """Render every Certification under ``directory``; errors from all of them are reported together."""
     from dataclasses import replace
@@ -249,8 +263,8 @@ def render_directory(
     if not sources:
         raise CompileError([error("NoCertifications", str(directory), "no Certification (nvcre.nvidia.com) found in any YAML file")])
     cluster_facts = load_facts(facts)
-    workflows: list = []
-    problems: list = []
+    workflows: list[Any] = []
+    problems: list[Any] = []
     for label, document in sources:
         try:
             rendered = render_certification(document, facts=cluster_facts, platform=platform, gpu_arch=gpu_arch)
@@ -267,7 +281,7 @@ def render_directory(
     emit_workflows(workflows, output=output, output_dir=output_dir)
 
 
-def _explain(rendered) -> None:
+def _explain(rendered: Any) -> None:
     cluster = getattr(rendered, "cluster", None)
     if cluster is not None and cluster.provenance:
         # The cluster-wide decisions first: which flag, label or default decided each.
@@ -350,14 +364,3 @@ def list_categories(
 
 
 app.command("evidence")(guarded(evidence_command_for("Certification")))
-
-
-def _mount_review_commands() -> None:
-    """``diff`` and ``images`` live in their own modules; their bodies import the compiler lazily."""
-    from . import diff, images
-
-    app.command("diff")(diff.diff)
-    app.command("images")(images.images)
-
-
-_mount_review_commands()

@@ -92,4 +92,4 @@ class _GuardedText(_Guarded):
 def watch_stdout() -> None:
     """Guard ``sys.stdout`` (once) so a closed pipe raises :class:`StdoutClosed`."""
     if not isinstance(sys.stdout, _Guarded) and sys.stdout is not None:
-        sys.stdout = _GuardedText(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = _GuardedText(sys.stdout)

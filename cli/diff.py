@@ -22,6 +22,9 @@ import typer
 
 from .output import guarded
 
+#: ``certification diff`` (listed in the ``certification`` group by :mod:`nvcre.cli.typer_app`)
+app = typer.Typer()
+
 #: Longest value shown inline; longer ones are cut (the JSON output always carries them whole).
 INLINE_LIMIT = 120
 
@@ -199,6 +202,7 @@ def read_side(path: Path) -> list[dict[str, Any]]:
 # --- command ------------------------------------------------------------------------------------
 
 
+@app.command("diff")
 @guarded
 def diff(
     old: Annotated[Path, typer.Argument(help="The old render: a file (YAML stream or JSON array) or a render directory.")],

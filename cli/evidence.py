@@ -1,7 +1,8 @@
 """``nvcrectl evidence``: check a bundle (``verify``) and compare bundles (``compare``).
 
-Bundles are written by ``certification evidence NAME`` / ``workloadrun evidence NAME`` and by
-``run --evidence DIR``; those commands call :func:`write_evidence` here. Exit codes: 0 verified
+Bundles are written by ``certification evidence NAME`` / ``workloadrun evidence NAME`` (through
+:func:`write_evidence` here) and by ``run --evidence DIR`` (by the run itself, from the verdict it
+printed). Exit codes: 0 verified
 (or no regression), 1 the bundle does not match (or a node regressed), 2 invalid input, always
 as one line on stderr and never a traceback. Whatever a bundle holds, reading it never ends in
 exit 1 by accident: for ``compare`` 1 means "regressed", so anything unreadable is exit 2.
@@ -78,17 +79,15 @@ def load_signer_or_exit(sign_key: Path | None) -> Any:
 def write_evidence(kube: Any, kind: str, name: str, namespace: str, out: Path, signer: Any = None) -> None:
     """Gather the run's objects, judge them and write the bundle to ``out`` (all or nothing)."""
     from nvcre.runtime.evidence import EvidenceError
-    from nvcre.runtime.evidence.assemble import assemble
-    from nvcre.runtime.evidence.bundle import write_bundle
     from nvcre.runtime.evidence.gather import gather
+    from nvcre.runtime.evidence.of_run import EvidenceRequest, write_objects
 
     objects, verdict = gather(kube, kind, name, namespace)
     try:
-        write_bundle(assemble(objects, verdict, signer=signer), out)
+        said = write_objects(objects, verdict, EvidenceRequest(out, signer))
     except EvidenceError as exc:
         raise _invalid(str(exc)) from None
-    signed = f", signed (key id {signer.key_id[:16]})" if signer is not None else ""
-    sys.stderr.write(f"Evidence written to {out} ({verdict.result}{signed})\n")
+    sys.stderr.write(said)
 
 
 def evidence_command(kind: str, name: str, namespace: str, out: Path, sign_key: Path | None, kubeconfig: Any, context: Any) -> None:

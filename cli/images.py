@@ -18,6 +18,9 @@ import typer
 from .common import FactsOption, GPUArchOption, PlatformOption, load_single
 from .output import guarded, print_diagnostics
 
+#: ``certification images`` (listed in the ``certification`` group by :mod:`nvcre.cli.typer_app`)
+app = typer.Typer()
+
 
 class ImagesFormat(str, Enum):
     text = "text"
@@ -76,6 +79,7 @@ def _located(file: Path, diagnostic: Any) -> Any:
     return replace(diagnostic, path=f"{file}: {diagnostic.path}" if diagnostic.path else str(file))
 
 
+@app.command("images")
 @guarded
 def images(
     files: Annotated[list[Path], typer.Argument(help="Certification (or WorkloadRun) YAML files to render.")],

@@ -126,7 +126,7 @@ def build_server(kubeconfig: str | None = None, context: str | None = None) -> A
         except ApiError as exc:
             raise _Refused(f'get certification "{name}": {exc}') from None
 
-    def tool(name: str) -> Any:
+    def tool(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return server.tool(name=name, description=DESCRIPTIONS[name], annotations=read_only)
 
     @tool("list_categories")

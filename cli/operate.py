@@ -1,16 +1,13 @@
-"""``nvcrectl certification run | report | status | delete | diagnose``: the operator's day on a live cluster.
+"""The commands over a run already submitted: ``report | status | delete | diagnose`` of a Certification, ``report | status | cancel`` of a WorkloadRun.
 
-``run`` composes (or reads) a Certification, optionally installs the controller first
-(``--setup``), creates its namespace and the controller's access there, submits it and, with
-``--wait``, shows progress on stderr until it ends, then prints the report. ``--cleanup`` then
-deletes what the run made (the run object, a namespace it created, with ``--setup`` the install),
-on every way out. ``report`` prints the same report later; ``diagnose`` prints the Certification
-that diagnoses a failed category, starting from the groups that failed. Exit codes: 0 PASSED, 1 FAILED (or
-still running for ``report``), 2 invalid input, 3 the wait timed out, 130 interrupted. Ctrl-C
-stops waiting and, without ``--cleanup``, never deletes the run; with ``--setup`` or
-``--cleanup`` SIGTERM is handled the same way, so the cleanup still runs.
+``report`` prints the report a ``run --wait`` prints, later; ``status`` one line per category
+(one word for a WorkloadRun); ``delete``/``cancel`` remove the run, the controller removing its
+workloads first; ``diagnose`` prints the Certification that diagnoses a failed category,
+starting from the groups that failed. Exit codes: 0 PASSED (or done), 1 FAILED, still running
+for ``report``, or not found, 2 invalid input. :data:`certification_app` and
+:data:`workloadrun_app` hold them; :mod:`nvcre.cli.main` lists them in their groups.
 
-Everything heavy (the compiler, the Kubernetes client, rich) is imported inside the commands.
+Everything heavy (the compiler, the Kubernetes client) is imported inside the commands.
 """
 
 from __future__ import annotations
@@ -26,21 +23,16 @@ from . import common
 from .common import ContextOption, KubeconfigOption, NamespaceOption
 from .output import EXIT_FAILURE, guarded, stderr_lines
 from .reporting import OutputOption, ReportFiles, ReportFormat, report_runs, run_not_found
-from .run_command import run_command_for
-
 
 JunitOption = Annotated[Path | None, typer.Option("--junit", help="Also write the report as JUnit XML here.")]
 
-
-def register(app: typer.Typer) -> None:
-    """Mount ``run``, ``report``, ``status``, ``delete`` and ``diagnose`` on the ``certification`` group."""
-    app.command("run")(run_command_for("Certification"))
-    app.command("report")(report_command)
-    app.command("status")(status_command)
-    app.command("delete")(delete_command)
-    app.command("diagnose")(diagnose_command)
+#: ``certification report | status | delete | diagnose``
+certification_app = typer.Typer()
+#: ``workloadrun report | status | cancel``
+workloadrun_app = typer.Typer()
 
 
+@certification_app.command("report")
 @guarded
 def report_command(
     names: Annotated[list[str], typer.Argument(help="Certification name(s).")],
@@ -55,6 +47,7 @@ def report_command(
     report_runs("Certification", names, namespace, output, ReportFiles(results_file, junit), kubeconfig, context)
 
 
+@certification_app.command("status")
 @guarded
 def status_command(
     name: Annotated[str, typer.Argument(help="Certification name.")],
@@ -117,6 +110,7 @@ def status_of(kind: str, name: str, namespace: str, output: ReportFormat, kubeco
         sys.stdout.write(f"  {row['category']:<40} {row['status']:<12} {row['workflow']}\n")
 
 
+@certification_app.command("delete")
 @guarded
 def delete_command(
     name: Annotated[str, typer.Argument(help="Certification name.")],
@@ -134,6 +128,7 @@ def delete_command(
         raise typer.Exit(EXIT_FAILURE)
 
 
+@certification_app.command("diagnose")
 @guarded
 def diagnose_command(
     name: Annotated[str, typer.Argument(help="The failed Certification.")],
@@ -168,14 +163,7 @@ def diagnose_command(
 # ------------------------------------------------------------------ workloadrun
 
 
-def register_workloadrun(app: typer.Typer) -> None:
-    """Mount ``run``, ``report``, ``status`` and ``cancel`` on the ``workloadrun`` group."""
-    app.command("run")(run_command_for("WorkloadRun"))
-    app.command("report")(workloadrun_report_command)
-    app.command("status")(workloadrun_status_command)
-    app.command("cancel")(workloadrun_cancel_command)
-
-
+@workloadrun_app.command("report")
 @guarded
 def workloadrun_report_command(
     name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
@@ -190,6 +178,7 @@ def workloadrun_report_command(
     report_runs("WorkloadRun", [name], namespace, output, ReportFiles(results_file, junit), kubeconfig, context)
 
 
+@workloadrun_app.command("status")
 @guarded
 def workloadrun_status_command(
     name: Annotated[str, typer.Argument(help="WorkloadRun name.")],
@@ -202,6 +191,7 @@ def workloadrun_status_command(
     status_of("WorkloadRun", name, namespace, output, kubeconfig, context)
 
 
+@workloadrun_app.command("cancel")
 @guarded
 def workloadrun_cancel_command(
     names: Annotated[list[str], typer.Argument(help="WorkloadRun name(s).")],

@@ -8,12 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-
-def elapsed_text(seconds: float) -> str:
-    """``1h2m3s``, ``2m3s`` or ``3s`` (the run's own wording, from :mod:`nvcre.runtime.ops.run`)."""
-    from nvcre.runtime.ops.run import elapsed_text as text
-
-    return text(seconds)
+from nvcre.runtime.report.format import elapsed_text
 
 
 class _PlainProgress:

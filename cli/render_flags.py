@@ -44,7 +44,7 @@ def check_namespace_flag(namespace: str | None) -> None:
         raise CompileError([error("InvalidFlags", "--namespace", message)])
 
 
-def in_namespace(workflows: list, document: Any, namespace: str | None, label: str) -> list:
+def in_namespace(workflows: list[Any], document: Any, namespace: str | None, label: str) -> list[Any]:
     """The Workflows with ``metadata.namespace`` set to ``-n`` (unchanged without it).
 
     The controller creates a Certification's Workflows in its namespace, so a Certification

@@ -12,12 +12,15 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from . import common
 from .output import EXIT_FAILURE, fail_invalid
+
+if TYPE_CHECKING:
+    from nvcre.runtime.evidence.dsse import Signer
 
 
 class ReportFormat(str, Enum):
@@ -57,24 +60,9 @@ class ReportFiles:
 
     results: Path | None = None
     junit: Path | None = None
-    #: ``--evidence DIR`` (and the loaded ``--sign-key``): the bundle written once the run ends
+    #: ``--evidence DIR`` (and the loaded ``--sign-key``): the bundle the run writes once it ends
     evidence: Path | None = None
-    signer: Any = None
-
-    def write_evidence(self, kube: Any, kind: str, name: str, namespace: str, code: int) -> int:
-        """Write the evidence bundle when asked; a bundle that cannot be written fails the command."""
-        if self.evidence is None:
-            return code
-        from .evidence import write_evidence
-
-        try:
-            write_evidence(kube, kind, name, namespace, self.evidence, self.signer)
-        except typer.Exit:
-            return code or EXIT_FAILURE
-        except Exception as exc:  # noqa: BLE001 - one clear line; the run's own outcome stays
-            sys.stderr.write(f"error: evidence not written to {self.evidence}: {exc}\n")
-            return code or EXIT_FAILURE
-        return code
+    signer: Signer | None = None
 
     def write(self, verdicts: list[Any]) -> None:
         from nvcre.runtime.report import junit as report_junit

@@ -7,9 +7,10 @@ out. It returns the exit code: 0 PASSED, 1 FAILED (or the run could not be submi
 timed out, 130 interrupted. Ctrl-C (and, with ``--setup`` or ``--cleanup``, SIGTERM) ends the wait.
 
 What is said goes through a :class:`RunOutput` the caller supplies: messages and progress to
-one stream, the report (and a RoleBinding to create) to the other, the report files and the
-evidence bundle through its writers. This module decides what to say and when; the caller
-decides where it goes.
+one stream, the report (and a RoleBinding to create) to the other, the report files through its
+writer. This module decides what to say and when; the caller decides where it goes. The run is
+collected and judged once when it ends: that one verdict, and the objects it was built from,
+make the report, the report files and (when the plan asks for one) the evidence bundle.
 
 The rule for the report: once the run has ended, its report goes to the report stream whatever
 the verdict, so ``run --wait > report.txt`` keeps it; the partial report of a wait that did not
@@ -22,10 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..report.format import elapsed_text
+
 if TYPE_CHECKING:
+    from ..evidence.of_run import EvidenceRequest
     from ..kube.client import Kube
+    from .collect import Collected
 
 __all__ = [
     "EXIT_FAILED",
@@ -64,6 +70,8 @@ class RunPlan:
     nvcre_streams: bool = False
     #: changes the document needs from the cluster (read after any install, before submission)
     before_submit: Callable[[Kube, Callable[[str], None]], None] | None = None
+    #: ``--evidence``: the bundle to write once the run has ended (with its signer, if any)
+    evidence: EvidenceRequest | None = None
 
     @property
     def kind(self) -> str:
@@ -75,15 +83,13 @@ class RunOutput:
     """Where a run's words go: ``err`` takes messages and progress, ``out`` the report.
 
     ``progress`` makes the view the wait feeds (called with each progress snapshot, then
-    ``close()``d); ``write_files`` writes the report files of a verdict list; ``write_evidence``
-    writes the evidence bundle when asked and returns the exit code it leaves.
+    ``close()``d); ``write_files`` writes the report files of a verdict list.
     """
 
     err: Callable[[str], object]
     out: Callable[[str], object]
     progress: Callable[[], Any]
     write_files: Callable[[list[Any]], None]
-    write_evidence: Callable[[Kube, str, str, str, int], int]
 
     def lines(self, prefix: str = "") -> Callable[[str], None]:
         """A ``say`` callback: each line after ``prefix``, on the message stream."""
@@ -112,18 +118,6 @@ def verdict_result(verdict: Any) -> str:
     return "IN PROGRESS"
 
 
-def elapsed_text(seconds: float) -> str:
-    """``1h2m3s``, ``2m3s`` or ``3s``: whole seconds, as the progress lines show them."""
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
-
-
 def _text_report(verdicts: list[Any]) -> str:
     from ..report import text as report_text
 
@@ -134,6 +128,15 @@ def _verdict(kube: Kube, kind: str, name: str, namespace: str) -> Any:
     from .queries import verdict_of
 
     return verdict_of(kube, kind, name, namespace)
+
+
+def _ended(kube: Kube, kind: str, name: str, namespace: str) -> tuple[Collected, Any]:
+    """The objects of a run that has ended and their one verdict (running categories dated to now)."""
+    from .collect import collect_run
+    from .queries import verdict_from
+
+    got = collect_run(kube, kind, name, namespace)
+    return got, verdict_from(got, kind, now=datetime.now(UTC))
 
 
 def execute_run(kube: Kube, plan: RunPlan, output: RunOutput, *, on_submitted: Callable[[Any], None] | None = None) -> int:
@@ -261,7 +264,7 @@ def _wait_and_report(kube: Kube, plan: RunPlan, name: str, namespace: str, outpu
         return EXIT_TIMEOUT, (
             f"error: {kind.lower()} did not complete within {elapsed_text(plan.budget)} (ran for {elapsed_text(outcome.elapsed)})"
         )
-    verdict = _verdict(kube, kind, name, namespace)
+    got, verdict = _ended(kube, kind, name, namespace)
     report = _text_report([verdict])
     # The report goes to the report stream whatever the verdict, progress to the other, so
     # `run --wait > report.txt` keeps the report.
@@ -276,8 +279,26 @@ def _wait_and_report(kube: Kube, plan: RunPlan, name: str, namespace: str, outpu
         code = EXIT_FAILED
     report_sink(plan, code == EXIT_PASSED, output)(report)
     output.write_files([verdict])
-    code = output.write_evidence(kube, kind, name, namespace, code)
+    if plan.evidence is not None:
+        code = _write_evidence(kube, plan.evidence, got, verdict, code, output)
     return code, (f"error: {_failure_message(kind, outcome.run)}" if code else "")
+
+
+def _write_evidence(kube: Kube, request: EvidenceRequest, got: Collected, verdict: Any, code: int, output: RunOutput) -> int:
+    """The bundle of the ended run, from the objects and verdict in hand; one that cannot be written
+    fails the run (exit 1 unless it already failed) with one line and the report kept."""
+    from ..evidence import EvidenceError
+    from ..evidence.of_run import write_run_evidence
+
+    try:
+        output.err(write_run_evidence(kube, got, verdict, request))
+    except EvidenceError as exc:
+        output.err(f"error: {exc}\n")
+        return code or EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - one clear line; the run's own outcome stays
+        output.err(f"error: evidence not written to {request.directory}: {exc}\n")
+        return code or EXIT_FAILED
+    return code
 
 
 def report_sink(plan: RunPlan, passed: bool, output: RunOutput) -> Callable[[str], object]:

@@ -1,9 +1,10 @@
-"""Value formats shared by the text and JSON reports: sizes, bandwidths, goodput, durations."""
+"""Value formats shared by the reports and the run commands: sizes, bandwidths, goodput, durations."""
 
 from __future__ import annotations
 
 __all__ = [
     "bandwidth",
+    "elapsed_text",
     "goodput",
     "group_bandwidth",
     "human_duration",
@@ -62,6 +63,18 @@ def human_duration(seconds: float) -> str:
         return f"{hours}h {minutes}m"
     if minutes:
         return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+def elapsed_text(seconds: float) -> str:
+    """How long a run has waited, as its progress lines say it: ``1h2m3s``, ``2m3s``, ``3s`` (whole seconds)."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
     return f"{secs}s"
 
 
