@@ -14,6 +14,9 @@ Kinds:
                         nccl-tests rows print a non-zero ``#wrong`` and the run ends ``Out of
                         bounds values : N FAILED``, yet the workload exits 0 (a launcher that
                         loses the rank's exit status), so only the log tells
+``nan-loss``            a training run on a group holding this node diverges half-way: from then
+                        on Megatron prints ``lm loss: NAN`` and counts ``number of nan
+                        iterations``, yet keeps going and exits 0, so only the log tells
 ``imex-down``           the node's IMEX daemon never joins a ComputeDomain: a pod claiming the
                         domain's channel there never starts its program (on GB200/GB300)
 ``xid``                 once work runs on the node, a GPU health condition appears and the node
@@ -38,6 +41,7 @@ FAULT_KINDS = (
     "crash-once",
     "hang",
     "corrupt-data",
+    "nan-loss",
     "imex-down",
     "xid",
     "no-capacity",

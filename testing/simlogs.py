@@ -389,6 +389,8 @@ class TrainingRun:
     resume_from: int = 0
     crash_node: str | None = None  # an NCCL error stops the run on this node
     hang_at: float | None = None
+    #: the run diverges after this fraction of its reports: the loss prints NAN from then on
+    diverge_at: float | None = None
     seed: str = "train"
 
 
@@ -453,6 +455,8 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
     step_ms = interval * 1000 / run.log_interval
     crash_after = first_report - 1 + max(len(reports) // 2, 0)
     hang_after = first_report - 1 + len(reports) * (run.hang_at if run.hang_at is not None else 1.0)
+    diverge_after = first_report - 1 + len(reports) * (run.diverge_at if run.diverge_at is not None else 1.0)
+    nan_iterations = 0
     end = warm
     for report in reports:
         offset = warm + interval * (report - first_report + 1)
@@ -479,6 +483,12 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
         when = started + timedelta(seconds=offset)
         tflops = run.tflops_per_gpu * (1.0 + rng.uniform(-0.02, 0.02))
         loss = 11.0 * math.exp(-iteration / 120.0) + 2.0 + rng.uniform(-0.05, 0.05)
+        if report > diverge_after:
+            # a diverged run: Megatron formats the NaN average with {:.6E}, which prints NAN, and
+            # counts the interval's iterations as nan iterations
+            loss, nan_iterations = math.nan, run.log_interval
+        else:
+            nan_iterations = 0
         lines.append(
             LogLine(
                 offset,
@@ -486,7 +496,8 @@ def training_log(run: TrainingRun, started: datetime) -> list[LogLine]:
                 f"consumed samples: {iteration * dp * 8:10d} | elapsed time per iteration (ms): {step_ms:.1f} | "
                 f"throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | learning rate: 3.000000E-04 | "
                 f"global batch size: {dp * 8:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | "
-                "grad norm: 1.012 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+                f"grad norm: {'nan' if nan_iterations else '1.012'} | number of skipped iterations:   0 | "
+                f"number of nan iterations: {nan_iterations:3d} |",
             )
         )
         if run.checkpoint_every and iteration % run.checkpoint_every == 0:

@@ -368,6 +368,7 @@ def decide(
             resume_from=memory.checkpoints.get(claim[0], 0) if claim else 0,
             crash_node=crash,
             hang_at=0.5 if hang else None,
+            diverge_at=0.5 if any(f.kind == "nan-loss" for f in faults.values()) else None,
             tflops_per_gpu=520.0 * quality,
             seed=pod_seed,
             **shape,
@@ -512,7 +513,7 @@ class Player:
                 try:
                     if version is None:
                         version = self._relist(core, custom)
-                    version = self._watch(watch.Watch(), core, custom, version)
+                    version = self._watch(watch.Watch(), core, custom, version)  # type: ignore[no-untyped-call]
                 except client.ApiException as exc:
                     if self._stop.is_set():
                         return

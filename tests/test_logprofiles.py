@@ -9,7 +9,19 @@ from nvcre.compiler.api.validate import validate
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.logprofiles import builtin_logprofiles, check_logprofile
 
-NAMES = ["megatron-bridge", "megatron-training", "nccl-bandwidth", "nccl-loopback", "nemo2-training"]
+NAMES = [
+    "megatron-bridge",
+    "megatron-deepspeed-training",
+    "megatron-training",
+    "nccl-bandwidth",
+    "nccl-loopback",
+    "nemo1-training",
+    "nemo2-training",
+]
+
+
+def _named(name: str) -> dict:
+    return next(p for p in builtin_logprofiles() if p["metadata"]["name"] == name)
 
 
 def test_the_shipped_profiles_are_there() -> None:
@@ -58,12 +70,12 @@ def test_returned_profiles_are_copies() -> None:
 
 
 def test_a_broken_profile_is_reported_with_its_path() -> None:
-    profile = builtin_logprofiles()[2]
+    profile = _named("nccl-bandwidth")
     profile["spec"]["patterns"]["bandwidthResult"]["regex"] = "(?=lookahead)"
     problems = check_logprofile(profile, "logprofiles/x.yaml")
     assert [p.code for p in problems] == ["LogProfileRegex"]
     assert problems[0].path == "logprofiles/x.yaml: spec.patterns.bandwidthResult.regex"
-    profile = builtin_logprofiles()[2]
+    profile = _named("nccl-bandwidth")
     profile["spec"]["patterns"]["bandwidthResult"]["example"] = "no digits here"
     assert [p.code for p in check_logprofile(profile, "x")] == ["LogProfileExample"]
     profile["spec"]["bogus"] = 1

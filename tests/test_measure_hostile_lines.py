@@ -55,9 +55,13 @@ def _bandwidth(text: str) -> None:
     parse_bandwidth(text, _profile("nccl-bandwidth"))
 
 
-@pytest.mark.parametrize("name", ["megatron-training", "megatron-bridge"])
+@pytest.mark.parametrize("name", ["megatron-training", "megatron-bridge", "megatron-deepspeed-training"])
 def test_a_line_repeating_the_step_prefix_is_read_in_linear_time(name: str) -> None:
     _run(_training, name, STAMP + SEGMENT * 300 + "\n")
+
+
+def test_a_bar_repeating_its_opening_is_read_in_linear_time() -> None:
+    _run(_training, "nemo1-training", STAMP + "Epoch 0:   1%|  | 795/77225 [9:07:58<878:01:48, " * 2000 + "\n")
 
 
 def test_a_long_table_row_without_its_closing_bar_is_read_in_linear_time() -> None:

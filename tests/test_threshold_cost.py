@@ -23,10 +23,12 @@ from nvcre.runtime.judge import thresholds
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.certification import CertificationReconciler
+from nvcre.runtime.kube.resources import CERTIFICATIONS
 from nvcre.runtime.reconcile.context import Context, Settings
+from nvcre.testing.fakekube import MemoryKube
 
 sys.path.insert(0, str(Path(__file__).parent / "runtime"))
-from test_runtime_certification import FixedClock, OneObjectKube, cert  # noqa: E402
+from test_runtime_certification import FixedClock, cert  # noqa: E402
 
 TEN = "[0,1,2,3,4,5,6,7,8,9]"
 PATH = "spec.categories[0].options.thresholds.busBandwidthGBps"
@@ -109,13 +111,15 @@ def test_the_controller_refuses_the_certification_with_a_reason_and_creates_noth
     obj["spec"] = certification(nested(4))["spec"]
     nodes = Store()
     nodes.replace(yaml.safe_load(NODES.read_text())["items"])
-    kube = OneObjectKube(obj)
-    ctx = Context(kube=kube, stores={"nodes": nodes, "resourceslices": Store()}, clock=FixedClock(), settings=Settings())  # type: ignore[arg-type]
+    kube = MemoryKube()
+    kube.put(obj)
+    ctx = Context(kube=kube, stores={"nodes": nodes, "resourceslices": Store()}, clock=FixedClock(), settings=Settings())
     started = time.thread_time()
     CertificationReconciler(ctx).reconcile("ns", "c")
     assert time.thread_time() - started < 5.0
-    failed = cond.condition(kube.obj["status"], cond.FAILED)
+    status = kube.get(CERTIFICATIONS, "c", "ns")["status"]
+    failed = cond.condition(status, cond.FAILED)
     assert failed["status"] == "True" and failed["reason"] == "WorkflowValidationFailed"
     assert PATH in failed["message"] and "ThresholdExpressionTooCostly" in failed["message"]
-    assert kube.created == []
-    assert "failedNodes" not in kube.obj["status"]
+    assert [call for call in kube.calls if call.verb == "create" and call.resource != "events"] == []
+    assert "failedNodes" not in status

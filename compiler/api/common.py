@@ -90,7 +90,8 @@ Quantity = Union[int, Annotated[str, Field(max_length=32, pattern=QUANTITY)]]
 FreeForm = Annotated[Any, Crd(preserve_unknown=True)]
 FreeFormObject = Annotated[Any, Crd(preserve_unknown=True, object_type=True)]
 Phase = Literal["Pending", "InProgress", "Succeeded", "Failed"]
-#: NVCRE's three, and the bandwidth run that cannot be trusted (corrupted, failed, unfinished table)
+#: NVCRE's three, the bandwidth run that cannot be trusted (corrupted, failed, unfinished table)
+#: and the training run that diverged (a non-finite loss)
 FailureReason = Literal[
     "HardwareFailureDetected",
     "ThresholdViolation",
@@ -98,6 +99,7 @@ FailureReason = Literal[
     "CollectiveDataCorrupted",
     "CollectiveRunFailed",
     "CollectiveTableIncomplete",
+    "TrainingLossNotFinite",
 ]
 StringMap = dict[str, str]
 

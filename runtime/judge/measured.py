@@ -1,11 +1,13 @@
-"""A bandwidth measurement whose run cannot be trusted fails its Job (pure).
+"""A measurement whose run cannot be trusted fails its Job (pure).
 
 A BandwidthMeasurement carries ``status.failure`` (``{reason, message}``) when its log showed
 corrupted data, a failed run or a table that never finished
-(:mod:`nvcre.runtime.measure.nccl_checks`). Whatever bandwidth the rows print, such a Job has
-not shown its nodes healthy:
+(:mod:`nvcre.runtime.measure.nccl_checks`); a GoodputMeasurement carries a ``Diverged=True``
+condition (reason ``TrainingLossNotFinite``) when its training log showed a non-finite loss
+(:mod:`nvcre.runtime.measure.training`). Whatever bandwidth the rows print or goodput the finite
+steps give, such a Job has not shown its nodes healthy:
 
-* :func:`measurement_failure` reads the failure of one measurement;
+* :func:`measurement_failure` reads the failure of one measurement of either kind;
 * :func:`failure_outcome` gives the Job tier what to write on the Job: ``ValidationFailed=True``
   with the failure's reason and message, and one ``failedNodes`` entry per group node with
   that reason (a node already blamed for the same reason keeps its entry);
@@ -27,13 +29,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..measure.nccl_checks import REASONS
+from ..measure.training import DIVERGED_CONDITION, LOSS_NOT_FINITE
 from .attribution import group_nodes
 from .health import merge_failed_nodes
 from .reading import Obj, as_list, as_map, conditions_of, job_ref_name, status_of, true_condition
 
 __all__ = [
     "MEASUREMENT_FAILURE_REASONS",
+    "TRAINING_FAILURE_REASONS",
     "bandwidth_unsettled",
+    "first_failure",
+    "measurement_unsettled",
     "group_entries",
     "MeasurementFailure",
     "failure_outcome",
@@ -42,8 +48,10 @@ __all__ = [
     "with_measurement_failures",
 ]
 
-#: the ValidationFailed (and failed-node) reasons a bandwidth measurement's failure gives
-MEASUREMENT_FAILURE_REASONS = frozenset(REASONS)
+#: the ValidationFailed (and failed-node) reasons a training measurement's failure gives
+TRAINING_FAILURE_REASONS = frozenset({LOSS_NOT_FINITE})
+#: the ValidationFailed (and failed-node) reasons a measurement's failure gives, of either kind
+MEASUREMENT_FAILURE_REASONS = frozenset(REASONS) | TRAINING_FAILURE_REASONS
 VALIDATION_FAILED = "ValidationFailed"
 
 
@@ -55,8 +63,20 @@ class MeasurementFailure:
     message: str
 
 
+def _training_failure(measurement: Obj) -> MeasurementFailure | None:
+    diverged = true_condition(conditions_of(measurement), DIVERGED_CONDITION)
+    reason = diverged.get("reason") if diverged is not None else None
+    if not isinstance(reason, str) or reason not in TRAINING_FAILURE_REASONS:
+        return None
+    message = diverged.get("message") if diverged is not None else None
+    return MeasurementFailure(reason, str(message) if isinstance(message, str) and message else reason)
+
+
 def measurement_failure(measurement: Obj) -> MeasurementFailure | None:
-    """The failure a BandwidthMeasurement records; None when it records none (or an unknown reason)."""
+    """The failure a BandwidthMeasurement or a GoodputMeasurement records; None when it records
+    none (or an unknown reason). An object without a kind is read as a BandwidthMeasurement."""
+    if measurement.get("kind") == "GoodputMeasurement":
+        return _training_failure(measurement)
     if measurement.get("kind") not in (None, "BandwidthMeasurement"):
         return None
     failure = as_map(status_of(measurement).get("failure"))
@@ -67,8 +87,17 @@ def measurement_failure(measurement: Obj) -> MeasurementFailure | None:
     return MeasurementFailure(reason, str(message) if isinstance(message, str) and message else reason)
 
 
+def first_failure(*measurements: Obj | None) -> MeasurementFailure | None:
+    """The first failure the given measurements record (absent ones skipped), None when none does."""
+    for measurement in measurements:
+        failure = measurement_failure(measurement) if measurement is not None else None
+        if failure is not None:
+            return failure
+    return None
+
+
 def _failures_by_job(measurements: Iterable[Obj]) -> dict[str, MeasurementFailure]:
-    """The first (by measurement name) recorded failure of each Job's bandwidth measurements."""
+    """The first (by measurement name) recorded failure of each Job's measurements."""
     found: dict[str, MeasurementFailure] = {}
     for measurement in sorted(
         (m for m in measurements if isinstance(m, Mapping)), key=lambda m: str(as_map(m.get("metadata")).get("name") or "")
@@ -168,6 +197,17 @@ def bandwidth_unsettled(job: Obj, measurement: Obj | None, *, expired: bool) -> 
     never waits.
     """
     if not as_map(as_map(job.get("spec")).get("bandwidthMeasurement")) or measurement is None or expired:
+        return False
+    if measurement_failure(measurement) is not None:
+        return not job_measurement_failure(job)
+    return true_condition(conditions_of(measurement), "Complete") is None
+
+
+def measurement_unsettled(job: Obj, measurement: Obj | None, *, expired: bool) -> bool:
+    """:func:`bandwidth_unsettled` for a measurement of either kind: a Job that records a goodput
+    measurement waits for it the same way (its log may still show a diverged run)."""
+    key = "goodputMeasurement" if measurement is not None and measurement.get("kind") == "GoodputMeasurement" else "bandwidthMeasurement"
+    if not as_map(as_map(job.get("spec")).get(key)) or measurement is None or expired:
         return False
     if measurement_failure(measurement) is not None:
         return not job_measurement_failure(job)

@@ -95,6 +95,16 @@ class RunningGoodput:
     application_start: datetime | None = None
     #: the line that started a checkpoint save not finished yet ("" when none)
     pending_line: str = ""
+    #: iteration lines the step pattern matched, and those no step time could be given
+    iteration_lines: int = 0
+    untimed_lines: int = 0
+    #: lines that showed a diverged run, and the first one's iteration and what it showed
+    diverged_lines: int = 0
+    first_diverged_iteration: int = 0
+    first_diverged_shows: str = ""
+    #: the last iteration line with a timestamp (it times the next line without a step time)
+    anchor_iteration: int = 0
+    anchor_time: datetime | None = None
 
     def take(self, parse: training.TrainingParse) -> None:
         """Add one batch's parse, whose lines follow everything taken so far."""
@@ -103,6 +113,13 @@ class RunningGoodput:
             self.application_start = parse.application_start
         for step in parse.steps:
             self._take_step(step)
+        self.iteration_lines += parse.iteration_lines
+        self.untimed_lines += parse.untimed_lines
+        if parse.first_diverged is not None and not self.diverged_lines:
+            self.first_diverged_iteration, self.first_diverged_shows = parse.first_diverged
+        self.diverged_lines += parse.diverged_lines
+        if parse.anchor is not None:
+            self.anchor_iteration, self.anchor_time = parse.anchor
         for checkpoint in parse.checkpoints:
             self.checkpoints += 1
             self.checkpoint_save_time += checkpoint.save_duration
@@ -160,6 +177,11 @@ class RunningGoodput:
             highest_step=self.highest_step,
         )
 
+    @property
+    def anchor(self) -> tuple[int, datetime] | None:
+        """The last timestamped iteration line taken, as the parser's ``anchor``."""
+        return (self.anchor_iteration, self.anchor_time) if self.anchor_time is not None else None
+
     def copy(self) -> RunningGoodput:
         return replace(self)
 
@@ -175,6 +197,8 @@ class RunningGoodput:
         """The sums a :meth:`to_dict` wrote; ValueError when ``data`` is not that shape."""
         out = cls()
         for name, kind in _FIELDS.items():
+            if name not in data and name in _LATER_FIELDS:
+                continue  # written before the field existed: its default
             if name not in data:
                 raise ValueError(f"{name} is missing")
             value = data[name]
@@ -202,6 +226,18 @@ def _field_kinds() -> dict[str, str]:
 
 
 _FIELDS = _field_kinds()
+#: fields added after sums were first carried on measurements: a tail written without them reads on
+_LATER_FIELDS = frozenset(
+    {
+        "iteration_lines",
+        "untimed_lines",
+        "diverged_lines",
+        "first_diverged_iteration",
+        "first_diverged_shows",
+        "anchor_iteration",
+        "anchor_time",
+    }
+)
 
 
 @lru_cache(maxsize=64)
@@ -254,7 +290,7 @@ def _carried(line: str) -> str:
 
 def _fold_batch(state: RunningGoodput, lines: list[str], spec: Mapping[str, Any]) -> None:
     carried = state.pending_line
-    parse = training.parse_training([carried, *lines] if carried else lines, spec)
+    parse = training.parse_training([carried, *lines] if carried else lines, spec, anchor=state.anchor)
     state.take(parse)
     if parse.pending_save is None:
         state.pending_line = ""

@@ -12,6 +12,16 @@ whose ``skipped`` count is above zero is kept and counted in ``skipped_iteration
 fp16 loss-scale skips log no loss). A counter (``iteration``, ``epoch``, ``skipped``...) may be
 printed as a float with a whole value (Lightning's ``global_step=794.0``, ``9e+3``).
 
+A diverged run is seen, never dropped: a ``loss`` of ``nan`` or ``inf`` (any case, with or without
+a sign, Lightning's ``nan.0``) keeps its step, and a ``nanIterations`` count above zero
+(Megatron's ``number of nan iterations: N``) marks it too; ``TrainingParse.first_diverged`` names
+the first such line and :data:`LOSS_NOT_FINITE` is the reason the measurement then records.
+
+A step line without a step time (``elapsedTime`` did not take part) takes one from the
+timestamps: the time since the previous iteration line that carried one, divided by the
+iterations between them. The first such line only sets the clock; a line with no timestamp at all
+has no step time and is counted in ``untimed_lines`` so the measurement can say why it holds no step.
+
 ``calculate_goodput`` is NVCRE's formula at a given ``now``:
 ``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``, zero when the numerator is negative
 or the denominator is not positive; warm-up steps are left out of the step-time and TFLOPS
@@ -21,6 +31,7 @@ averages.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +49,8 @@ from .profile import (
 from .timefmt import rfc3339
 
 __all__ = [
+    "DIVERGED_CONDITION",
+    "LOSS_NOT_FINITE",
     "Checkpoint",
     "Goodput",
     "TrainingParse",
@@ -47,6 +60,12 @@ __all__ = [
 ]
 
 _UNIT_DIVISOR = {"s": 1.0, "ms": 1000.0, "us": 1000000.0}
+#: the reason a training measurement records when its log shows a non-finite loss
+LOSS_NOT_FINITE = "TrainingLossNotFinite"
+#: the GoodputMeasurement condition that carries it (``True`` once a diverged step is seen)
+DIVERGED_CONDITION = "Diverged"
+#: how a non-finite number is printed: nan or inf in any case, signed or not, Lightning's ``nan.0``
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)(?:\.0*)?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,20 @@ class TrainingStep:
     #: iterations the step line reports as skipped (fp16 loss-scale overflow), 0 when none
     skipped: int = 0
     tokens_per_sec: float | None = None
+    #: iterations the step line reports as nan (Megatron's ``number of nan iterations``), 0 when none
+    nan_iterations: int = 0
+    #: the step time came from the timestamps of this line and the one before
+    derived_time: bool = False
+
+    @property
+    def loss_finite(self) -> bool:
+        """Whether the loss is a finite number (True when the line shows no loss)."""
+        return self.loss is None or math.isfinite(self.loss)
+
+    @property
+    def diverged(self) -> bool:
+        """Whether the line shows a diverged run: a non-finite loss or nan iterations."""
+        return not self.loss_finite or self.nan_iterations > 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -72,8 +105,14 @@ class TrainingStep:
             "iteration": self.iteration,
             "stepTiming": self.elapsed_time,
         }
-        if self.loss is not None:
+        if self.loss is not None and self.loss_finite:
             out["loss"] = self.loss
+        elif self.loss is not None:
+            out["lossNotFinite"] = str(self.loss)  # JSON has no NaN: the text Python prints for it
+        if self.nan_iterations:
+            out["nanIterations"] = self.nan_iterations
+        if self.derived_time:
+            out["stepTimeFrom"] = "timestamps"
         if self.tflops is not None:
             out["tflops"] = self.tflops
         if self.skipped:
@@ -114,6 +153,17 @@ class TrainingParse:
     pending_save: tuple[int, str, datetime | None] | None = None
     warmup_steps: int = 0
     log_interval: int = 0
+    #: lines the ``trainingStep`` pattern matched whose numbers parsed, steps or not
+    iteration_lines: int = 0
+    #: of those, lines with no step time that no timestamps could give one
+    untimed_lines: int = 0
+    #: lines that showed a diverged run (non-finite loss or nan iterations)
+    diverged_lines: int = 0
+    #: the first of them: (iteration, what it showed)
+    first_diverged: tuple[int, str] | None = None
+    #: the last iteration line that carried a timestamp: (iteration, time); the next line without
+    #: a step time is timed from it
+    anchor: tuple[int, datetime] | None = None
 
     @property
     def skipped_iterations(self) -> int:
@@ -152,6 +202,11 @@ class TrainingParse:
             out["logInterval"] = self.log_interval
         if self.skipped_iterations:
             out["skippedIterations"] = self.skipped_iterations
+        if self.untimed_lines:
+            out["untimedLines"] = self.untimed_lines
+        if self.first_diverged is not None:
+            out["divergedLines"] = self.diverged_lines
+            out["firstDiverged"] = {"iteration": self.first_diverged[0], "shows": self.first_diverged[1]}
         if self.pending_save is not None:
             step, path, started = self.pending_save
             pending: dict[str, Any] = {"path": path, "step": step}
@@ -169,6 +224,16 @@ def _number(text: str | None) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def _loss(text: str | None) -> float | None:
+    """A loss: any finite number, or nan/inf as a diverged run prints it (``nan``, ``NAN``,
+    ``-inf``, Lightning's ``nan.0``); None when it is neither."""
+    if text is None:
+        return None
+    if _NON_FINITE.fullmatch(text.strip()):
+        return float(text.strip().lower().rstrip("0").rstrip("."))
+    return _number(text)
 
 
 #: the largest counter a float literal still holds exactly (Lightning prints ``global_step=9e+3``)
@@ -206,43 +271,75 @@ def _when(match_ts: str | None, kubelet: datetime | None) -> datetime | None:
     return kubelet
 
 
-def _step(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: datetime | None) -> TrainingStep | None:
+@dataclass(frozen=True)
+class _Line:
+    """One iteration line as read: its step (elapsed time None when the line carried none)."""
+
+    iteration: int
+    elapsed_time: float | None
+    timestamp: datetime | None
+    numbers: Mapping[str, float | None]
+    ints: Mapping[str, int]
+
+    def step(self, elapsed: float, *, derived: bool = False) -> TrainingStep:
+        return TrainingStep(
+            iteration=self.iteration,
+            elapsed_time=elapsed,
+            timestamp=self.timestamp,
+            tflops=self.numbers["tflops"],
+            loss=self.numbers["loss"],
+            epoch=self.ints["epoch"],
+            global_step=self.ints["globalStep"],
+            skipped=self.ints["skipped"],
+            tokens_per_sec=self.numbers["tokensPerSec"],
+            nan_iterations=self.ints["nanIterations"],
+            derived_time=derived,
+        )
+
+
+def _read_line(pattern: ProfilePattern, groups: Mapping[str, str | None], kubelet: datetime | None) -> _Line | None:
+    """The numbers of a matched iteration line; None when one of them does not parse."""
     iteration = _integer(groups.get("iteration"))
-    elapsed = _number(groups.get("elapsedTime"))
-    if iteration is None or elapsed is None or elapsed < 0:
+    raw_elapsed = groups.get("elapsedTime")
+    elapsed = _number(raw_elapsed) if raw_elapsed is not None else None
+    if iteration is None or (raw_elapsed is not None and (elapsed is None or elapsed < 0)):
         return None
     numbers: dict[str, float | None] = {}
     for name in ("tflops", "loss", "tokensPerSec"):
         raw = groups.get(name)
-        if raw is None:
-            numbers[name] = None
-            continue
-        value = _number(raw)
-        if value is None:
+        value = (_loss(raw) if name == "loss" else _number(raw)) if raw is not None else None
+        if raw is not None and value is None:
             return None
         numbers[name] = value
     ints: dict[str, int] = {}
-    for name in ("epoch", "globalStep", "skipped"):
+    for name in ("epoch", "globalStep", "skipped", "nanIterations"):
         raw = groups.get(name)
         parsed = _integer(raw) if raw is not None else None
         if raw is not None and parsed is None:
             return None
         ints[name] = parsed if parsed is not None else (iteration if name == "globalStep" else 0)
     stamp_text = groups.get("timestamp")
-    stamp = _when(stamp_text, kubelet)
     if stamp_text and parse_layout_time(stamp_text) is None:
         return None
-    return TrainingStep(
-        iteration=iteration,
-        elapsed_time=_seconds(pattern, "elapsedTime", elapsed),
-        timestamp=stamp,
-        tflops=numbers["tflops"],
-        loss=numbers["loss"],
-        epoch=ints["epoch"],
-        global_step=ints["globalStep"],
-        skipped=ints["skipped"],
-        tokens_per_sec=numbers["tokensPerSec"],
-    )
+    seconds = _seconds(pattern, "elapsedTime", elapsed) if elapsed is not None else None
+    return _Line(iteration, seconds, _when(stamp_text, kubelet), numbers, ints)
+
+
+def _derived_time(line: _Line, anchor: tuple[int, datetime] | None) -> float | None:
+    """The step time the timestamps give a line without one: the time since ``anchor`` (the last
+    iteration line with a timestamp) over the iterations between them; None when they give none."""
+    if anchor is None or line.timestamp is None or line.iteration <= anchor[0]:
+        return None
+    seconds = (line.timestamp - anchor[1]).total_seconds()
+    return seconds / (line.iteration - anchor[0]) if seconds >= 0 else None
+
+
+def _divergence(step: TrainingStep) -> str:
+    """What a diverged step line shows, in words."""
+    shown = [] if step.loss_finite else [f"loss {step.loss}"]
+    if step.nan_iterations:
+        shown.append(f"{step.nan_iterations} nan iteration(s)")
+    return " and ".join(shown)
 
 
 def _setting(spec: Mapping[str, Any], key: str) -> int:
@@ -285,11 +382,17 @@ def _checkpoint_done(
     return Checkpoint(step=step_no, path=path, timestamp=finished, save_duration=duration)
 
 
-def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -> TrainingParse:
+# Long: one pass over the lines, each tried against the five patterns in turn; the step branch
+# keeps the counts (iteration lines, untimed, diverged) and the clock anchor in the loop's locals.
+def parse_training(
+    text: str | Iterable[str], profile_spec: Mapping[str, Any], *, anchor: tuple[int, datetime] | None = None
+) -> TrainingParse:
     """Steps, checkpoints, restores and the application start in ``text``.
 
     ``text`` is the log, or its consecutive pieces (each ending at a line end, as
     :class:`~nvcre.runtime.measure.windows.LogWindows` gives them): one piece is held at a time.
+    ``anchor`` is the last timestamped iteration line of the text before this one (a later batch
+    of the same log), which times this text's first line when it has no step time.
 
     Raises ``PatternError`` when the profile has no usable ``trainingStep`` pattern; the log
     itself never raises.
@@ -303,6 +406,8 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
     app_start: datetime | None = None
     last_log: datetime | None = None
     pending: tuple[int, str, datetime | None] | None = None
+    matched = untimed = diverged = 0
+    first_diverged: tuple[int, str] | None = None
 
     for raw in _lines(text):
         stamp_text, body = split_line(raw)
@@ -314,9 +419,22 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
         body = matched_part(body)
         match = step_p.regex.search(body)
         if match is not None:
-            step = _step(step_p, match.groupdict(), kubelet)
-            if step is not None:
-                steps.append(step)
+            line = _read_line(step_p, match.groupdict(), kubelet)
+            if line is None:
+                continue
+            matched += 1
+            derived = line.elapsed_time is None
+            elapsed = _derived_time(line, anchor) if derived else line.elapsed_time
+            if line.timestamp is not None:
+                anchor = (line.iteration, line.timestamp)
+            step = line.step(elapsed if elapsed is not None else 0.0, derived=derived)
+            if step.diverged:
+                diverged += 1
+                first_diverged = first_diverged or (step.iteration, _divergence(step))
+            if elapsed is None:
+                untimed += 1
+                continue
+            steps.append(step)
             continue
         if save_p is not None and (match := save_p.regex.search(body)) is not None:
             step_no = _integer(match.groupdict().get("step"))
@@ -343,6 +461,11 @@ def parse_training(text: str | Iterable[str], profile_spec: Mapping[str, Any]) -
         pending_save=pending,
         warmup_steps=_setting(spec, "warmupSteps"),
         log_interval=_setting(spec, "logInterval"),
+        iteration_lines=matched,
+        untimed_lines=untimed,
+        diverged_lines=diverged,
+        first_diverged=first_diverged,
+        anchor=anchor,
     )
 
 

@@ -17,6 +17,10 @@ When the Job is terminal, the profile's pod log is read in full once (a GoodputM
 on from where its samples stopped) and handed to the pure parsers in ``runtime.measure``; the
 result is one terminal write (``Complete=True``), never overwritten. Status is written only when
 it changes.
+A training log that shows a diverged run (a non-finite loss) sets the GoodputMeasurement's
+``Diverged`` condition (reason ``TrainingLossNotFinite``) as soon as a sample or the final read
+sees it; the goodput of the steps is written beside it. A finished training log with no step
+says how many iteration lines it saw and why none became a step.
 Reasons follow NVCRE: ``JobSucceeded``, ``NoDataCollected``, ``JobFailed``, ``LogsUnavailable``
 (Job gone or replaced, or the log stayed unreadable past the grace), with
 ``Measuring=False``/``FinalReadPending`` while a finished Job's log cannot be read yet and
@@ -54,7 +58,7 @@ from . import log_read
 from .common import annotations_of, meta, name_of, namespace_of
 from .context import SAFETY_NET_POLLS, Context, Result
 from .goodput_reads import SAMPLE_WINDOWS, GoodputRead, GoodputReading, GoodputReads, log_identity
-from .measurement_kinds import KINDS, GoodputKind, MeasurementKind, transports
+from .measurement_kinds import CONDITION_FIELD, KINDS, GoodputKind, MeasurementKind, no_step_message, transports
 from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 __all__ = ["MeasurementReconciler"]
@@ -101,14 +105,25 @@ def _attempt_start(measurement: Mapping[str, Any]) -> datetime | None:
     return parse_time(status.get("startTime"))
 
 
-def _merged(status: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """``status`` updated with ``fields``; a field whose value is None is removed."""
+def _merged(status: Mapping[str, Any], fields: Mapping[str, Any], stamp: str = "") -> dict[str, Any]:
+    """``status`` updated with ``fields``; a field whose value is None is removed, and a
+    condition the fields carry (:data:`CONDITION_FIELD`) is set, stamped ``stamp`` (when it
+    changes; without a stamp, the one it had, so an unchanged condition compares equal)."""
     new = dict(status)
+    condition = None
     for key, value in fields.items():
-        if value is None:
+        if key == CONDITION_FIELD:
+            condition = value
+        elif value is None:
             new.pop(key, None)
         else:
             new[key] = value
+    if isinstance(condition, Mapping):
+        kept = cond.condition(new, str(condition["type"])) or {}
+        when = stamp or str(kept.get("lastTransitionTime") or "")
+        new = cond.set_condition(
+            new, str(condition["type"]), str(condition["status"]), str(condition["reason"]), str(condition["message"]), when
+        )
     return new
 
 
@@ -193,7 +208,7 @@ class MeasurementReconciler:
         completed_at = _job_terminal_time(job)
         if life == cond.FAILED:
             try:
-                fields = self._final_fields(kind, profile, text, completed_at, measurement) if text else {}
+                fields, _ = self._final_fields(kind, profile, text, completed_at, measurement) if text else ({}, "")
             except PatternError:
                 fields = {}
             self._complete(resource, measurement, "JobFailed", f"Job {job_name} failed", completed_at, fields)
@@ -215,12 +230,12 @@ class MeasurementReconciler:
             self._complete(resource, measurement, "LogsUnavailable", f"The log of Job {job_name} could not be read", completed_at, {})
             return Result()
         try:
-            fields = self._final_fields(kind, profile, text, completed_at, measurement)
+            fields, empty = self._final_fields(kind, profile, text, completed_at, measurement)
         except PatternError as exc:
             self._complete(resource, measurement, "NoDataCollected", f"LogProfile cannot parse the log: {exc}", completed_at, {})
             return Result()
-        if not fields:
-            self._complete(resource, measurement, "NoDataCollected", kind.no_data, completed_at, {})
+        if not fields or set(fields) == {CONDITION_FIELD}:
+            self._complete(resource, measurement, "NoDataCollected", empty or kind.no_data, completed_at, fields)
             return Result()
         self._complete(resource, measurement, "JobSucceeded", _final_read_message(text), completed_at, fields)
         return Result()
@@ -286,7 +301,7 @@ class MeasurementReconciler:
         def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
             if cond.is_true(status, COMPLETE):
                 return None
-            new = _merged(status, fields)
+            new = _merged(status, fields, stamp)
             new.setdefault("startTime", stamp)
             if note is not None:
                 new = cond.set_condition(new, log_read.CONDITION, note.state, note.reason, note.message, stamp)
@@ -422,11 +437,14 @@ class MeasurementReconciler:
         text: LogWindows | GoodputReading,
         completed_at: str | None,
         measurement: Mapping[str, Any],
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], str]:
+        """The status fields of the final read, and what to say when they hold no number ("" for
+        the kind's own words)."""
         if isinstance(text, GoodputReading) and isinstance(kind, GoodputKind):
-            return kind.fields_of(text.finish().state, completed_at, measurement, lambda: self.ctx.clock.now())
+            state = text.finish().state
+            return kind.fields_of(state, completed_at, measurement, lambda: self.ctx.clock.now()), no_step_message(state)
         assert isinstance(text, LogWindows)
-        return self._fields(kind, profile, text, completed_at, measurement)
+        return self._fields(kind, profile, text, completed_at, measurement), ""
 
     def _profile(self, measurement: Mapping[str, Any]) -> dict[str, Any] | None:
         ref = str((measurement.get("spec") or {}).get("logProfileRef") or "")
@@ -541,7 +559,7 @@ class MeasurementReconciler:
         def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
             if cond.is_true(status, COMPLETE):
                 return None
-            new = _merged(status, fields)
+            new = _merged(status, fields, now)
             new.setdefault("startTime", now)
             new["completionTime"] = completed_at or now
             new = cond.set_condition(new, MEASURING, "False", reason, message, now)

@@ -11,7 +11,11 @@ terminal status) is the same for both kinds; what a kind decides is written here
   running sums of :mod:`..measure.goodput_state` and says how far its reads got, which is the
   clock stall detection runs on);
 * whether a sample must wait (goodput, until a checkpoint restart is folded in);
-* what an empty read means.
+* what an empty read means (a training log says how many iteration lines it saw and why none
+  became a step);
+* for goodput, whether the log shows a diverged run (a non-finite loss, nan iterations): the
+  fields then carry the ``Diverged`` condition (:data:`CONDITION_FIELD`) with the reason
+  ``TrainingLossNotFinite`` naming the first such iteration; the goodput of the steps stays.
 """
 
 from __future__ import annotations
@@ -23,16 +27,59 @@ from typing import Any, ClassVar
 
 from ..clock import format_time, parse_time
 from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, Resource
-from ..measure import attempts, goodput_state, nccl
+from ..measure import attempts, goodput_state, nccl, training
 from .common import annotations_of
 
-__all__ = ["KINDS", "MAX_TRANSPORT_LENGTH", "MAX_TRANSPORTS", "MeasurementKind", "transports"]
+__all__ = [
+    "CONDITION_FIELD",
+    "KINDS",
+    "MAX_TRANSPORT_LENGTH",
+    "MAX_TRANSPORTS",
+    "MeasurementKind",
+    "diverged_condition",
+    "no_step_message",
+    "transports",
+]
+
+#: the key under which status fields carry a condition to set (``{type, status, reason, message}``)
+#: rather than a status field; the measurement tier stamps and sets it
+CONDITION_FIELD = "+condition"
+#: the longest condition message written (the CRD allows far more; a message is a sentence)
+_MAX_MESSAGE = 1024
 
 #: ``status.transport`` keeps every NCCL network name a log shows (IB, Socket, Libfabric...), as
 #: NVCRE merges them, within the CRD's bounds
 MAX_TRANSPORTS = nccl.MAX_TRANSPORTS
 MAX_TRANSPORT_LENGTH = nccl.MAX_TRANSPORT_LENGTH
 transports = nccl.transport_names
+
+
+def diverged_condition(state: goodput_state.RunningGoodput) -> dict[str, str] | None:
+    """The ``Diverged`` condition a training log that showed a diverged run gives; None otherwise."""
+    if not state.diverged_lines:
+        return None
+    message = (
+        f"the training loss is not finite from iteration {state.first_diverged_iteration} "
+        f"({state.first_diverged_shows}); {state.diverged_lines} iteration line(s) show a diverged run, "
+        "so the run has not shown its nodes healthy whatever its goodput"
+    )
+    return {
+        "type": training.DIVERGED_CONDITION,
+        "status": "True",
+        "reason": training.LOSS_NOT_FINITE,
+        "message": message[:_MAX_MESSAGE],
+    }
+
+
+def no_step_message(state: goodput_state.RunningGoodput) -> str:
+    """Why a finished training log gave no step: no line matched, or none carried a step time."""
+    if not state.iteration_lines:
+        return "Job succeeded but no training step was parsed: no line matched spec.patterns.trainingStep; check spec.logProfileRef"
+    return (
+        f"Job succeeded but no training step was parsed: {state.iteration_lines} iteration line(s) matched "
+        f"spec.patterns.trainingStep and none carried a step time (no elapsedTime, and no timestamps "
+        f"to derive one from); check spec.logProfileRef"
+    )
 
 
 class MeasurementKind(ABC):
@@ -108,10 +155,12 @@ class GoodputKind(MeasurementKind):
         measurement: Mapping[str, Any],
         now: Callable[[], datetime],
     ) -> dict[str, Any]:
-        """The status fields of the lines ``state`` took in (``{}``: no step in any attempt)."""
+        """The status fields of the lines ``state`` took in (``{}``: no step in any attempt and no
+        sign of a diverged run)."""
         prior = attempts.PriorAttempts.from_json(annotations_of(measurement).get(attempts.PRIOR_ANNOTATION))
+        diverged = diverged_condition(state)
         if not attempts.logged_steps(prior, state.steps > 0):
-            return {}
+            return {CONDITION_FIELD: diverged} if diverged is not None else {}
         moment = parse_time(completed_at) or now()
         started = state.application_start or state.first_step_time
         goodput = attempts.combine_from(prior, state.goodput(moment), started, moment)
@@ -133,6 +182,8 @@ class GoodputKind(MeasurementKind):
             out["applicationStartTime"] = format_time(state.application_start)
         if state.steps and state.last_step_time is not None:
             out["lastStepTimestamp"] = format_time(state.last_step_time)
+        if diverged is not None:
+            out[CONDITION_FIELD] = diverged
         return out
 
 

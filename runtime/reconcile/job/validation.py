@@ -89,17 +89,20 @@ class Validation:
         return Result()
 
     def measurement_failure(self, job: dict[str, Any]) -> bool:
-        """Fail a succeeded Job whose bandwidth run cannot be trusted (corrupted, failed, cut off).
+        """Fail a succeeded Job whose bandwidth or training run cannot be trusted (a corrupted,
+        failed or cut-off collective; a training run whose loss went nan or inf).
 
-        Whatever bandwidth its rows print, such a run has not shown its nodes healthy: the Job gets
-        ValidationFailed with the measurement's reason and its group's nodes are blamed. True when
-        the measurement records a failure (the Job is then judged by it, never by thresholds).
+        Whatever bandwidth or goodput its log prints, such a run has not shown its nodes healthy:
+        the Job gets ValidationFailed with the measurement's reason and its group's nodes are
+        blamed. True when a measurement records a failure (the Job is then judged by it, never by
+        thresholds).
         """
-        if not (job.get("spec") or {}).get("bandwidthMeasurement"):
-            return False
+        spec = job.get("spec") or {}
         ctx = self.ctx
-        bandwidth = ctx.read(BANDWIDTH_MEASUREMENTS, bandwidth_name(job), namespace_of(job))
-        failure = measured.measurement_failure(bandwidth) if bandwidth is not None else None
+        namespace = namespace_of(job)
+        bandwidth = ctx.read(BANDWIDTH_MEASUREMENTS, bandwidth_name(job), namespace) if spec.get("bandwidthMeasurement") else None
+        goodput = ctx.read(GOODPUT_MEASUREMENTS, goodput_name(job), namespace) if spec.get("goodputMeasurement") else None
+        failure = measured.first_failure(bandwidth, goodput)
         if failure is None:
             return False
         pods = self.reads.pods(job)
@@ -119,10 +122,14 @@ class Validation:
         return True
 
     def bandwidth_unsettled(self, job: Mapping[str, Any]) -> bool:
-        """Whether this succeeded Job's verdict waits for its bandwidth measurement (read from the
-        cache; see :func:`nvcre.runtime.judge.measured.bandwidth_unsettled`)."""
-        if not (job.get("spec") or {}).get("bandwidthMeasurement"):
-            return False
-        bandwidth = self.ctx.cached(BANDWIDTH_MEASUREMENTS, bandwidth_name(job), namespace_of(job))
+        """Whether this succeeded Job's verdict waits for its bandwidth or training measurement
+        (read from the cache; see :func:`nvcre.runtime.judge.measured.bandwidth_unsettled` and
+        :func:`~nvcre.runtime.judge.measured.measurement_unsettled`)."""
+        spec = job.get("spec") or {}
+        namespace = namespace_of(job)
+        bandwidth = self.ctx.cached(BANDWIDTH_MEASUREMENTS, bandwidth_name(job), namespace) if spec.get("bandwidthMeasurement") else None
+        goodput = self.ctx.cached(GOODPUT_MEASUREMENTS, goodput_name(job), namespace) if spec.get("goodputMeasurement") else None
         expired, _ = self._expired(job)
-        return measured.bandwidth_unsettled(job, bandwidth, expired=expired)
+        if spec.get("bandwidthMeasurement") and measured.bandwidth_unsettled(job, bandwidth, expired=expired):
+            return True
+        return bool(spec.get("goodputMeasurement")) and measured.measurement_unsettled(job, goodput, expired=expired)
