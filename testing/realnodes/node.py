@@ -188,7 +188,7 @@ def kubelet_config(layout: NodeLayout, *, ca: Path, serving_cert: Path, serving_
         "syncFrequency": "10s",
         "registerNode": True,
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return str(yaml.safe_dump(config, sort_keys=False))
 
 
 def kubelet_argv(kubelet: Path, layout: NodeLayout, config: Path, kubeconfig: Path) -> list[str]:

@@ -199,7 +199,7 @@ def stop(timeout: float = 120.0) -> dict[str, Any] | None:
 
     Raises :class:`RealSessionError` when something could not be undone (the message lists it)."""
     try:
-        state = json.loads(state_path().read_text())
+        state: dict[str, Any] = json.loads(state_path().read_text())
     except (OSError, ValueError):
         return None
     supervisor = int(state.get("supervisor_pid", 0))
@@ -232,7 +232,7 @@ def status() -> dict[str, Any] | None:
     try:
         from kubernetes import client, config
 
-        with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:
+        with config.new_client_from_config(config_file=state["kubeconfig"]) as api_client:  # type: ignore[no-untyped-call]
             raw: Any = client.CoreV1Api(api_client).list_node(_preload_content=False)
         nodes = [node_summary(node) for node in json.loads(raw.data).get("items") or []]
     except Exception as exc:  # the report says what could not be read, never a traceback
