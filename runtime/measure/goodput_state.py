@@ -126,6 +126,22 @@ class RunningGoodput:
             self.last_checkpoint_step = checkpoint.step
             self.last_checkpoint_time = checkpoint.timestamp
 
+    def take_lifecycle(self, parse: training.TrainingParse) -> None:
+        """Add what the profile's lifecycle pod showed, when it is not the step pod
+        (``workerStrategy.lifecyclePod``): Megatron prints its start and its checkpoint saves on
+        the first rank and its iteration lines on the last, so on several nodes the step pod's log
+        alone shows no start-up and no saves. The earlier start counts; the lifecycle pod's saves
+        count when the step pod's log showed none (never twice)."""
+        start = parse.application_start
+        if start is not None and (self.application_start is None or start < self.application_start):
+            self.application_start = start
+        if self.checkpoints == 0:
+            for checkpoint in parse.checkpoints:
+                self.checkpoints += 1
+                self.checkpoint_save_time += checkpoint.save_duration
+                self.last_checkpoint_step = checkpoint.step
+                self.last_checkpoint_time = checkpoint.timestamp
+
     def _take_step(self, step: training.TrainingStep) -> None:
         if self.steps == 0:
             self.first_iteration = step.iteration

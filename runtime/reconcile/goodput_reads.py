@@ -32,6 +32,7 @@ from ..measure import goodput_state
 from ..measure.cursor import LogCursor
 from ..measure.goodput_state import GoodputTail, RunningGoodput
 from ..measure.profile import parse_rfc3339
+from ..measure.training import TrainingParse
 from ..measure.windows import LogWindows
 from .common import annotations_of, name_of, namespace_of, uid_of
 from .context import Context
@@ -92,6 +93,8 @@ class GoodputReading:
         self.tail, self.spec, self.windows = tail, spec, windows
         self.began_wall, self.began, self.deadline = began_wall, began, deadline
         self.cut = False
+        #: what the profile's lifecycle pod showed, when it is another pod (final reads only)
+        self.lifecycle: TrainingParse | None = None
 
     def _chunks(self) -> Iterator[str]:
         for chunk in self.windows:
@@ -107,6 +110,8 @@ class GoodputReading:
         """
         # a log without kubelet timestamps leaves the cursor empty: every read of it is a whole one
         state = goodput_state.fold(self.tail.state.copy(), self._chunks(), self.spec)
+        if self.lifecycle is not None:
+            state.take_lifecycle(self.lifecycle)
         cursor = self.windows.cursor
         return GoodputRead(
             tail=GoodputTail(self.tail.identity, cursor, state),

@@ -53,9 +53,10 @@ from ..measure import nccl
 from ..measure.cursor import LogCursor, advance
 from ..measure.windows import LogWindows
 from ..measure.profile import PatternError
+from ..measure.training import TrainingParse, parse_training
 from . import conditions as cond
 from . import log_read
-from .common import annotations_of, meta, name_of, namespace_of
+from .common import annotations_of, meta, name_of, namespace_of, uid_of
 from .context import SAFETY_NET_POLLS, Context, Result
 from .goodput_reads import SAMPLE_WINDOWS, GoodputRead, GoodputReading, GoodputReads, log_identity
 from .measurement_kinds import CONDITION_FIELD, KINDS, GoodputKind, MeasurementKind, no_step_message, transports
@@ -428,7 +429,31 @@ class MeasurementReconciler:
         tail = self._goodput.tail_for((namespace_of(measurement), name_of(measurement)), pod, measurement)
         reader = lambda since_time: self._read_pod_log(pod, since_time)  # noqa: E731
         spec = profile.get("spec") or {}
-        return self._goodput.start(tail, spec, reader, final=True, max_windows=self.ctx.settings.max_log_windows)
+        reading = self._goodput.start(tail, spec, reader, final=True, max_windows=self.ctx.settings.max_log_windows)
+        if reading is not None:
+            reading.lifecycle = self._lifecycle_parse(job, profile, pod, since)
+        return reading
+
+    def _lifecycle_parse(
+        self, job: Mapping[str, Any], profile: Mapping[str, Any], step_pod: Mapping[str, Any], since: datetime | None
+    ) -> TrainingParse | None:
+        """What the profile's lifecycle pod logged (start, checkpoint saves), when
+        ``workerStrategy`` names another pod for it than for the steps; None when it is the same
+        pod or its log cannot be read."""
+        strategy = (profile.get("spec") or {}).get("workerStrategy") or {}
+        pick = str(strategy.get("lifecyclePod") or "first")
+        if strategy.get("type") != "Multi" or pick == str(strategy.get("trainingStepPod") or "first"):
+            return None
+        pod = self._log_pod(job, profile, True, since, pick=pick)
+        if pod is None or uid_of(pod) == uid_of(step_pod):
+            return None
+        windows = self._log_windows(pod)
+        if windows is None:
+            return None
+        try:
+            return parse_training(windows, profile.get("spec") or {})
+        except PatternError:
+            return None
 
     def _final_fields(
         self,
@@ -469,9 +494,16 @@ class MeasurementReconciler:
         return LogWindows(first, lambda since: self._read_pod_log(pod, since), settings.max_log_read_bytes, settings.max_log_windows)
 
     def _log_pod(
-        self, job: Mapping[str, Any], profile: Mapping[str, Any], training_log: bool, since: datetime | None = None
+        self,
+        job: Mapping[str, Any],
+        profile: Mapping[str, Any],
+        training_log: bool,
+        since: datetime | None = None,
+        *,
+        pick: str | None = None,
     ) -> dict[str, Any] | None:
-        """The cached pod whose log the profile reads (``workerStrategy``), None when there is none."""
+        """The cached pod whose log the profile reads (``workerStrategy``: its ``trainingStepPod``,
+        or ``pick``), None when there is none."""
         strategy = (profile.get("spec") or {}).get("workerStrategy") or {}
         replicated = str(strategy.get("replicatedJobName") or ("node" if training_log else "launcher"))
         workload = str(((job.get("status") or {}).get("workloadRef") or {}).get("name") or f"{name_of(job)}-workload")
@@ -492,8 +524,8 @@ class MeasurementReconciler:
         if not pods:
             return None
         pods.sort(key=name_of)
-        pick = str(strategy.get("trainingStepPod") or "first")
-        return pods[-1] if pick == "last" else pods[0]
+        chosen = pick or str(strategy.get("trainingStepPod") or "first")
+        return pods[-1] if chosen == "last" else pods[0]
 
     def _read_pod_log(self, pod: Mapping[str, Any], since_time: str | None = None) -> str | None:
         """The pod's log (its ``node`` container when it has one) from its start or from

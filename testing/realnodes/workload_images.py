@@ -1,4 +1,4 @@
-"""The workload image the catalog's MPI categories run on real nodes, built here with no registry.
+"""The workload image the catalog's MPI, DCGM and training categories run on real nodes, built with no registry.
 
 Two layers, each cached under the control-plane cache by the digest of its inputs:
 
@@ -8,7 +8,10 @@ Two layers, each cached under the control-plane cache by the digest of its input
 - the **tools**: the files of ``images/workload`` put where the rendered scripts look for them:
   the CPU stand-in for nccl-tests under each ``*_perf`` and ``*_perf_mpi`` name in
   ``/usr/local/bin``, the ``dcgmi`` stand-in (answering from the node's mock GPU state) as
-  ``/usr/local/bin/dcgmi``, Debian's Open MPI programs under ``/usr/local/mpi/bin`` (``mpirun`` and the
+  ``/usr/local/bin/dcgmi``, the ``torchrun`` stand-in as ``/usr/local/bin/torchrun`` and the
+  Megatron-LM stand-in as ``/opt/megatron-lm/pretrain_gpt.py`` (with the ``pyproject.toml`` train.sh's
+  pip install reads, and a pip configuration that installs offline), ``python`` for Debian's
+  ``python3``, Debian's Open MPI programs under ``/usr/local/mpi/bin`` (``mpirun`` and the
   ``orted`` it starts on each host), Open MPI's defaults for TCP between pods, and an ssh client
   configuration that does not record host keys.
 
@@ -35,6 +38,12 @@ STANDIN = "nccl_tests_cpu.py"
 STANDIN_PATH = "usr/local/bin/nccl-tests-cpu"
 DCGMI = "dcgmi_cpu.py"
 DCGMI_PATH = "usr/local/bin/dcgmi"
+TORCHRUN = "torchrun_cpu.py"
+TORCHRUN_PATH = "usr/local/bin/torchrun"
+#: where the catalog's training init container copies Megatron-LM from (``imageMegatronPath``)
+MEGATRON_DIR = "opt/megatron-lm"
+MEGATRON = "megatron_cpu.py"
+MEGATRON_PROJECT = "megatron-pyproject.toml"
 MPI_PREFIX = "usr/local/mpi"
 # Open MPI's programs under the prefix the catalog's mpirun path names. An mpirun started by its
 # full path takes its directory's parent as the prefix and starts ``<prefix>/bin/orted`` on every
@@ -170,14 +179,21 @@ def _directories(tar: tarfile.TarFile, *paths: str) -> None:
 
 def tools_layer(target: Path) -> Path:
     """Write the tools layer: the stand-in under every nccl-tests name, Open MPI's prefix, MPI and ssh defaults."""
+    names = (STANDIN, DCGMI, "openmpi-mca-params.conf", "ssh_config", TORCHRUN, MEGATRON, MEGATRON_PROJECT, "pip.conf")
     try:
-        standin, dcgmi, mca, ssh = ((INPUTS / name).read_bytes() for name in (STANDIN, DCGMI, "openmpi-mca-params.conf", "ssh_config"))
+        standin, dcgmi, mca, ssh, torchrun, megatron, project, pip = ((INPUTS / name).read_bytes() for name in names)
     except OSError as exc:
         raise ImageError(f"the workload image's inputs are missing ({exc}); they live in images/workload of the repository") from None
     with tarfile.open(target, "w", format=tarfile.PAX_FORMAT) as tar:
-        _directories(tar, "usr/local/bin", f"{MPI_PREFIX}/bin", "etc/openmpi", "etc/ssh/ssh_config.d")
+        _directories(tar, "usr/local/bin", f"{MPI_PREFIX}/bin", "etc/openmpi", "etc/ssh/ssh_config.d", MEGATRON_DIR)
         _file(tar, STANDIN_PATH, standin, 0o755)
         _file(tar, DCGMI_PATH, dcgmi, 0o755)
+        _file(tar, TORCHRUN_PATH, torchrun, 0o755)
+        _file(tar, f"{MEGATRON_DIR}/pretrain_gpt.py", megatron, 0o755)
+        _file(tar, f"{MEGATRON_DIR}/pyproject.toml", project)
+        _file(tar, "etc/pip.conf", pip)
+        # train.sh calls ``python`` (NVIDIA's images have it); Debian's Python is ``python3`` alone.
+        tar.addfile(_entry("usr/local/bin/python", kind=tarfile.SYMTYPE, mode=0o777, link="/usr/bin/python3"))
         for name in PERF_NAMES:
             for variant in (name, f"{name}_mpi"):
                 tar.addfile(_entry(f"usr/local/bin/{variant}", kind=tarfile.SYMTYPE, mode=0o777, link="nccl-tests-cpu"))

@@ -4,10 +4,12 @@ nvcre controller (``python -m nvcre.runtime``, as it ships) beside the real kube
 
 An ``mpi`` WorkloadRun runs the workload image's nccl-tests stand-in under the rendered ``mpirun``
 line; it Succeeds, and the launcher's log shows ranks in both nodes' worker pods. A ``torch``
-WorkloadRun renders ``torchrun``, which the workload image lacks (it has no PyTorch): once its pods
-are placed, the run ends Failed on the container's start error, not at its timeout; without a
-taint selector its pods are never placed (only a Pinned MPI workload tolerates the GPU taint by
-itself) and it ends Failed at its ``timeoutPerJob``. The last test stops the environment and checks
+WorkloadRun renders ``torchrun``: on the workload image (its ``torchrun`` stand-in starting the
+Megatron-LM stand-in, which trains over TCP between the two pods) it Succeeds; on an image without
+``torchrun`` (the environment's busybox image), once its pods are placed, the run ends Failed on
+the container's start error, not at its timeout; without a taint selector its pods are never
+placed (only a Pinned MPI workload tolerates the GPU taint by itself) and it ends Failed at its
+``timeoutPerJob``. The last test stops the environment and checks
 that every process is gone and the host is as it was."""
 
 from __future__ import annotations
@@ -43,26 +45,22 @@ spec:
   orchestration:
     timeoutPerJob: 4m
 """
-TORCH_RUN = f"""\
+TORCH_RUN = """\
 apiVersion: nvcre.nvidia.com/v1alpha1
 kind: WorkloadRun
 metadata:
   name: torch-smoke
 spec:
-  image: {IMAGE}
+  image: {image}
   numNodes: 2
   gpusPerNode: 2
   framework:
     torch:
-      script: /config/smoke.py
-      args: ["--steps", "2"]
-  config:
-    inline:
-      smoke.py: |
-        print("never reached: the image has no torchrun")
+      script: /opt/megatron-lm/pretrain_gpt.py
+      args: ["--train-iters", "20", "--log-interval", "10", "--hidden-size", "1024", "--ffn-hidden-size", "4096"]
   orchestration:
-    timeoutPerJob: {{timeout}}
-{{target}}"""
+    timeoutPerJob: {timeout}
+{target}"""
 #: the GPU nodes' taint, which only a Pinned MPI workload tolerates without being told
 GPU_TAINT_TARGET = """\
   target:
@@ -205,8 +203,23 @@ def test_an_mpi_workloadrun_succeeds_with_ranks_on_both_nodes(env: Environment, 
     assert nodes == set(env.cluster.node_names), (hosts, pods.seen)
 
 
+def test_a_torch_workloadrun_succeeds_with_torchruns_workers_training_over_both_nodes(env: Environment, tmp_path: Path) -> None:
+    document = TORCH_RUN.format(image=IMAGE, timeout="4m", target=GPU_TAINT_TARGET)
+    run, results = run_workload(env, tmp_path, "wlr-torch-ok", document)
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+    assert "[watch] WorkloadRun succeeded." in run.stderr and "Result:       PASSED" in run.stdout
+    assert (results["result"], results["failedNodes"], results["totalNodes"]) == ("PASSED", [], 2)
+    assert _status(env, "torch-smoke", "wlr-torch-ok")["phase"] == "Succeeded"
+    # torchrun started two workers per pod; four data-parallel ranks met over TCP and trained.
+    logs = {p.spec.node_name: _log(env.cluster, "wlr-torch-ok", p.metadata.name) for p in _pods(env.cluster, "wlr-torch-ok")}
+    assert sorted(logs) == sorted(env.cluster.node_names), logs
+    text = "\n".join(logs.values())
+    assert "using world size: 4, data-parallel size: 4," in text and text.count("] iteration ") == 2, text[-3000:]
+
+
 def test_a_torch_workloadrun_whose_image_lacks_torchrun_fails_with_the_start_error(env: Environment, tmp_path: Path) -> None:
-    document = TORCH_RUN.format(timeout="3m", target=GPU_TAINT_TARGET)
+    assert env.cluster.test_image is not None
+    document = TORCH_RUN.format(image=env.cluster.test_image.reference, timeout="3m", target=GPU_TAINT_TARGET)
     with Pods(env.cluster, "wlr-torch") as pods:
         run, results = run_workload(env, tmp_path, "wlr-torch", document)
     assert run.returncode == 1, (run.stdout[-2000:], run.stderr[-3000:])
@@ -230,7 +243,7 @@ def test_a_torch_workloadrun_whose_image_lacks_torchrun_fails_with_the_start_err
 
 
 def test_a_torch_workloadrun_not_told_to_tolerate_the_gpu_taint_fails_at_its_timeout(env: Environment, tmp_path: Path) -> None:
-    document = TORCH_RUN.format(timeout="20s", target="")
+    document = TORCH_RUN.format(image=IMAGE, timeout="20s", target="")
     with Pods(env.cluster, "wlr-untolerated") as pods:
         run, results = run_workload(env, tmp_path, "wlr-untolerated", document)
     assert run.returncode == 1, (run.stdout[-2000:], run.stderr[-3000:])
