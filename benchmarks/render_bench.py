@@ -145,7 +145,7 @@ t_emit = time.perf_counter()
 print("imports", t_import - start)
 print("API validation (first)", t_validate - t_import)
 print("catalog + overlays", t_load - t_validate)
-print("render (validation again + passes)", t_render - t_load)
+print("render (passes; the validation above is remembered)", t_render - t_load)
 print("emit", t_emit - t_render)
 """
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -176,6 +177,21 @@ def parse_quantity(value: Any) -> Fraction:
         return _in_range(Fraction(repr(value)), value)
     if not isinstance(value, str):
         raise ValueError(f"{_shown(value)} is not a quantity")
+    if type(value) is str and len(value) <= MAX_QUANTITY_TEXT:
+        return _parse_text(value)
+    return _parse_text_uncached(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """A quantity's text, parsed once per process: a cluster's nodes repeat a handful of values
+    (``"8"``, ``"2Ti"``...), and the result is immutable, so every caller can share it."""
+    return _parse_text_uncached(value)
+
+
+def _parse_text_uncached(value: str) -> Fraction:
+    from fractions import Fraction
+
     text = value.strip()
     if len(text) > MAX_QUANTITY_TEXT:
         raise ValueError(f"{_shown(value)} is not a quantity: longer than {MAX_QUANTITY_TEXT} characters")

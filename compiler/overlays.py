@@ -156,7 +156,8 @@ def _cel_matches(expression: str, facts: MatchFacts) -> bool:
     return result
 
 
-def matches(overlay: Overlay, facts: MatchFacts) -> bool:
+def _fixed_clauses_hold(overlay: Overlay, facts: MatchFacts) -> bool:
+    """The overlay's clauses on platform, architecture, entry, launch and source kind all hold."""
     when = overlay.when
     checks = (
         (when.platform, facts.platform),
@@ -165,8 +166,18 @@ def matches(overlay: Overlay, facts: MatchFacts) -> bool:
         (when.launch, facts.launch),
         (when.source_kind, facts.source_kind),
     )
-    if any(clause is not None and not clause.matches(value) for clause, value in checks):
+    return not any(clause is not None and not clause.matches(value) for clause, value in checks)
+
+
+def matches(overlay: Overlay, facts: MatchFacts) -> bool:
+    if not _fixed_clauses_hold(overlay, facts):
         return False
+    return _expression_holds(overlay, facts)
+
+
+def _expression_holds(overlay: Overlay, facts: MatchFacts) -> bool:
+    """The overlay's ``when.expression`` holds (true when it has none); OverlayConditionError when it cannot be evaluated."""
+    when = overlay.when
     if when.expression is None:
         return True
     try:
@@ -183,7 +194,8 @@ class OverlaySet(NamedTuple):
     overlays: tuple[Overlay, ...]
 
     def matching(self, facts: MatchFacts) -> list[Overlay]:
-        return [overlay for overlay in self.overlays if matches(overlay, facts)]
+        """The overlays whose ``when`` holds, in order (as :func:`matches` decides each one)."""
+        return [overlay for overlay in _candidates(self.overlays, facts) if _expression_holds(overlay, facts)]
 
     def platforms(self) -> list[str]:
         names: set[str] = set()
@@ -194,6 +206,41 @@ class OverlaySet(NamedTuple):
                 if clause.equals:
                     names.add(clause.equals)
         return sorted(names)
+
+
+#: (id of an overlay tuple, platform, architecture, source kind) -> (that tuple, the overlays whose
+#: clauses on those three hold, in order); the tuple is kept so its id stays its own
+_CANDIDATES: dict[tuple[int, str, str, str], tuple[tuple[Overlay, ...], tuple[Overlay, ...]]] = {}
+_CANDIDATES_LIMIT = 4096
+
+
+def _holds(clause: StringMatch | None, value: str) -> bool:
+    return clause is None or clause.matches(value)
+
+
+def _candidates(overlays: tuple[Overlay, ...], facts: MatchFacts) -> list[Overlay]:
+    """The overlays whose clauses other than the expression hold for ``facts``, in order.
+
+    The platform, architecture and source-kind clauses are decided once per overlay set and
+    those three strings (a render of one pair asks the same for every category) and the entry
+    and launch clauses on the few overlays left, so the answer is :func:`_fixed_clauses_hold`'s.
+    """
+    if type(overlays) is not tuple:  # a list could change under the memo: decide afresh
+        return [overlay for overlay in overlays if _fixed_clauses_hold(overlay, facts)]
+    key = (id(overlays), facts.platform, facts.gpu_arch, facts.source_kind)
+    known = _CANDIDATES.get(key)
+    if known is None or known[0] is not overlays:
+        found = tuple(
+            overlay
+            for overlay in overlays
+            if _holds(overlay.when.platform, facts.platform)
+            and _holds(overlay.when.gpu_architecture, facts.gpu_arch)
+            and _holds(overlay.when.source_kind, facts.source_kind)
+        )
+        if len(_CANDIDATES) >= _CANDIDATES_LIMIT:
+            _CANDIDATES.clear()
+        known = _CANDIDATES[key] = (overlays, found)
+    return [o for o in known[1] if _holds(o.when.entry, facts.entry) and _holds(o.when.launch, facts.launch)]
 
 
 def platforms_root() -> Path:

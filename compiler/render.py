@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .catalog import Catalog, load_catalog
+from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, Diagnostic, attributed, error
 from .overlays import OverlaySet, load_overlays
 from .pipeline import run_passes
@@ -61,13 +62,42 @@ def passed_on_annotations(document: Mapping[str, Any]) -> tuple[tuple[str, str],
     return tuple((key, annotations[key]) for key in keys if isinstance(annotations.get(key), str))
 
 
+#: documents already validated in this process: (kind, ``repr`` of plain data) -> (decoded, report)
+_VALIDATED: dict[tuple[str, str], tuple[dict[str, Any], tuple[Diagnostic, ...]]] = {}
+#: a process validates a handful of documents again and again (the CLI's check, then the render;
+#: a controller's every reconcile): a small memo holds them, emptied when full
+_VALIDATED_LIMIT = 32
+#: documents longer than this (as ``repr``) are validated every time rather than kept
+_VALIDATED_MAX_KEY = 128 * 1024
+
+
 def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], list[Diagnostic]]:
     """API validation of ``document``, which must be a ``kind``; raises CompileError on any error.
 
     Returns the document as the API server would decode it (whole-valued floats such as
     ``2.0`` become integers), so the passes never see a number the server would not store.
     A document the shortcut proves valid builds no API model; any other gets the full report.
+
+    Validation is a pure function of the document's plain data, so a document that passed is
+    remembered by its ``repr`` (which tells apart types, order and values) and not checked again
+    in this process; the caller still gets its own copy. Anything but plain data, and every
+    document that fails, is validated each time.
     """
+    key = (kind, repr(document)) if type(document) is dict and is_plain(document) else None
+    if key is not None and len(key[1]) > _VALIDATED_MAX_KEY:
+        key = None
+    known = _VALIDATED.get(key) if key is not None else None
+    if known is not None:
+        return plain_copy(known[0]), list(known[1])
+    decoded, problems = _validate_kind(document, kind)
+    if key is not None:
+        if len(_VALIDATED) >= _VALIDATED_LIMIT:
+            _VALIDATED.clear()
+        _VALIDATED[key] = (plain_copy(decoded), tuple(problems))
+    return decoded, problems
+
+
+def _validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], list[Diagnostic]]:
     from .api.schema_check import whole_numbers_as_integers
     from .api.validate import certainly_valid, schema_of_kind, validate
 

@@ -73,12 +73,16 @@ def _bytecode_cache(kind: str) -> BytecodeCache | None:
     return FileSystemBytecodeCache(str(folder)) if folder is not None else None
 
 
+#: the encoder ``json.dumps(value, ensure_ascii=False, sort_keys=False)`` builds on every call, built once
+_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=False)
+
+
 def _as_json(value: Any) -> str:
     if isinstance(value, Undefined):
         str(value)  # strict undefined (and sandbox refusals) raise here, with the template's own message
     if isinstance(value, str) and value == "":
         return '""'
-    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return _JSON.encode(value)
 
 
 def _as_shell_word(value: Any) -> str:

@@ -12,7 +12,8 @@ A pass that edits must hand them its own deep copy of the Workflow.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from .diagnostics import PathPart, format_path
 from .unit import Context
@@ -78,7 +79,7 @@ def dig(obj: Any, parts: Sequence[PathPart], create: bool = False) -> Any:
                 return None
             current = current[part]
             continue
-        if not isinstance(current, Mapping):
+        if type(current) is not dict and not isinstance(current, Mapping):
             return None
         if create and current.get(part) is None and isinstance(current, dict):
             current[part] = {}

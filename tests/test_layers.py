@@ -5,8 +5,9 @@ package-dir maps them) and checks the table :data:`CONTRACTS`, modelled on impor
 contracts: deny-lists (the compiler is the floor; only ``nvcre.runtime.kube`` talks to the API;
 one door into the compiler's lowering; the reconcile tiers are independent; the CLI loads the
 test harness only inside a command) and allow-lists for the pure layers (measure, judge,
-report, kube). On top: no import circle anywhere (lazy imports included, so no
-``compiler/plan`` <-> ``compiler/diagnose`` loop either), and the runtime builds no manifest of
+report, kube). On top: no import circle anywhere (lazy imports included), no circle between
+sibling packages either (so no ``compiler/plan`` <-> ``compiler/diagnose`` loop through
+different modules), and the runtime builds no manifest of
 its own (no dict literal with an ``apiVersion`` key). The checks walk whatever modules exist,
 so they hold while packages grow, and a negative test proves each one can fail. Checked-cache
 mode, the runtime's purity check at run time, is tested in tests/runtime/test_checked_cache.py.
@@ -227,6 +228,15 @@ API_LITERALS_ALLOWED = {
 }
 
 
+#: package circles known and tracked, each with why it still exists; a new one fails the test
+PACKAGE_CIRCLES_ALLOWED = {
+    frozenset(("nvcre.runtime.evidence", "nvcre.runtime.ops")): (
+        "ops.run writes a run's evidence and evidence.gather collects a run through ops, "
+        "both inside functions; open until the evidence writer is handed the verdict in hand"
+    ),
+}
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
     index: dict[str, int] = {}
@@ -290,7 +300,35 @@ def violations(root: Path) -> list[str]:
             found += [f"{module.path.relative_to(root)}:{line}: {name} {what}" for line, what in _manifest_literals(module.tree)]
     for cycle in _cycles(graph):
         found.append(f"import circle (lazy imports included): {' -> '.join(cycle)}")
+    packages = {name for name in known if any(m.name.startswith(name + ".") for m in all_modules)}
+    for cycle in _cycles(sibling_graph(graph, packages)):
+        if frozenset(cycle) not in PACKAGE_CIRCLES_ALLOWED:
+            found.append(f"package circle (lazy imports included): {' -> '.join(cycle)}")
     return found
+
+
+def sibling_graph(graph: dict[str, set[str]], packages: set[str]) -> dict[str, set[str]]:
+    """The module graph seen one level below each common parent, where sibling packages meet.
+
+    An import from ``a.b.x`` to ``a.c.y`` is an edge ``a.b -> a.c``: two packages under the same
+    parent may not reach each other both ways, even through different modules (``plan.planner``
+    importing ``diagnose.session`` while ``diagnose.session`` imports ``plan.spec`` is a package
+    circle with no module circle). Only edges between packages count: a module importing its own
+    package's siblings, or a parent and its child, are not package circles.
+    """
+    out: dict[str, set[str]] = {p: set() for p in packages}
+    for source, targets in graph.items():
+        for target in targets:
+            a, b = source.split("."), target.split(".")
+            common = 0
+            while common < min(len(a), len(b)) and a[common] == b[common]:
+                common += 1
+            if common >= min(len(a), len(b)):
+                continue  # one contains the other
+            left, right = ".".join(a[: common + 1]), ".".join(b[: common + 1])
+            if left in packages and right in packages:
+                out[left].add(right)
+    return out
 
 
 def _manifest_literals(tree: ast.Module) -> list[tuple[int, str]]:
@@ -386,6 +424,16 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         (
             {"compiler/plan/x.py": "from ..diagnose import y\n", "compiler/diagnose/y.py": "def f():\n    from ..plan import x\n"},
             "import circle",
+        ),
+        (
+            {
+                "compiler/plan/__init__.py": "",
+                "compiler/plan/planner.py": "from ..diagnose import session\n",
+                "compiler/plan/spec.py": "X = 1\n",
+                "compiler/diagnose/__init__.py": "",
+                "compiler/diagnose/session.py": "def f():\n    from ..plan.spec import X\n",
+            },
+            "package circle (lazy imports included): nvcre.compiler.diagnose -> nvcre.compiler.plan",
         ),
     ],
 )

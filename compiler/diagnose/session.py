@@ -19,6 +19,7 @@ from typing import Any
 
 from ..diagnostics import CompileError, error
 from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
+from ..workflow_spec import read_workflow
 from . import planner as planner_named
 from .model import Diagnosis, GroupResult, Options, Prior, Round
 from .prior import PLANNERS, read_prior
@@ -202,8 +203,6 @@ def replay_workflow(
     ``first_round`` is the first round's groups (name -> nodes) as the Workflow's status recorded
     them; the node set and the grouping the planner starts from are rebuilt from it.
     """
-    from ..plan.spec import read_workflow
-
     nodes = sorted({n for members in first_round.values() for n in members})
     mnnvl = read_workflow(workflow).mnnvl_enabled
     options = options_for(workflow, len(nodes), mnnvl=mnnvl)

@@ -30,10 +30,6 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         options=unit.options,
     )
     templates = template_set(str(ctx.catalog.root), str(ctx.overlays.root))
-    values = template_values(unit, ctx)
-    workflow = plain_copy(dict(unit.workflow or {}))
-    owners: dict[str, str] = {}
-    applied = []
     try:
         matching = ctx.overlays.matching(facts)
     except OverlayConditionError as exc:
@@ -45,6 +41,12 @@ def apply_overlays(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
                 f"{exc.message} (pass apply_overlays, while rendering {ctx.entry.key})",
             )
         ]
+    if not matching and type(unit.workflow) is dict:
+        return unit, []  # nothing to change, so nothing to copy
+    values = template_values(unit, ctx)
+    workflow = plain_copy(dict(unit.workflow or {}))
+    owners: dict[str, str] = {}
+    applied = []
     for overlay in matching:
         where = f"overlay {overlay.name} ({overlay.source})"
         try:

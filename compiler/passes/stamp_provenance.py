@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..datacopy import plain_copy
 from ..diagnostics import Diagnostic
 from ..unit import Context, Unit
 from ..vocabulary import ANNOTATION_APPLIED_OVERLAYS, ANNOTATION_RENDER_FACTS
@@ -31,8 +30,11 @@ def _compact(value: object) -> str:
 
 
 def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
-    workflow = plain_copy(dict(unit.workflow or {}))
-    annotations = workflow.setdefault("metadata", {}).setdefault("annotations", {})
+    # Only the path to the annotations is copied: the rest is shared with the unit this pass was
+    # handed, which no one changes (every pass copies what it changes, so the tree is the render's own).
+    workflow = dict(unit.workflow or {})
+    metadata = workflow["metadata"] = dict(workflow.get("metadata", {}))
+    annotations = metadata["annotations"] = dict(metadata.get("annotations", {}))
     overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
     annotations[OVERLAYS_ANNOTATION] = _compact(overlays)
     facts = {name: {key: item[key] for key in ("value", "source") if key in item} for name, item in ctx.cluster.provenance.items()}

@@ -22,13 +22,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ..detect.capacity import ALLOCATABLE, node_gpu_counts
 from ..detect.gpu_arch import detect_gpu_arch
 from ..detect.platform import node_platform
 from ..detect.target import GPU_PRODUCT_LABEL, REASON_CORDONED, select_target_nodes
-from ..facts import ClusterFacts, labels_of, name_of
+from ..facts import ClusterFacts, name_of
+from ..workflow_spec import GPU_RESOURCE, WorkflowSpecView
 from .model import (
     HETEROGENEOUS_PLATFORM,
     NODE_DISCOVERY_ERROR,
@@ -36,9 +38,8 @@ from .model import (
     PlanError,
     PlanEvent,
 )
-from .spec import GPU_RESOURCE, WorkflowSpecView
 
-__all__ = ["DISCOVERY_STEPS", "UNKNOWN_ARCH", "Discovery", "discover", "exclusion_summary", "filter_gpu_capacity"]
+__all__ = ["DISCOVERY_STEPS", "UNKNOWN_ARCH", "Discovery", "discover", "exclusion_summary", "filter_gpu_capacity", "node_labels"]
 
 UNKNOWN_ARCH = "unknown"
 TARGET_PATH = "spec.orchestration.target"
@@ -59,14 +60,14 @@ class Discovery:
     capacity_excluded: tuple[tuple[str, int], ...] = ()
     events: tuple[PlanEvent, ...] = ()
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(name_of(n) for n in self.nodes)
 
     @property
     def gpu_products(self) -> tuple[str, ...]:
         """Distinct product labels of the remaining nodes (DRA-derived products are not labels)."""
-        return tuple(sorted({labels_of(n).get(GPU_PRODUCT_LABEL, "") for n in self.nodes} - {""}))
+        return tuple(sorted({node_labels(n).get(GPU_PRODUCT_LABEL, "") for n in self.nodes} - {""}))
 
     def exclusions(self) -> tuple[tuple[str, ...], str]:
         return exclusion_summary(self.cordoned, self.arch_excluded, self.gpu_architecture, self.capacity_excluded, self.spec.gpus_per_node)
@@ -74,6 +75,12 @@ class Discovery:
     def fail(self, reason: str, message: str) -> PlanError:
         excluded, why = self.exclusions()
         return PlanError(reason, message, excluded_nodes=excluded, exclusion_reason=why, events=self.events)
+
+
+def node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    """A node's labels, read in place rather than copied (planning only reads them)."""
+    labels = (node.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
 
 
 def _shortfall(excluded: tuple[tuple[str, int], ...]) -> str:

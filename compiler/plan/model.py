@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from ..workflow_spec import Placement
 
 __all__ = [
     "HETEROGENEOUS_PLATFORM",
@@ -25,8 +27,6 @@ __all__ = [
     "PlanEvent",
     "PlannedGroup",
 ]
-
-Placement = Literal["Pinned", "Unpinned"]
 
 NODE_DISCOVERY_ERROR = "NodeDiscoveryError"
 OVERRIDE_ERROR = "OverrideError"

@@ -19,9 +19,9 @@ from dataclasses import replace
 
 from ..diagnose import planner as planner_named
 from ..diagnose import session
-from ..facts import ClusterFacts, labels_of, name_of
+from ..facts import ClusterFacts, name_of
 
-from .discover import Discovery, discover, filter_gpu_capacity
+from .discover import Discovery, discover, filter_gpu_capacity, node_labels
 from .model import OVERRIDE_ERROR, PARTITION_ERROR, DiagnosePlan, Plan, PlanError, PlannedGroup
 from .overrides import OverrideContext, OverrideFailure, OverrideResult, apply_overrides
 from .partition import (
@@ -30,7 +30,7 @@ from .partition import (
     partition_by_topology,
     screening_groups,
 )
-from .spec import GPU_RESOURCE, WorkflowSpecView, read_workflow
+from ..workflow_spec import GPU_RESOURCE, WorkflowSpecView, read_workflow
 
 __all__ = ["DEFAULT_MIN_GROUP_SIZE", "plan_workflow"]
 
@@ -91,7 +91,8 @@ def _shortfall_message(needed: int, state: Discovery, *, unpinned: bool) -> str:
 
 
 def _labels_by_node(state: Discovery) -> dict[str, Mapping[str, str]]:
-    return {name_of(n): labels_of(n) for n in state.nodes}
+    """Each node's labels, read in place (planning never changes them)."""
+    return {name_of(n): node_labels(n) for n in state.nodes}
 
 
 def _diagnose_round(workflow: Mapping[str, Any], spec: WorkflowSpecView, state: Discovery) -> tuple[tuple[PlannedGroup, ...], DiagnosePlan]:
@@ -156,7 +157,7 @@ def _override(workflow: Mapping[str, Any], state: Discovery) -> tuple[Discovery,
         platform=state.platform,
         gpu_architecture=state.gpu_architecture,
         topology_mode="topology" if (spec.get("orchestration") or {}).get("topology") else "simple",
-        domain_count=len({labels_of(n).get(key) for n in state.nodes} - {None, ""}) if key else 0,
+        domain_count=len({node_labels(n).get(key) for n in state.nodes} - {None, ""}) if key else 0,
     )
     try:
         result = apply_overrides(spec, ctx)

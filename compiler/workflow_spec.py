@@ -1,8 +1,11 @@
-"""Read what planning needs out of a Workflow as the API server returns it (a plain dict).
+"""Read what planning and diagnose need out of a Workflow as the API server returns it (a plain dict).
 
 The accessors check the shape of every field they read and raise :class:`CompileError` with the
 field path when something is not what the Workflow API allows, so a hand-written Workflow with a
 typo fails with a clear message instead of a ``KeyError``.
+
+It sits below both :mod:`nvcre.compiler.plan` and :mod:`nvcre.compiler.diagnose`, which read it,
+so neither package has to import the other to learn what a Workflow asks for.
 """
 
 from __future__ import annotations
@@ -10,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
-from ..diagnostics import CompileError, error
-from ..facts import parse_quantity
-from .model import Placement
+from .diagnostics import CompileError, error
+from .facts import parse_quantity
 
-__all__ = ["GPU_RESOURCE", "UNSCHEDULABLE_TAINT", "WorkflowSpecView", "read_workflow"]
+__all__ = ["GPU_RESOURCE", "UNSCHEDULABLE_TAINT", "Placement", "WorkflowSpecView", "read_workflow", "workload_gpus_per_node"]
+
+Placement = Literal["Pinned", "Unpinned"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
