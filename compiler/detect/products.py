@@ -8,9 +8,19 @@ Kept apart from the detection modules so each of them can parse without importin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .tables import table
 
 __all__ = ["parse_product"]
+
+
+#: products already parsed against the rules they were parsed with (a cluster holds few distinct
+#: product strings, and detection asks for each node's several times)
+_PARSED: dict[str, str] = {}
+_PARSED_WITH: list[Any] = [None]
+_PARSED_MAX = 4096
 
 
 def parse_product(product: str) -> str:
@@ -21,7 +31,20 @@ def parse_product(product: str) -> str:
     lower-cased (``Tesla-V100-SXM2-16GB`` -> ``v100``, ``nvidia-tesla-t4`` -> ``t4``).
     """
     rules = table("gpu_architectures")
-    rest = (product or "").strip()
+    if _PARSED_WITH[0] is not rules:
+        _PARSED.clear()
+        _PARSED_WITH[0] = rules
+    key = product or ""
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse(key, rules)
+        if len(_PARSED) < _PARSED_MAX:
+            _PARSED[key] = found
+    return found
+
+
+def _parse(product: str, rules: Mapping[str, Any]) -> str:
+    rest = product.strip()
     for prefix in rules["stripPrefixes"]:
         if rest.upper().startswith(str(prefix).upper()):
             rest = rest[len(prefix) :]
