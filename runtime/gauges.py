@@ -13,7 +13,11 @@ flagged, for Jobs whose ``HardwareFailed`` condition is true.
 Goodput: ``nvcre_goodput_ratio``, ``nvcre_goodput_avg_tflops_per_gpu``,
 ``nvcre_goodput_avg_step_time_seconds`` and the ``nvcre_goodput_*_time_seconds`` gauges (labels
 namespace, measurement, job, workflow) while a GoodputMeasurement measures; once it completes
-only the ratio stays, until the measurement is deleted.
+only the ratio stays, until the measurement is deleted. ``nvcre_goodput_measurement_failed``
+(labels namespace, measurement, job, workflow, reason; value 1) names each GoodputMeasurement
+whose run cannot be trusted (``TrainingLossNotFinite``: its loss or its nan-iteration count went
+non-finite), read with ``judge.measured.measurement_failure``, for as long as the measurement
+exists.
 
 Topology: ``nvcre_topology_validated_nodes`` and ``nvcre_topology_failed_nodes`` (labels
 namespace, workflow, topology_key, domain, node; value 1) for the finished groups of Workflows
@@ -33,14 +37,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .judge.measured import measurement_failure
 from .judge.model import CertificationVerdict, JobState, WorkflowState
-from .judge.reading import name_of, namespace_of
+from .judge.reading import job_ref_name, name_of, namespace_of
 from .judge.states import GOODPUT_FIELDS, goodput_state, hardware_failed_nodes, job_state, job_workflow, topology_nodes, workflow_state
 
 __all__ = ["FAMILIES", "GOODPUT_FAMILIES", "CacheObjects", "Sample", "family_samples", "samples", "status_samples"]
 
 _STATUS_WORDS = {"InProgress": "in_progress", "Succeeded": "succeeded", "Failed": "failed"}
 _ORDER = ("in_progress", "succeeded", "failed")
+_GOODPUT_KIND = "GoodputMeasurement"
 
 Obj = Mapping[str, Any]
 
@@ -93,6 +99,7 @@ FAMILIES = (
     "nvcre_job_status",
     "nvcre_job_failed_nodes",
     *GOODPUT_FAMILIES,
+    "nvcre_goodput_measurement_failed",
     "nvcre_topology_validated_nodes",
     "nvcre_topology_failed_nodes",
     "nvcre_nccl_algbw_gbs",
@@ -176,6 +183,22 @@ def _goodput(verdicts: Sequence[CertificationVerdict], objects: CacheObjects, na
         yield _sample(name, value, namespace=state.namespace, measurement=state.name, job=state.job, workflow=workflow)
 
 
+def _goodput_failed(verdicts: Sequence[CertificationVerdict], objects: CacheObjects, name: str) -> Iterator[Sample]:
+    workflows: dict[tuple[str, str], str] | None = None
+    for obj in objects.goodputs:
+        # the caches hold only GoodputMeasurements; one listed without its kind is still one
+        failure = measurement_failure(obj if obj.get("kind") == _GOODPUT_KIND else {**obj, "kind": _GOODPUT_KIND})
+        if failure is None:
+            continue
+        if workflows is None:
+            workflows = _job_workflows(verdicts, objects)
+        namespace, job = namespace_of(obj), job_ref_name(obj)
+        workflow = workflows.get((namespace, job))
+        if workflow is None:
+            workflow = job_workflow(obj)  # the Job is gone: the measurement's own label
+        yield _sample(name, 1.0, namespace=namespace, measurement=name_of(obj), job=job, workflow=workflow, reason=failure.reason)
+
+
 def _topology(objects: CacheObjects, name: str) -> Iterator[Sample]:
     validated = name == "nvcre_topology_validated_nodes"
     for obj in objects.workflows:
@@ -250,6 +273,8 @@ def family_samples(verdicts: Sequence[CertificationVerdict], name: str, objects:
         yield from _job_failed_nodes(verdicts, cached, name)
     elif name in GOODPUT_FAMILIES:
         yield from _goodput(verdicts, cached, name)
+    elif name == "nvcre_goodput_measurement_failed":
+        yield from _goodput_failed(verdicts, cached, name)
     elif name in ("nvcre_topology_validated_nodes", "nvcre_topology_failed_nodes"):
         yield from _topology(cached, name)
     elif name in ("nvcre_nccl_algbw_gbs", "nvcre_nccl_busbw_gbs"):

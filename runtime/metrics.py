@@ -5,10 +5,12 @@ WorkloadRun in the caches is turned into ``judge.verdict``'s verdict (with its W
 measurements), and ``gauges`` projects those verdicts, and every other Workflow, Job and
 GoodputMeasurement in the caches, into gauge samples: the status gauges
 ``nvcre_certification_status``, ``nvcre_workflow_status`` and ``nvcre_job_status`` (a timed-out
-Job counts as failed), ``nvcre_job_failed_nodes``, the ``nvcre_goodput_*`` gauges, the topology
+Job counts as failed), ``nvcre_job_failed_nodes``, the ``nvcre_goodput_*`` gauges (with
+``nvcre_goodput_measurement_failed`` for a training run that cannot be trusted), the topology
 gauges ``nvcre_topology_validated_nodes`` / ``nvcre_topology_failed_nodes`` and the NCCL gauges
-``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs``. The report, the CLI and these gauges
-therefore read the same objects the same way and cannot disagree.
+``nvcre_nccl_busbw_gbs`` / ``nvcre_nccl_algbw_gbs`` (with ``nvcre_nccl_measurement_failed``).
+The report, the CLI and these gauges therefore read the same objects the same way and cannot
+disagree.
 
 Events are counted where they happen, per Job, by :class:`~nvcre.runtime.job_metrics.JobEventSeries`
 (``nvcre_reconcile_total``, ``nvcre_reconcile_duration_seconds``, ``nvcre_workload_created_total``,
@@ -40,10 +42,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
-from prometheus_client.samples import Sample as PromSample
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample as PromSample
 
-
+from .gauges import FAMILIES, CacheObjects, family_samples
 from .job_metrics import JobEventSeries
 from .judge.membership import RunIndex
 from .judge.model import CertificationVerdict
@@ -51,7 +53,6 @@ from .judge.verdict import certification_verdict, workloadrun_verdict
 from .kube.accounting import RequestCounter
 from .kube.informers import Store
 from .kube.queue import QueueStats
-from .gauges import FAMILIES, CacheObjects, family_samples
 from .standard_metrics import StandardMetrics
 
 __all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "cache_objects", "verdicts"]
@@ -67,6 +68,7 @@ _HELP = {
     "nvcre_job_status": "Lifecycle of each Job (1 = current; timed out counts as failed)",
     "nvcre_job_failed_nodes": "Nodes the health monitor flagged in each Job with a hardware failure",
     "nvcre_nccl_measurement_failed": "Bandwidth measurements whose run cannot be trusted (1 each; reason label)",
+    "nvcre_goodput_measurement_failed": "Training measurements whose run cannot be trusted (1 each; reason label)",
     "nvcre_goodput_ratio": "Goodput of each training measurement, 0 to 1 (kept once it completes)",
     "nvcre_goodput_avg_tflops_per_gpu": "Mean TFLOPS per GPU of the current attempt while measuring",
     "nvcre_goodput_avg_step_time_seconds": "Mean seconds per training step of the current attempt while measuring",

@@ -118,6 +118,8 @@ def _training_view(category: Mapping[str, Any]) -> dict[str, Any] | None:
                 "goodput": j["training"].get("goodput"),
                 "step": j["training"].get("stepTimeSeconds"),
                 "tflops": j["training"].get("tflopsPerGPU"),
+                # a diverged run has no goodput: its cell names why
+                "failure": str((j["training"].get("failure") or {}).get("reason") or ""),
             }
             for j in jobs
         ],
@@ -257,7 +259,7 @@ code { font-size: 12px; }
 <h3>Step time per training group</h3>
 {{ c.training.steps }}
 <table><thead><tr><th>Group</th><th>Goodput</th><th>Step time (s)</th><th>TFLOPS per GPU</th></tr></thead><tbody>
-{% for r in c.training.rows %}<tr><td>{{ r.label }}</td><td class="num">{{ '%.3f'|format(r.goodput) if r.goodput is not none else '' }}</td><td class="num">{{ '%.3f'|format(r.step) if r.step is not none else '' }}</td><td class="num">{{ '%.1f'|format(r.tflops) if r.tflops is not none else '' }}</td></tr>{% endfor %}
+{% for r in c.training.rows %}<tr><td>{{ r.label }}</td><td class="num">{{ '%.3f'|format(r.goodput) if r.goodput is not none else r.failure }}</td><td class="num">{{ '%.3f'|format(r.step) if r.step is not none else '' }}</td><td class="num">{{ '%.1f'|format(r.tflops) if r.tflops is not none else '' }}</td></tr>{% endfor %}
 </tbody></table>
 {% endif %}
 {% if c.data.groups %}

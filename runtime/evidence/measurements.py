@@ -4,7 +4,9 @@ The verdict model keeps one peak row per group; evidence keeps every row: for ea
 group, one iteration) the bus and algorithm bandwidth per message size, the transports, the
 goodput, step time and TFLOPS of a training Job, and the times the objects recorded. A bandwidth
 run that cannot be trusted (corrupted data, a failed run, a table that never finished) keeps its
-rows and its ``failure``, and has no peak: nothing downstream compares it as a measurement. Values the
+rows and its ``failure``, and has no peak; a training run that diverged (its loss or its count
+of nan iterations went non-finite) keeps its step time, TFLOPS and training time and its
+``failure``, and has no goodput: nothing downstream compares either as a measurement. Values the
 measurement published as strings become numbers; a value that is not a number is left out.
 """
 
@@ -15,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_GROUP_NODES, LABEL_GROUP, LABEL_JOB, LABEL_WORKFLOW
+
+from ..judge.measured import measurement_failure
 
 __all__ = ["job_measurements", "number"]
 
@@ -105,6 +109,11 @@ def _goodput(measurement: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("startTime", "completionTime"):
         if status.get(key):
             out[key] = str(status[key])
+    failure = measurement_failure(measurement)
+    if failure is not None:
+        # a diverged run: the goodput its finite steps gave is not a measurement of the group
+        out.pop("goodput", None)
+        out["failure"] = {"reason": failure.reason, "message": failure.message}
     return out
 
 

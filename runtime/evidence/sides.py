@@ -3,8 +3,9 @@
 A side (OLD or NEW) is one bundle, or every bundle directly under a directory (repeats of a run).
 Each bundle is checked against its Statement (and, with a key, its signature) and then reduced
 at once to what a comparison needs: for every (metric, category, group) the values its Jobs
-measured, and the identity of every node. The predicate is then dropped, so memory follows one
-bundle and the numbers of all of them, never every predicate at once.
+measured (a Job part that records a ``failure`` gives none), and the identity of every node.
+The predicate is then dropped, so memory follows one bundle and the numbers of all of them,
+never every predicate at once.
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _measured(part: Any) -> Mapping[str, Any]:
+    """A Job's ``bandwidth`` or ``training`` part; empty when absent or when it records a
+    ``failure`` (a run that cannot be trusted is never a value, whatever else it carries)."""
+    if not isinstance(part, Mapping) or part.get("failure") is not None:
+        return {}
+    return part
+
+
 def _reduce(predicate: Mapping[str, Any], into: dict[Key, list[float]]) -> None:
     """Add the values of one predicate to ``into``."""
     for category in predicate.get("categories") or []:
@@ -60,9 +69,9 @@ def _reduce(predicate: Mapping[str, Any], into: dict[Key, list[float]]) -> None:
             nodes = tuple(sorted(str(n) for n in raw)) if isinstance(raw, list) else ()
             if not nodes:
                 continue
-            bandwidth, training = job.get("bandwidth"), job.get("training")
-            peak = bandwidth.get("peakBusBandwidthGBps") if isinstance(bandwidth, Mapping) else None
-            goodput = training.get("goodput") if isinstance(training, Mapping) else None
+            bandwidth, training = _measured(job.get("bandwidth")), _measured(job.get("training"))
+            peak = bandwidth.get("peakBusBandwidthGBps")
+            goodput = training.get("goodput")
             for metric, value in (("busBandwidthGBps", _number(peak)), ("goodput", _number(goodput))):
                 if value is not None:
                     into.setdefault((metric, name, nodes), []).append(value)

@@ -23,6 +23,9 @@ from nvcre.compiler.vocabulary import (
 
 from ..measure.nccl import results_from_status
 from ..measure.timefmt import rfc3339
+from .cliques import cliques, domain_training
+from .diagnosis import diagnosis_verdict, is_diagnose
+from .measured import job_measurement_failure, measurement_failure
 from .model import (
     BandwidthPoint,
     CategoryVerdict,
@@ -32,9 +35,6 @@ from .model import (
     RestartVerdict,
     TrainingMetrics,
 )
-from .cliques import cliques, domain_training
-from .diagnosis import diagnosis_verdict, is_diagnose
-from .measured import job_measurement_failure
 from .reading import (
     Obj,
     annotations_of,
@@ -206,11 +206,13 @@ def _training(measurements: Sequence[Obj]) -> TrainingMetrics | None:
     if not goodputs:
         return None
 
-    def average(field_name: str) -> float | None:
-        values = [v for v in (as_positive(status_of(m).get(field_name)) for m in goodputs) if v is not None]
+    def average(field_name: str, of: Sequence[Obj] = goodputs) -> float | None:
+        values = [v for v in (as_positive(status_of(m).get(field_name)) for m in of) if v is not None]
         return sum(values) / len(values) if values else None
 
-    metrics = TrainingMetrics(average("result"), average("avgTFLOPSPerGPU"), average("avgStepTimeSec"))
+    # A diverged run's goodput is no measurement (its finite steps' step time and TFLOP/s still are).
+    trusted = [m for m in goodputs if measurement_failure(m) is None]
+    metrics = TrainingMetrics(average("result", trusted), average("avgTFLOPSPerGPU"), average("avgStepTimeSec"))
     if metrics.goodput is None and metrics.tflops_per_gpu is None and metrics.step_time_seconds is None:
         return None
     return metrics

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .measured import measurement_failure
 from .model import CliqueVerdict, DomainTraining, TrainingMetrics
 from .reading import Obj, as_list, as_map, as_positive, job_ref_name, status_of
 
@@ -74,8 +75,9 @@ def domain_training(workflow: Obj, measurements: Sequence[Obj]) -> tuple[DomainT
         name, count = by_job.get(job_ref_name(measurement), ("", 0))
         _, goodputs, tflops, steps = sums.setdefault(name, (count, [], [], []))
         status = status_of(measurement)
+        diverged = measurement_failure(measurement) is not None  # its goodput is no measurement
         for bucket, field in ((goodputs, "result"), (tflops, "avgTFLOPSPerGPU"), (steps, "avgStepTimeSec")):
-            value = as_positive(status.get(field))
+            value = None if diverged and field == "result" else as_positive(status.get(field))
             if value is not None:
                 bucket.append(value)
     return tuple(

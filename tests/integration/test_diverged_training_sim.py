@@ -5,7 +5,8 @@ reports were dropped and its goodput could pass. Here one node of a two-node tra
 carries the ``nan-loss`` fault, so the run prints ``lm loss: NAN`` and ``number of nan iterations``
 from half-way on and still exits 0: the GoodputMeasurement records ``Diverged`` with the reason
 ``TrainingLossNotFinite`` (its goodput kept), the Job fails ValidationFailed with that reason,
-and the Certification's report fails the group and blames both of its nodes with it.
+the Certification's report fails the group and blames both of its nodes with it, and the
+controller's ``/metrics`` shows the measurement under ``nvcre_goodput_measurement_failed``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from integration_helpers import eventually
+from prometheus_client.parser import text_string_to_metric_families
 from secure_metrics import running_controller
 
 from nvcre.runtime.kube.resources import CERTIFICATIONS, GOODPUT_MEASUREMENTS, JOBS
@@ -62,6 +65,8 @@ def test_a_diverged_training_run_is_never_read_as_healthy(simcluster: Any, sim_n
 
         measurement = eventually(measured, timeout=120, what="the GoodputMeasurement to complete")
         assert measurement is not None, controller.tail()
+        url = f"http://127.0.0.1:{controller.metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
 
     status = measurement.get("status") or {}
     diverged = cond.condition(status, "Diverged") or {}
@@ -88,3 +93,9 @@ def test_a_diverged_training_run_is_never_read_as_healthy(simcluster: Any, sim_n
     assert data["result"] == "FAILED"
     blamed = {d["name"]: d["reason"] for d in data["failedNodeDetails"]}
     assert blamed == {nodes[0]: REASON, nodes[1]: REASON}
+
+    found = {f.name: f for f in text_string_to_metric_families(text)}
+    failed = [s for s in found["nvcre_goodput_measurement_failed"].samples if s.labels.get("reason") == REASON]
+    assert [(s.labels["measurement"], s.labels["job"], s.value) for s in failed] == [
+        (measurement["metadata"]["name"], job["metadata"]["name"], 1.0)
+    ]
