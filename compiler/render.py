@@ -83,9 +83,7 @@ def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any
     in this process; the caller still gets its own copy. Anything but plain data, and every
     document that fails, is validated each time.
     """
-    key = (kind, repr(document)) if type(document) is dict and is_plain(document) else None
-    if key is not None and len(key[1]) > _VALIDATED_MAX_KEY:
-        key = None
+    key = _memo_key(document, kind)
     known = _VALIDATED.get(key) if key is not None else None
     if known is not None:
         return plain_copy(known[0]), list(known[1])
@@ -95,6 +93,16 @@ def validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any
             _VALIDATED.clear()
         _VALIDATED[key] = (plain_copy(decoded), tuple(problems))
     return decoded, problems
+
+
+def _memo_key(document: Mapping[str, Any], kind: str) -> tuple[str, str] | None:
+    """The memo key of a plain ``document``; None for anything else, anything too large, and
+    anything nested too deep to walk (validation then words its own error for it)."""
+    try:
+        key = (kind, repr(document)) if type(document) is dict and is_plain(document) else None
+    except RecursionError:
+        return None
+    return key if key is not None and len(key[1]) <= _VALIDATED_MAX_KEY else None
 
 
 def _validate_kind(document: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], list[Diagnostic]]:

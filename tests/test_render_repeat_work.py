@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from nvcre.compiler import overlays as overlays_module
 from nvcre.compiler import render as render_module
 from nvcre.compiler.catalog import load_catalog
@@ -198,3 +199,15 @@ def test_a_document_past_the_size_cap_is_validated_every_time(monkeypatch: pytes
     validate_kind(document, "Certification")
     assert len(count_validations) == 2
     assert render_module._VALIDATED == {}
+
+
+def test_a_document_nested_too_deep_to_key_is_validated_and_refused_not_crashed() -> None:
+    from nvcre.compiler.diagnostics import CompileError
+    from nvcre.compiler.render import validate_kind
+
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    document = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "c"}, "spec": {"x": deep}}
+    with pytest.raises(CompileError):
+        validate_kind(document, "Certification")
