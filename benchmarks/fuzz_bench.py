@@ -35,9 +35,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from hypothesis import HealthCheck, Phase, given, seed, settings
-
     import test_fuzz_inputs as fuzz
+    from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from nvcre.compiler.cel import environment
 

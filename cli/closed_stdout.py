@@ -15,7 +15,6 @@ shell shows for a Go command ended by ``SIGPIPE``.
 from __future__ import annotations
 
 import contextlib
-
 import os
 import sys
 from typing import Any

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+
 import typer
 
 from .output import guarded, print_diagnostics

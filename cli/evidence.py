@@ -160,9 +160,8 @@ def compare(
     key: KeyOption = None,
 ) -> None:
     """Per node and per group: the change in bus bandwidth and goodput; exit 1 when a node regressed."""
-    from nvcre.runtime.evidence import EvidenceError
+    from nvcre.runtime.evidence import EvidenceError, compare_render
     from nvcre.runtime.evidence import compare as comparing
-    from nvcre.runtime.evidence import compare_render
     from nvcre.runtime.evidence.dsse import load_public_key
 
     try:

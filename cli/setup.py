@@ -21,8 +21,7 @@ import typer
 
 from .certification import emit_workflows
 from .common import ContextOption, Format, OutputDirOption, kube_client
-from .output import fail_invalid, stderr_lines
-from .output import guarded, print_diagnostics
+from .output import fail_invalid, guarded, print_diagnostics, stderr_lines
 
 app = typer.Typer(help="Install the nvcre controller: CRDs, LogProfiles, RBAC and the Deployment.", no_args_is_help=True)
 

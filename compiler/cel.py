@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping
 
 import celpy
 from celpy import celtypes
-from celpy.evaluation import CELEvalError
 from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 from . import cel_tables
 

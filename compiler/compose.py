@@ -16,7 +16,6 @@ from typing import Any
 
 from .catalog import Catalog
 from .diagnostics import CompileError, Diagnostic, error
-
 from .durations import parse_duration
 
 __all__ = [

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 

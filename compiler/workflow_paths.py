@@ -11,8 +11,8 @@ A pass that edits must hand them its own deep copy of the Workflow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .diagnostics import PathPart, format_path

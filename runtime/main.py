@@ -104,10 +104,10 @@ def _certificate(options: Options) -> ServingCertificate:
 
 def _controller_config(options: Options, *, secure_metrics: bool) -> ControllerConfig:
     """The controller's settings from the process flags."""
+    from nvcre.compiler.durations import parse_duration
+
     from .controller import ControllerConfig
     from .reconcile.context import Settings
-
-    from nvcre.compiler.durations import parse_duration
 
     return ControllerConfig(
         namespace=options.namespace or None,

@@ -25,9 +25,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import yaml

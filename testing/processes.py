@@ -9,9 +9,9 @@ import socket
 import subprocess
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Mapping, Sequence
 
 from .errors import ControlPlaneError
 

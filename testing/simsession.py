@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ControlPlaneError
-from .processes import free_port
 from . import detached
 from .detached import alive, clear_state_file, is_recorded, read_state_file, run_dir, started_at, write_json_atomic
+from .errors import ControlPlaneError
+from .processes import free_port
 from .simfaults import FaultError, parse_assignment
 
 __all__ = [

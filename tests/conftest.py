@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 # cel-python raises the interpreter's recursion limit when it first parses; do it once up front so
 # property tests do not see the limit change under them (hypothesis warns when it does).
 import celpy  # noqa: F401,E402
+import pytest
 
 celpy.Environment().compile("true")
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import GOLDEN, REPO, cases, check
+
 from nvcre.runtime.kube.client import ObjectList
 from nvcre.runtime.kube.errors import AlreadyExists, NotFound
 from nvcre.runtime.kube.resources import Resource

@@ -14,7 +14,6 @@ from nvcre.compiler.overlays import PatchError, apply_operation, load_overlays
 from nvcre.compiler.templating import TemplateSet
 from nvcre.compiler.yamlio import load_documents
 
-
 # --- names ----------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from nvcre.compiler.api.validate import validate
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.compose import (

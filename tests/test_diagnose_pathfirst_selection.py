@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nvcre.compiler.diagnose import planner
 from nvcre.compiler.diagnose.prior import annotation_problems
 from nvcre.compiler.facts import facts_from_documents

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-
 from diagnosekit import NODES, World, crashes_on, run_adaptive
 
 from nvcre.compiler.diagnose import Options, Prior, PriorGroup

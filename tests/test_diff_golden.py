@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from goldenharness import GOLDEN, check
+
 from nvcre.cli.diff import format_json, format_markdown, format_text
 from nvcre.cli.gitops import read_render
 from nvcre.compiler.diff import diff_renders

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from goldenharness import GOLDEN
+
 from nvcre.compiler.diff import UNCHANGED_PROVENANCE, diff_renders
 from nvcre.compiler.yamlio import load_documents
 

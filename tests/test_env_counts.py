@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from nvcre.compiler.api.validate import validate
-import json
 
 BAD = "a[$(id)]"
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from evidencekit import cases
 
 from nvcre.runtime.evidence import EvidenceError, Mismatch, dsse
 from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import check_bundle, load_bundle, write_bundle
 from nvcre.runtime.evidence.canonical import sha256_hex
 from nvcre.runtime.evidence.statement import STATEMENT_TYPE
-from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "docs" / "evidence.schema.json").read_text(encoding="utf-8"))

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evidencekit import cases
 
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import Resource
-from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 

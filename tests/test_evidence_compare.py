@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evidencekit import cases
 
 from nvcre.runtime.evidence import EvidenceError
 from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import write_bundle
 from nvcre.runtime.evidence.compare import NOISE_CAP, compare, load_side
 from nvcre.runtime.evidence.compare_render import render_json, render_markdown, render_text
-from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 

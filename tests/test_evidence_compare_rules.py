@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evidencekit import history_identity as identity
+from evidencekit import history_predicate as predicate
+from evidencekit import write_history
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvcre.runtime.evidence.compare import NOISE_CAP, compare, side_of
-from evidencekit import history_identity as identity
-from evidencekit import history_predicate as predicate
-from evidencekit import write_history
 
 NVCRECTL = Path(sys.executable).with_name("nvcrectl")
 BASE = 0.05

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from evidencekit import write_history
 
 from nvcre.runtime.evidence import dsse
-from evidencekit import write_history
 
 NVCRECTL = Path(sys.executable).with_name("nvcrectl")
 HISTORY = {f"n{i}": [100.0] for i in range(4)}

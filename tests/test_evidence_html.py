@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evidencekit import cases
 
 from nvcre.runtime.evidence.assemble import assemble
-from evidencekit import cases
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGES = REPO / "docs" / "images"

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evidencekit import cases
 
 from nvcre.runtime.evidence import dsse
 from nvcre.runtime.evidence.assemble import assemble
 from nvcre.runtime.evidence.bundle import write_bundle
 from nvcre.runtime.evidence.workflows import render_run
-from evidencekit import cases
 
 NVCRECTL = Path(sys.executable).with_name("nvcrectl")
 TOKEN = "ghp_SECRETTOKEN0123456789"

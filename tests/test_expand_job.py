@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.expand import (
     expand_job,

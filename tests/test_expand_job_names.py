@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from test_expand_job import G0, plan, workflow
+
 from nvcre.compiler.expand.context import expand_context
 from nvcre.compiler.expand.job import check_job
 from nvcre.compiler.unit import Unit
-
-from test_expand_job import G0, plan, workflow
 
 
 def _problems(name: object) -> list[tuple[str, str]]:

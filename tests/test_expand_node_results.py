@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.expand import decode_failed, decode_succeeded, expand_node_results
 

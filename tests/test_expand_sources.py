@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.expand import expand_certification, expand_workloadrun
 from nvcre.compiler.render import render_certification

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import goldenharness
 import pytest
 
-import goldenharness
 from nvcre.compiler.yamlio import load_documents
 
 

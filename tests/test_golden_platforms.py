@@ -12,15 +12,15 @@ import itertools
 from pathlib import Path
 
 import pytest
-
 from goldenharness import GOLDEN, cases, check
+from projection import project
+
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect import platform_names
 from nvcre.compiler.emit import dump_yaml
 from nvcre.compiler.overlays import load_overlays
 from nvcre.compiler.render import render_certification
 from nvcre.compiler.yamlio import load_documents, load_file
-from projection import project
 
 CASES = cases("platforms")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from goldenharness import cases, check, check_render_case, diagnostics_text
+
 from nvcre.compiler.yamlio import load_file
 
 RENDER_CASES = cases("render")

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from goldenharness import cases, check_render_case
 
 CASES = cases("workloadrun")

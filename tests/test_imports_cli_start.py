@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from nvcre.cli.main import needs_every_group
 from nvcre.cli.render_shortcut import FastRender, fast_plan
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.gauges import samples
 from nvcre.runtime.judge.measured import failure_outcome, measurement_failure, with_measurement_failures

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.runtime.judge.verdict import (
     NEXT_STEP_DIAGNOSE,
     certification_verdict,

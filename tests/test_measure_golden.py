@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import GOLDEN, cases, check
+
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.dcgm import parse_dcgm
 from nvcre.runtime.measure.nccl import parse_bandwidth

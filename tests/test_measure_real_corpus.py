@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.compiler.detect import node_gpu_counts, node_platform
 from nvcre.compiler.detect.gpu_arch import node_products
 from nvcre.compiler.facts import facts_from_objects, name_of

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.nccl import parse_bandwidth, status_fields
 from nvcre.runtime.measure.nccl_checks import CORRUPTED, INCOMPLETE, REASONS

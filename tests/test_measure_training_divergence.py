@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.judge.measured import (
     MEASUREMENT_FAILURE_REASONS,
@@ -32,8 +32,8 @@ from nvcre.runtime.judge.verdict import certification_verdict
 from nvcre.runtime.measure import goodput_state
 from nvcre.runtime.measure.goodput_state import GoodputTail, RunningGoodput, fold
 from nvcre.runtime.measure.training import DIVERGED_CONDITION, LOSS_NOT_FINITE, calculate_goodput, parse_training
-from nvcre.runtime.report import json as json_report
 from nvcre.runtime.reconcile.measurement_kinds import CONDITION_FIELD, GoodputKind, diverged_condition, no_step_message
+from nvcre.runtime.report import json as json_report
 
 REAL = Path(__file__).resolve().parents[1] / "golden" / "measure" / "real" / "training"
 T0 = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from platform_profiles import GPU_PRESENT, LOOPBACKS, MPI, TRAINING
+
 from nvcre.compiler.facts import load_facts
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays

@@ -16,20 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from platform_profiles import (
     AZURE_A100,
     AZURE_H100_EXTRA,
     AZURE_IB,
-    GB200_BASE,
-    TOGETHER_HCAS,
-    TOGETHER_IB,
     DCGM,
     FORGE_IB,
+    GB200_BASE,
     LOOPBACKS,
     MPI,
+    TOGETHER_HCAS,
+    TOGETHER_IB,
     TRAINING,
 )
+
 from nvcre.compiler.mpi_args import forward_pairs
 from nvcre.compiler.overlays import load_overlays
 from nvcre.compiler.render import render_certification

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.overlays import PatchError, apply_operation, load_overlays
 from nvcre.compiler.render import render_certification

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from platform_profiles import DCGM, GPU_ANY, GPU_PRESENT, LOOPBACKS, MISTRAL_HCAS, MISTRAL_IB, MPI, NSCALE_IB, ONPREM_IB, TRAINING
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.facts import load_facts
 from nvcre.compiler.mpi_args import forward_pairs

@@ -18,20 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from platform_profiles import (
     AZURE_A100,
     AZURE_H100_EXTRA,
     AZURE_IB,
-    GB200_BASE,
-    TOGETHER_IB,
     FORGE_IB,
+    GB200_BASE,
     GPU_ANY,
     GPU_PRESENT,
     MISTRAL_IB,
     NSCALE_IB,
     ONPREM_IB,
+    TOGETHER_IB,
 )
+
 from nvcre.compiler.catalog import load_catalog
 from nvcre.compiler.detect import platform_names
 from nvcre.compiler.facts import load_facts

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from passkit import FIXTURES
+
 from nvcre.compiler.mpi_args import NoForwardAnchor, drop_forwarded, forwarded_names, set_forwarded
 from nvcre.compiler.passes.merge_env import merge_env
 from nvcre.compiler.unit import ClusterView, Context, EntryInfo, Unit

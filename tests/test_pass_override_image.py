@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from passkit import ENTRIES, FIXTURES, pod_specs
+
 from nvcre.compiler.passes.override_image import override_image
 from nvcre.compiler.passes.rewrite_gang import rewrite_gang
 from nvcre.compiler.unit import ClusterView, Context, GangSpec, Unit

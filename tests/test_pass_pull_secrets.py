@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from passkit import ENTRIES, FIXTURES, pod_specs
+
 from nvcre.compiler.passes.inject_pull_secrets import inject_pull_secrets
 from nvcre.compiler.unit import ClusterView, Context, Unit
 from nvcre.compiler.yamlio import load_file

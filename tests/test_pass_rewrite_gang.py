@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from passkit import ENTRIES, FIXTURES
+
 from nvcre.compiler.emit import dump_yaml
 from nvcre.compiler.passes.rewrite_gang import WAIT_FOR_WORKERS_SCRIPT, rewrite_gang
 from nvcre.compiler.unit import ClusterView, Context, GangSpec, Unit

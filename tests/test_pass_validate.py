@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from passkit import ENTRIES, FIXTURES
+
 from nvcre.compiler.passes.merge_workload_labels import merge_workload_labels
 from nvcre.compiler.passes.rewrite_gang import rewrite_gang
 from nvcre.compiler.passes.validate_workflow import validate_workflow

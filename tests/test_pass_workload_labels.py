@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from passkit import FIXTURES
+
 from nvcre.compiler.passes.merge_workload_labels import merge_workload_labels
 from nvcre.compiler.unit import ClusterView, Context, EntryInfo, GangSpec, Unit
 from nvcre.compiler.yamlio import load_file

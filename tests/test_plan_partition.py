@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from nvcre.compiler.plan.partition import (
     PartitionFailure,
     partition_by_name,

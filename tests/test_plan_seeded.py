@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.facts import facts_from_documents
 from nvcre.compiler.plan import Plan, PlanError, plan_workflow

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.expand import job_name
 from nvcre.compiler.expand.dependencies import dependency_suffix

@@ -11,7 +11,7 @@ import pytest
 
 from nvcre.compiler import template_snapshot, yaml_snapshot
 from nvcre.compiler.datacopy import is_plain, plain_copy
-from nvcre.compiler.overlays import MatchFacts, _condition_inputs, _condition_key, _CONDITIONS, _cel_matches
+from nvcre.compiler.overlays import _CONDITIONS, MatchFacts, _cel_matches, _condition_inputs, _condition_key
 from nvcre.compiler.templating import TemplateSet
 from nvcre.compiler.yamlio import INTERNAL_LIMITS, load_documents
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from goldenharness import cases, check
+
 from nvcre.runtime.judge.model import CertificationVerdict
 from nvcre.runtime.judge.verdict import certification_verdict, workloadrun_verdict
 from nvcre.runtime.measure.profile import parse_rfc3339

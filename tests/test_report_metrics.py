@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from goldenharness import GOLDEN
-from nvcre.runtime.judge.verdict import certification_verdict
+
 from nvcre.runtime.gauges import samples
+from nvcre.runtime.judge.verdict import certification_verdict
 
 
 def _verdict(case: str):

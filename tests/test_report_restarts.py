@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from goldenharness import GOLDEN
+
 from nvcre.runtime.judge.model import RestartVerdict
 from nvcre.runtime.judge.verdict import certification_verdict
 from nvcre.runtime.report import format as fmt

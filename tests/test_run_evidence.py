@@ -43,8 +43,7 @@ def test_the_bundle_comes_from_the_verdict_in_hand(
 
 
 def test_a_bundle_that_cannot_be_written_fails_the_run_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nvcre.runtime.evidence import EvidenceError
-    from nvcre.runtime.evidence import of_run
+    from nvcre.runtime.evidence import EvidenceError, of_run
 
     def refuse(objects: object, verdict: object, request: of_run.EvidenceRequest) -> str:
         raise EvidenceError(f"{request.directory}: no room")

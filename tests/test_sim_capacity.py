@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nvcre.testing import simcontrollers
 from nvcre.testing.simcluster import LARGE, Capacity, SimCluster
 

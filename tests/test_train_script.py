@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from nvcre.compiler.diagnostics import CompileError
 from nvcre.compiler.passes.merge_env import TRAIN_SCRIPT_COUNTS
 from nvcre.compiler.render import render_certification

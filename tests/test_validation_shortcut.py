@@ -248,9 +248,9 @@ def test_deep_or_oversized_documents_are_refused_without_walking_them() -> None:
 
 
 def test_the_kind_registry_names_each_model_s_own_crd() -> None:
+    from nvcre.compiler.api.crdfiles import crd_file_name
     from nvcre.compiler.api.kinds import KINDS, kind_plural
     from nvcre.compiler.api.validate import _installed_crd, installed_schema, schema_of_kind
-    from nvcre.compiler.api.crdfiles import crd_file_name
 
     for cls in KINDS:
         assert kind_plural(cls.kind_name()) == cls.plural

@@ -14,8 +14,8 @@ from fractions import Fraction
 from typing import Any
 
 from celpy import celtypes
-from celpy.evaluation import CELEvalError
 from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 from ..cel import program, to_cel
 from ..facts import parse_quantity

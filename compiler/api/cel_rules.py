@@ -13,9 +13,9 @@ Only CEL that both the API server and cel-python understand is used: ``has``, ``
 
 from __future__ import annotations
 
+from ..vocabulary import RESERVED_PREFIX
 from .markers import Rule
 from .patterns import LABEL_KEY, MAX_ENV, MAX_LABELS
-from ..vocabulary import RESERVED_PREFIX
 
 __all__ = [
     "THRESHOLD_KEYS",

@@ -20,7 +20,6 @@ import json
 import re
 from typing import Any, Iterator
 
-
 from ..diagnostics import Diagnostic, PathPart, error
 from .patterns import DATE_TIME
 

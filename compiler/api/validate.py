@@ -43,13 +43,13 @@ from ..diagnostics import Diagnostic, PathPart, error, format_path
 from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
 from .cel_rules import MODEL_DECIDED_RULES
 from .crdfiles import CRD_DIR, crd_file_name, crd_file_of_kind
+from .env_counts import training_count_problems
+from .health_check import health_expression_problems
 from .kinds import API_VERSION
 from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE
 from .schema_check import BLOCKING_CODES, check_schema, normalize, whole_numbers_as_integers
-from .env_counts import training_count_problems
-from .health_check import health_expression_problems
 from .threshold_check import threshold_problems
 from .workflow_names import certification_name_problems
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..diagnostics import CompileError, error
 from .. import vocabulary
+from ..diagnostics import CompileError, error
 from ..naming import fnv1a_32, truncate_name
 from ..vocabulary import GROUP
 

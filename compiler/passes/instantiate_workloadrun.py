@@ -30,9 +30,8 @@ from ..diagnostics import CompileError, Diagnostic, warning
 from ..naming import truncate_name
 from ..templating import template_set
 from ..unit import Context, Unit
+from ..vocabulary import GROUP, LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
 from ..workflow_paths import keyed
-from ..vocabulary import LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
-from ..vocabulary import GROUP
 from .instantiate_catalog import MANAGED_BY, template_values
 
 __all__ = [

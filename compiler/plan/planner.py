@@ -13,14 +13,13 @@ Pure: the same Workflow and facts always give the same plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
 from dataclasses import replace
+from typing import Any
 
 from ..diagnose import planner as planner_named
 from ..diagnose import session
 from ..facts import ClusterFacts, name_of
-
+from ..workflow_spec import GPU_RESOURCE, WorkflowSpecView, read_workflow
 from .discover import Discovery, discover, filter_gpu_capacity, node_labels
 from .model import OVERRIDE_ERROR, PARTITION_ERROR, DiagnosePlan, Plan, PlanError, PlannedGroup
 from .overrides import OverrideContext, OverrideFailure, OverrideResult, apply_overrides
@@ -30,7 +29,6 @@ from .partition import (
     partition_by_topology,
     screening_groups,
 )
-from ..workflow_spec import GPU_RESOURCE, WorkflowSpecView, read_workflow
 
 __all__ = ["DEFAULT_MIN_GROUP_SIZE", "plan_workflow"]
 

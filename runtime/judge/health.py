@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcre.compiler.cel import to_cel
-
 from nvcre.compiler.cel_cost import health_cost_problem
 from nvcre.compiler.cel_program import compile_expression, run_bool
 

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..measure.nccl import max_alg_bandwidth, max_bus_bandwidth, results_from_status
 from nvcre.compiler.cel_threshold import run_threshold
+
+from ..measure.nccl import max_alg_bandwidth, max_bus_bandwidth, results_from_status
 
 __all__ = [
     "THRESHOLD_KEYS",

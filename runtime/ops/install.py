@@ -21,6 +21,7 @@ from nvcre.compiler.vocabulary import ANNOTATION_CLEANUP_RETRY
 from ..kube.client import Kube
 from ..kube.errors import ApiError, ApiNotServed, NotFound
 from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+from .holdings import crd_resource, summary
 from .install_chart import PULL_SECRET, PullSecretTaken, chart_objects, controller_values, ensure_pull_secret, image_values
 from .install_deps import (
     CRDS,
@@ -33,7 +34,6 @@ from .install_deps import (
     missing_dependencies,
     wait_established,
 )
-from .holdings import crd_resource, summary
 from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
 if TYPE_CHECKING:

@@ -51,9 +51,9 @@ from ..kube.resources import (
 )
 from ..measure import nccl
 from ..measure.cursor import LogCursor, advance
-from ..measure.windows import LogWindows
 from ..measure.profile import PatternError
 from ..measure.training import TrainingParse, parse_training
+from ..measure.windows import LogWindows
 from . import conditions as cond
 from . import log_read
 from .common import annotations_of, meta, name_of, namespace_of, uid_of

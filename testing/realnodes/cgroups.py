@@ -11,7 +11,6 @@ node started, containers included.
 from __future__ import annotations
 
 import contextlib
-
 import os
 import signal
 import time

@@ -41,8 +41,19 @@ from . import cgroups, controllers, hostdirs, images, namespaces, toolchain, wor
 from .dnsquery import resolve
 from .faults import RealFault, parse_real_fault
 from .forward import ApiForwarder, ConnectProxy
-from .node import CLUSTER_DOMAIN, DNS_IP, NODE_NETWORK, POD_NETWORK, PRIVATE_PATHS, NodeLayout, containerd_config, kubelet_argv
-from .node import cni_config, containerd_argv, kubelet_config
+from .node import (
+    CLUSTER_DOMAIN,
+    DNS_IP,
+    NODE_NETWORK,
+    POD_NETWORK,
+    PRIVATE_PATHS,
+    NodeLayout,
+    cni_config,
+    containerd_argv,
+    containerd_config,
+    kubelet_argv,
+    kubelet_config,
+)
 
 RECORD_NAME = "teardown.json"
 MAX_NODES = 16

@@ -14,7 +14,6 @@ threads of the supervising process, so no address or route is ever added to the 
 from __future__ import annotations
 
 import contextlib
-
 import ipaddress
 import socket
 import threading

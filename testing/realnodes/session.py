@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..session import _alive, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from ..errors import ControlPlaneError
+from ..session import _alive, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from .cluster import RealCluster, teardown_from_record
 from .faults import RealFaultError, parse_real_assignment
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest

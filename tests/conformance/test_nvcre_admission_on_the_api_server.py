@@ -11,13 +11,12 @@ the same field.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
 
 from nvcre.compiler.api import validate
 

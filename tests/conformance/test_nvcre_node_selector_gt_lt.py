@@ -14,13 +14,12 @@ node affinity, so the scheduler agrees with the planner.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
 
 from nvcre.compiler.api import validate
 from nvcre.compiler.plan import PlanError, plan_workflow

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from integration_helpers import unique
+
 from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
 
 pytestmark = pytest.mark.integration

@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from integration_helpers import crd_conditions, error_causes, sample, unique
+
 from nvcre.testing.controlplane import crd_files, load_crds, project_crd_dir
 
 pytestmark = pytest.mark.integration

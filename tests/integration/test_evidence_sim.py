@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gotools import go_tool
 import yaml
+from gotools import go_tool
 from integration_helpers import eventually, fast_settings
 
 pytestmark = pytest.mark.integration
@@ -143,7 +143,6 @@ def store_fixture(kube, name: str, namespace: str, case: str) -> None:
     if os.environ.get("NVCRE_UPDATE_EVIDENCE_FIXTURES") != "1":
         return
     from nvcre.runtime.evidence.gather import gather
-
     from nvcre.runtime.kube.resources import CONFIGMAPS
 
     objects, _ = gather(kube, "Certification", name, namespace)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from integration_helpers import unique
+
 from nvcre.compiler.api import validate
 
 pytestmark = pytest.mark.integration

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 from integration_helpers import eventually
+from simobjects import runtime_of, trainjob_of
 
 from nvcre.testing.simfaults import XID_CONDITION
-from simobjects import runtime_of, trainjob_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from simobjects import RenderShapeError, runtime_of, trainjob_of
 
 from nvcre.compiler.detect.dra import product_label_value
 from nvcre.compiler.detect.gpu_arch import parse_product as architecture_of_product
@@ -25,7 +26,6 @@ from nvcre.testing.simprofiles import (
     provider_id,
     resource_slice,
 )
-from simobjects import RenderShapeError, runtime_of, trainjob_of
 from nvcre.testing.simworkloads import WorkloadError, classify, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from integration_helpers import error_causes, unique
+
 from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
 
 pytestmark = pytest.mark.integration

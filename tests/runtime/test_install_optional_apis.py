@@ -6,7 +6,6 @@ from nvcre.compiler.install import render_install
 from nvcre.runtime.ops import install
 from nvcre.testing.fakekube import MemoryKube
 
-
 MONITORING = "monitoring.coreos.com"
 
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from nvcre.runtime.measure.cursor import LogCursor
-
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.windows import LogWindows
 

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.reconcile import pod_references as refs
 

@@ -13,12 +13,11 @@ from typing import Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.kube.resources import JOBS, WORKFLOWS, Resource
+from nvcre.runtime.kube.resources import JOBS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, WORKFLOWS, Resource
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler
-from nvcre.runtime.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID
+from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
 from nvcre.runtime.reconcile.workflow.delete import RECLAIM_POLL_SECONDS
 from nvcre.testing.fakekube import MemoryKube
 

@@ -8,7 +8,6 @@ in github.com/kubernetes-sigs/controller-runtime), so its community dashboards r
 from __future__ import annotations
 
 import contextlib
-
 import threading
 import time
 from collections.abc import Callable, Mapping
