@@ -79,8 +79,8 @@ def load_signer_or_exit(sign_key: Path | None) -> Any:
 def write_evidence(kube: Any, kind: str, name: str, namespace: str, out: Path, signer: Any = None) -> None:
     """Gather the run's objects, judge them and write the bundle to ``out`` (all or nothing)."""
     from nvcre.runtime.evidence import EvidenceError
-    from nvcre.runtime.evidence.gather import gather
     from nvcre.runtime.evidence.of_run import EvidenceRequest, write_objects
+    from nvcre.runtime.ops.evidence_objects import gather
 
     objects, verdict = gather(kube, kind, name, namespace)
     try:

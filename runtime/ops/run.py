@@ -288,7 +288,7 @@ def _write_evidence(kube: Kube, request: EvidenceRequest, got: Collected, verdic
     """The bundle of the ended run, from the objects and verdict in hand; one that cannot be written
     fails the run (exit 1 unless it already failed) with one line and the report kept."""
     from ..evidence import EvidenceError
-    from ..evidence.of_run import write_run_evidence
+    from .evidence_objects import write_run_evidence
 
     try:
         output.err(write_run_evidence(kube, got, verdict, request))

@@ -142,8 +142,8 @@ def store_fixture(kube, name: str, namespace: str, case: str) -> None:
     """With NVCRE_UPDATE_EVIDENCE_FIXTURES=1: the run's objects, as the unit tests read them."""
     if os.environ.get("NVCRE_UPDATE_EVIDENCE_FIXTURES") != "1":
         return
-    from nvcre.runtime.evidence.gather import gather
     from nvcre.runtime.kube.resources import CONFIGMAPS
+    from nvcre.runtime.ops.evidence_objects import gather
 
     objects, _ = gather(kube, "Certification", name, namespace)
     refs = [
