@@ -235,14 +235,14 @@ def test_a_crossing_whose_diagonal_passes_runs_both_off_diagonal_blocks_halved_i
     from nvcre.compiler.diagnose import adaptive, pathfirst_search
 
     a, b = ("a0", "a1", "a2", "a3"), ("b0", "b1", "b2", "b3")
-    links = adaptive._State((*a, *b), (*a, *b), Options(), searches=(adaptive._Search(side_a=a, side_b=b),))
-    links, first = adaptive._search_round(links)
+    links = adaptive.AdaptiveState((*a, *b), (*a, *b), Options(), searches=(adaptive.LinkSearch(side_a=a, side_b=b),))
+    links, first = adaptive.search_round(links)
     assert isinstance(first, Round) and [g.nodes for g in first.groups] == [("a0", "a1", "b0", "b1"), ("a2", "a3", "b2", "b3")]
     # neither diagonal block failed: the link is in a0-1 x b2-3 or in a2-3 x b0-1, and both are narrowed at once
     links, unions = pathfirst_search.next_searches(links, {}, {g.name: True for g in first.groups})
-    assert set(links.searches) == {adaptive._Search(side_a=a[:2], side_b=b[2:]), adaptive._Search(side_a=a[2:], side_b=b[:2])}
+    assert set(links.searches) == {adaptive.LinkSearch(side_a=a[:2], side_b=b[2:]), adaptive.LinkSearch(side_a=a[2:], side_b=b[:2])}
     assert len(set(unions.values())) == 1
-    links, second = adaptive._search_round(links)
+    links, second = adaptive.search_round(links)
     assert isinstance(second, Round) and sorted(g.nodes for g in second.groups) == [
         ("a0", "b2"),
         ("a1", "b3"),
@@ -252,7 +252,7 @@ def test_a_crossing_whose_diagonal_passes_runs_both_off_diagonal_blocks_halved_i
     # one of them fails: that block holds the link, the other block of the union is dropped
     failing = next(g.name for g in second.groups if g.nodes == ("a2", "b0"))
     links, unions = pathfirst_search.next_searches(links, unions, {g.name: g.name != failing for g in second.groups})
-    assert links.searches == (adaptive._Search(side_a=("a2",), side_b=("b0",)),) and not unions
+    assert links.searches == (adaptive.LinkSearch(side_a=("a2",), side_b=("b0",)),) and not unions
     assert links.link_fails == {("a2", "b0"): 1}
 
 

@@ -48,11 +48,27 @@ from dataclasses import dataclass, field, replace
 
 from .model import Diagnosis, GroupResult, InfrastructureFault, Options, Planner, Round, RoundGroup
 
-__all__ = ["PLANNER", "advance", "start"]
+#: the planner, and the building blocks the path-first planner (:mod:`.pathfirst`) shares
+__all__ = [
+    "PLANNER",
+    "AdaptiveState",
+    "LinkSearch",
+    "advance",
+    "link_key",
+    "measured_like_peers",
+    "path_faults",
+    "record_local",
+    "search_round",
+    "split_in_halves",
+    "start",
+    "threshold_unmet_diagnosis",
+    "to_confirm",
+    "topology_order",
+]
 
 
 @dataclass(frozen=True)
-class _Search:
+class LinkSearch:
     """One open question of the link search: a set holding a link, or two sides a link crosses."""
 
     inside: tuple[str, ...] = ()
@@ -63,7 +79,7 @@ class _Search:
 
 
 @dataclass(frozen=True)
-class _State:
+class AdaptiveState:
     nodes: tuple[str, ...]
     order: tuple[str, ...]
     options: Options
@@ -79,7 +95,7 @@ class _State:
     reference_bw: float | None = None
     blamed: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()
-    searches: tuple[_Search, ...] = ()
+    searches: tuple[LinkSearch, ...] = ()
     candidates: tuple[tuple[str, str], ...] = ()
     link_fails: Mapping[tuple[str, str], int] = field(default_factory=dict)
     links: tuple[tuple[str, str], ...] = ()
@@ -95,40 +111,40 @@ class _State:
     rechecks_run: int = 0
 
 
-def _pair(a: str, b: str) -> tuple[str, str]:
+def link_key(a: str, b: str) -> tuple[str, str]:
     """A link's key, whichever end comes first."""
     return (a, b) if a <= b else (b, a)
 
 
-def _halves(nodes: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def split_in_halves(nodes: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     half = len(nodes) // 2
     return tuple(nodes[:half]), tuple(nodes[half:])
 
 
-def _topology_order(nodes: tuple[str, ...], topology: Mapping[str, str] | None) -> tuple[str, ...]:
+def topology_order(nodes: tuple[str, ...], topology: Mapping[str, str] | None) -> tuple[str, ...]:
     if not topology:
         return nodes
     return tuple(sorted(nodes, key=lambda n: (topology.get(n) or "~", n)))
 
 
 def _emit(
-    state: _State, stage: str, groups: Sequence[RoundGroup], message: str, roles: Mapping[str, tuple[int, str]] | None = None
-) -> tuple[_State, Round]:
+    state: AdaptiveState, stage: str, groups: Sequence[RoundGroup], message: str, roles: Mapping[str, tuple[int, str]] | None = None
+) -> tuple[AdaptiveState, Round]:
     pending = tuple((g.name, g.nodes) for g in groups)
     return replace(state, stage=stage, pending=pending, roles=dict(roles or {})), Round(stage, tuple(groups), message)
 
 
-def _local_round(state: _State, nodes: Sequence[str], stage: str, message: str) -> tuple[_State, Round]:
+def _local_round(state: AdaptiveState, nodes: Sequence[str], stage: str, message: str) -> tuple[AdaptiveState, Round]:
     index = {n: i for i, n in enumerate(state.nodes)}
     prefix = "local" if stage == "local-screen" else "confirm"
     groups = [RoundGroup(f"{prefix}-{index[n]}", (n,), loopback=True) for n in nodes]
     return _emit(state, stage, groups, message)
 
 
-def start(nodes: Sequence[str], topology: Mapping[str, str] | None, options: Options) -> tuple[_State, Round]:
+def start(nodes: Sequence[str], topology: Mapping[str, str] | None, options: Options) -> tuple[AdaptiveState, Round]:
     """Every node alone, at once."""
     ordered = tuple(sorted(set(nodes)))
-    state = _State(ordered, _topology_order(ordered, topology), options)
+    state = AdaptiveState(ordered, topology_order(ordered, topology), options)
     return _local_round(state, ordered, "local-screen", f"Screening {len(ordered)} nodes one by one (NIC loopback)")
 
 
@@ -142,24 +158,26 @@ def _passed(results: Sequence[GroupResult]) -> dict[str, bool]:
     return {r.name: r.passed and r.evaluable for r in results}
 
 
-def _like_peers(state: _State, result: GroupResult | None) -> bool:
+def measured_like_peers(state: AdaptiveState, result: GroupResult | None) -> bool:
     """A multi-node group that measured at least a near miss of the nodes' own screens."""
     reference = state.reference_bw
     return bool(result and result.evaluable and result.bus_bw is not None and reference and result.bus_bw >= _NEAR_MISS * reference)
 
 
-def _path_faults(state: _State, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> dict[str, bool]:
+def path_faults(state: AdaptiveState, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> dict[str, bool]:
     """A multi-node round's outcome with threshold misses that measured like the peers counted as
     passes: they hold no path fault."""
     by_name = {r.name: r for r in results}
     out = dict(outcome)
     for name, _ in state.pending:
-        if not outcome.get(name, False) and _like_peers(state, by_name.get(name)):
+        if not outcome.get(name, False) and measured_like_peers(state, by_name.get(name)):
             out[name] = True
     return out
 
 
-def _local_outcome(state: _State, results: Sequence[GroupResult], outcome: Mapping[str, bool]) -> tuple[dict[str, bool], float | None]:
+def _local_outcome(
+    state: AdaptiveState, results: Sequence[GroupResult], outcome: Mapping[str, bool]
+) -> tuple[dict[str, bool], float | None]:
     """A single-node round judged against its peers: (name -> passed, the reference bandwidth).
 
     The first local screen sets the reference, the median of every bandwidth it measured; a run
@@ -184,7 +202,7 @@ def _median(values: Sequence[float]) -> float | None:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _record_local(state: _State, outcome: Mapping[str, bool], results: Sequence[GroupResult]) -> _State:
+def record_local(state: AdaptiveState, outcome: Mapping[str, bool], results: Sequence[GroupResult]) -> AdaptiveState:
     fails, strong, tests, first_fail = dict(state.fails), dict(state.strong), dict(state.tests), dict(state.first_fail)
     bandwidth = {r.name: r.bus_bw for r in results}
     outcome, reference = _local_outcome(state, results, outcome)
@@ -205,7 +223,7 @@ FLAKY_P = 0.3
 _SHOW_AGAIN = 9
 
 
-def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
+def to_confirm(state: AdaptiveState) -> tuple[list[str], list[str], list[str]]:
     """(still on trial, newly blamed, unresolved) among nodes that ever failed alone."""
     trial, blamed, unresolved = [], [], []
     for node in state.nodes:
@@ -234,7 +252,7 @@ def _to_confirm(state: _State) -> tuple[list[str], list[str], list[str]]:
     return trial, blamed, unresolved
 
 
-def _underexposed(state: _State) -> list[str]:
+def _underexposed(state: AdaptiveState) -> list[str]:
     """Prior suspects, never failed alone, with fewer single-node runs than the prior asks for."""
     prior = state.options.prior
     if prior is None:
@@ -242,7 +260,7 @@ def _underexposed(state: _State) -> list[str]:
     return [n for n in prior.suspects(state.nodes) if not state.fails.get(n, 0) and state.tests.get(n, 0) < prior.exposures]
 
 
-def _prior_path_screen(state: _State) -> tuple[_State, Round] | None:
+def _prior_path_screen(state: AdaptiveState) -> tuple[AdaptiveState, Round] | None:
     """The prior's failed multi-node groups, restricted to this run's nodes, as the first path screen."""
     prior = state.options.prior
     if prior is None or state.path_phase:
@@ -261,7 +279,7 @@ def _prior_path_screen(state: _State) -> tuple[_State, Round] | None:
     return _emit(replace(state, path_phase=1), "path-screen", groups, message)
 
 
-def _finish_nodes(state: _State) -> tuple[_State, Round | Diagnosis]:
+def _finish_nodes(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]:
     """After local evidence is settled: blame, or go on to the paths, or screen again."""
     if state.blamed:
         message = f"Diagnosis complete: {len(state.blamed)} faulty nodes confirmed"
@@ -276,7 +294,7 @@ def _finish_nodes(state: _State) -> tuple[_State, Round | Diagnosis]:
     return _prior_path_screen(state) or _path_screen(state)
 
 
-def _path_screen(state: _State) -> tuple[_State, Round]:
+def _path_screen(state: AdaptiveState) -> tuple[AdaptiveState, Round]:
     size = max(state.options.max_group_size, 2)
     order = state.order
     groups = [RoundGroup(f"path-{i}", tuple(sorted(order[s : s + size]))) for i, s in enumerate(range(0, len(order), size))]
@@ -284,7 +302,7 @@ def _path_screen(state: _State) -> tuple[_State, Round]:
     return _emit(state, "path-screen", groups, f"Screening the paths between {len(order)} nodes in {len(groups)} group(s)")
 
 
-def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
+def _clean_bill(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]:
     if state.path_phase == 1 and not state.links:
         return _path_screen(state)  # the failed run's groups hold no link: screen every path
     if state.cycle < state.options.screen_cycles:
@@ -295,7 +313,7 @@ def _clean_bill(state: _State) -> tuple[_State, Round | Diagnosis]:
     return state, Diagnosis(False, "All nodes and paths passed, no faults detected", healthy_nodes=state.nodes, unresolved=state.unresolved)
 
 
-def _threshold_unmet(state: _State) -> tuple[_State, Diagnosis]:
+def threshold_unmet_diagnosis(state: AdaptiveState) -> tuple[AdaptiveState, Diagnosis]:
     reference = f"{state.reference_bw:.1f} GB/s" if state.reference_bw else "their peers"
     message = (
         f"Diagnosis complete: no group reaches the threshold although every node measures like its peers "
@@ -309,7 +327,7 @@ def _threshold_unmet(state: _State) -> tuple[_State, Diagnosis]:
 _MAX_RECHECKS = 8
 
 
-def _after_links(state: _State) -> tuple[_State, Round | Diagnosis]:
+def _after_links(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]:
     """Once links are named, screen the paths again with one end of every named link left out.
 
     A search that found one link stops at it; another link whose ends the search split is never
@@ -333,7 +351,7 @@ def _after_links(state: _State) -> tuple[_State, Round | Diagnosis]:
     return _links_found(state)
 
 
-def _links_found(state: _State) -> tuple[_State, Diagnosis]:
+def _links_found(state: AdaptiveState) -> tuple[AdaptiveState, Diagnosis]:
     faults = tuple(
         InfrastructureFault((a,), (b,), "link-confirm", f"the path between {a} and {b} fails only when both run together")
         for a, b in state.links
@@ -347,12 +365,12 @@ def _links_found(state: _State) -> tuple[_State, Diagnosis]:
     )
 
 
-def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
+def search_round(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]:
     """Plan one round over every open search; settled searches become link candidates."""
     groups: list[RoundGroup] = []
     roles: dict[str, tuple[int, str]] = {}
     candidates = list(state.candidates)
-    searches: list[_Search] = []
+    searches: list[LinkSearch] = []
     for search in state.searches:
         if search.inside and len(search.inside) == 2:
             candidates.append((search.inside[0], search.inside[1]))
@@ -363,15 +381,15 @@ def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
         searches.append(search)
     for i, search in enumerate(searches):
         if search.inside:
-            a, b = _halves(search.inside)
+            a, b = split_in_halves(search.inside)
             for role, members in (("a", a), ("b", b)):
                 if len(members) >= 2:
                     name = f"link-{len(groups)}"
                     groups.append(RoundGroup(name, tuple(sorted(members))))
                     roles[name] = (i, role)
             continue
-        a1, a2 = _halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
-        b1, b2 = _halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
+        a1, a2 = split_in_halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
+        b1, b2 = split_in_halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
         pairs = (("x11", a1, b1), ("x22", a2, b2)) if search.phase == 0 else (("x12", a1, b2), ("x21", a2, b1))
         for role, left, right in pairs:
             if left and right:
@@ -384,7 +402,7 @@ def _search_round(state: _State) -> tuple[_State, Round | Diagnosis]:
     return _confirm_links(state)
 
 
-def _confirm_links(state: _State) -> tuple[_State, Round | Diagnosis]:
+def _confirm_links(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]:
     groups: list[RoundGroup] = []
     busy: set[str] = set()
     for a, b in state.candidates:
@@ -397,28 +415,28 @@ def _confirm_links(state: _State) -> tuple[_State, Round | Diagnosis]:
     return _emit(state, "link-confirm", groups, f"Confirming {len(groups)} suspected link(s)")
 
 
-def _advance_search(state: _State, outcome: Mapping[str, bool]) -> tuple[_State, Round | Diagnosis]:
+def _advance_search(state: AdaptiveState, outcome: Mapping[str, bool]) -> tuple[AdaptiveState, Round | Diagnosis]:
     failed_roles: dict[int, set[str]] = {}
     for name, (index, role) in state.roles.items():
         if not outcome.get(name, False):
             failed_roles.setdefault(index, set()).add(role)
-    nxt: list[_Search] = []
+    nxt: list[LinkSearch] = []
     for i, search in enumerate(state.searches):
         failed = failed_roles.get(i, set())
         if search.inside:
-            a, b = _halves(search.inside)
+            a, b = split_in_halves(search.inside)
             if "a" in failed:
-                nxt.append(_Search(inside=a))
+                nxt.append(LinkSearch(inside=a))
             if "b" in failed:
-                nxt.append(_Search(inside=b))
+                nxt.append(LinkSearch(inside=b))
             if not failed:
-                nxt.append(_Search(side_a=a, side_b=b))
+                nxt.append(LinkSearch(side_a=a, side_b=b))
             continue
-        a1, a2 = _halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
-        b1, b2 = _halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
+        a1, a2 = split_in_halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
+        b1, b2 = split_in_halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
         parts = {"x11": (a1, b1), "x22": (a2, b2), "x12": (a1, b2), "x21": (a2, b1)}
         if failed:
-            nxt.extend(_Search(side_a=parts[r][0], side_b=parts[r][1]) for r in sorted(failed))
+            nxt.extend(LinkSearch(side_a=parts[r][0], side_b=parts[r][1]) for r in sorted(failed))
         elif search.phase == 0:
             nxt.append(replace(search, phase=1))
         # phase 1 with nothing failing: the fault did not show again; drop this search
@@ -427,21 +445,21 @@ def _advance_search(state: _State, outcome: Mapping[str, bool]) -> tuple[_State,
     link_fails = dict(state.link_fails)
     for name, nodes in state.pending:
         if len(nodes) == 2 and name in state.roles and not outcome.get(name, False):
-            key = _pair(nodes[0], nodes[1])
+            key = link_key(nodes[0], nodes[1])
             link_fails[key] = link_fails.get(key, 0) + 1
     state = replace(state, searches=tuple(nxt), link_fails=link_fails, pending=(), roles={})
-    return _search_round(state)
+    return search_round(state)
 
 
-def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Round | Diagnosis]:
+def advance(state: AdaptiveState, results: Sequence[GroupResult]) -> tuple[AdaptiveState, Round | Diagnosis]:
     """Fold a round's results into the evidence and plan the next round, or conclude."""
     outcome = _passed(results)
     for name, _ in state.pending:
         outcome.setdefault(name, False)
 
     if state.stage in ("local-screen", "confirm"):
-        state = _record_local(state, outcome, results)
-        trial, blamed, unresolved = _to_confirm(state)
+        state = record_local(state, outcome, results)
+        trial, blamed, unresolved = to_confirm(state)
         state = replace(state, blamed=tuple(sorted({*state.blamed, *blamed})), unresolved=tuple(sorted({*state.unresolved, *unresolved})))
         if trial:
             return _local_round(state, trial, "confirm", f"Re-running {len(trial)} node(s) that failed on their own")
@@ -451,21 +469,21 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
         return _finish_nodes(state)
 
     if state.stage == "path-screen":
-        judged = _path_faults(state, results, outcome)
+        judged = path_faults(state, results, outcome)
         if state.pending and all(not outcome[name] and judged[name] for name, _ in state.pending):
-            return _threshold_unmet(replace(state, pending=()))
+            return threshold_unmet_diagnosis(replace(state, pending=()))
         failing = [nodes for name, nodes in state.pending if not judged[name]]
         state = replace(state, pending=())
         if not failing:
             return _clean_bill(state)
-        state = replace(state, searches=tuple(_Search(inside=tuple(nodes)) for nodes in failing))
-        return _search_round(state)
+        state = replace(state, searches=tuple(LinkSearch(inside=tuple(nodes)) for nodes in failing))
+        return search_round(state)
 
     if state.stage == "link-search":
-        return _advance_search(state, _path_faults(state, results, outcome))
+        return _advance_search(state, path_faults(state, results, outcome))
 
     if state.stage == "link-confirm":
-        outcome = _path_faults(state, results, outcome)
+        outcome = path_faults(state, results, outcome)
         link_fails, links = dict(state.link_fails), list(state.links)
         verdicts = {(nodes[0], nodes[1]): outcome[name] for name, nodes in state.pending}
         remaining = []
@@ -475,7 +493,7 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
             elif verdicts[key]:
                 continue  # the pair passed: the search followed noise or an intermittent fault
             else:
-                pair = _pair(*key)
+                pair = link_key(*key)
                 link_fails[pair] = link_fails.get(pair, 0) + 1
                 (links if link_fails[pair] >= state.options.confirmations else remaining).append(key)
         state = replace(state, link_fails=link_fails, links=tuple(dict.fromkeys(links)), candidates=tuple(remaining), pending=())

@@ -51,9 +51,9 @@ _Group = tuple[str, tuple[str, ...]]
 @dataclass(frozen=True)
 class _State:
     #: node evidence (single-node records, the peer reference, blame): the adaptive planner's record
-    evidence: adaptive._State
+    evidence: adaptive.AdaptiveState
     #: the link search in progress or finished (the adaptive planner's machinery), if any
-    links: adaptive._State | None = None
+    links: adaptive.AdaptiveState | None = None
     #: the link search's round in flight, or its conclusion once it has one
     link_step: Round | Diagnosis | None = None
     #: open crossing searches that share one link (see :mod:`.pathfirst_search`)
@@ -88,10 +88,10 @@ def _chunks(nodes: Sequence[str], options: Options, prefix: str) -> list[RoundGr
 def start(nodes: Sequence[str], topology: Mapping[str, str] | None, options: Options) -> tuple[_State, Round]:
     """One path screen of every node; with a prior, its suspects alone beside the others' path group."""
     ordered = tuple(sorted(set(nodes)))
-    order = adaptive._topology_order(ordered, topology)
+    order = adaptive.topology_order(ordered, topology)
     # The adaptive record is used for its evidence and its search only: its prior path screen never
     # runs here (path_phase 2), nor do its screening cycles (see _start_search).
-    evidence = adaptive._State(ordered, order, options, path_phase=2)
+    evidence = adaptive.AdaptiveState(ordered, order, options, path_phase=2)
     suspects = options.prior.suspects(ordered) if options.prior else ()
     state = _State(
         evidence,
@@ -164,8 +164,8 @@ def _fold_local(state: _State, results: Sequence[GroupResult], outcome: Mapping[
         return state
     names = {name for name, _ in state.local}
     evidence = replace(state.evidence, stage="local-screen" if state.evidence.reference_bw is None else "confirm", pending=state.local)
-    evidence = adaptive._record_local(evidence, outcome, [r for r in results if r.name in names])
-    trial, blamed, unresolved = adaptive._to_confirm(evidence)
+    evidence = adaptive.record_local(evidence, outcome, [r for r in results if r.name in names])
+    trial, blamed, unresolved = adaptive.to_confirm(evidence)
     evidence = replace(
         evidence,
         blamed=tuple(sorted({*evidence.blamed, *blamed})),
@@ -209,24 +209,24 @@ def _fold_links(state: _State, results: Sequence[GroupResult], outcome: Mapping[
     for name, nodes in state.rest:
         if outcome[name]:
             clean.append(frozenset(nodes))
-        elif not adaptive._like_peers(state.evidence, by_name.get(name)):
+        elif not adaptive.measured_like_peers(state.evidence, by_name.get(name)):
             deferred.append(nodes)
     names = {g.name for g in state.link_step.groups}
     mine = [r for r in results if r.name in names]
     unions: pathfirst_search.Unions = {}
     if state.links.stage == "link-search":
-        judged = adaptive._path_faults(state.links, mine, outcome)
+        judged = adaptive.path_faults(state.links, mine, outcome)
         links, unions = pathfirst_search.next_searches(state.links, state.unions, judged)
-        fresh = tuple(adaptive._Search(inside=nodes) for nodes in deferred)
-        links, step = adaptive._search_round(replace(links, searches=(*links.searches, *fresh)))
+        fresh = tuple(adaptive.LinkSearch(inside=nodes) for nodes in deferred)
+        links, step = adaptive.search_round(replace(links, searches=(*links.searches, *fresh)))
         deferred = []
     else:
         links, step = adaptive.advance(state.links, mine)
     if deferred and (isinstance(step, Diagnosis) or step.stage == "link-search"):
         # re-plan the search's next round with the new sets in it (the same groups for the open ones)
-        fresh = tuple(adaptive._Search(inside=nodes) for nodes in deferred)
+        fresh = tuple(adaptive.LinkSearch(inside=nodes) for nodes in deferred)
         links = replace(links, searches=(*links.searches, *fresh), pending=(), roles={}, stage="link-search")
-        links, step = adaptive._search_round(links)
+        links, step = adaptive.search_round(links)
         deferred = []
     elif isinstance(step, Round) and step.stage == "path-screen":
         deferred = []  # the re-check screens every path but those of named links' ends: it holds them
@@ -247,7 +247,7 @@ def advance(state: _State, results: Sequence[GroupResult]) -> tuple[_State, Roun
 def _owed(state: _State) -> tuple[list[str], list[str], bool]:
     """(nodes that must run alone now, suspects still owed exposures, whether a node is on trial)."""
     evidence = state.evidence
-    trial, _, _ = adaptive._to_confirm(evidence)
+    trial, _, _ = adaptive.to_confirm(evidence)
     unscreened = {n for nodes, _ in state.failed_paths for n in nodes if not evidence.tests.get(n)}
     now = [n for n in evidence.nodes if n in unscreened or n in set(trial)]
     settled = {*evidence.blamed, *evidence.unresolved}
@@ -306,17 +306,17 @@ def _start_search(state: _State) -> _State | tuple[_State, Diagnosis]:
     """Failed path groups whose nodes all ran alone: like their peers they passed; otherwise search them."""
     evidence = state.evidence
     pending = [(nodes, bw) for nodes, bw in state.failed_paths]
-    like_peers = [adaptive._like_peers(evidence, GroupResult("path", nodes, False, bw)) for nodes, bw in pending]
+    like_peers = [adaptive.measured_like_peers(evidence, GroupResult("path", nodes, False, bw)) for nodes, bw in pending]
     if state.all_failed and pending and all(like_peers):
         state = replace(state, failed_paths=())
-        return state, adaptive._threshold_unmet(evidence)[1]
-    searches = tuple(adaptive._Search(inside=nodes) for (nodes, _), ok in zip(pending, like_peers) if not ok)
+        return state, adaptive.threshold_unmet_diagnosis(evidence)[1]
+    searches = tuple(adaptive.LinkSearch(inside=nodes) for (nodes, _), ok in zip(pending, like_peers) if not ok)
     state = replace(state, failed_paths=(), all_failed=False)
     if not searches:
         return state
     # the search ends in the adaptive planner's clean bill: its screening cycles are spent already
     links = replace(evidence, searches=searches, pending=(), roles={}, stage="link-search", cycle=max(evidence.options.screen_cycles, 1))
-    links, step = adaptive._search_round(links)
+    links, step = adaptive.search_round(links)
     return replace(state, links=links, link_step=step)
 
 

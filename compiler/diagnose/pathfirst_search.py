@@ -11,7 +11,7 @@ halve in every round, so a crossing of m x m nodes is narrowed in log2 m rounds,
 that, and a round tells more about where the link is the more blocks its union has.
 
 Inside searches (a set that holds a link) and the planning of each round's groups are the adaptive
-planner's (:func:`.adaptive._search_round`); only the step from one round's results to the next
+planner's (:func:`.adaptive.search_round`); only the step from one round's results to the next
 round's open questions is this module's.
 """
 
@@ -25,23 +25,23 @@ from . import adaptive
 __all__ = ["Unions", "next_searches"]
 
 #: open crossing search -> the union it belongs to (searches of one union share one link)
-Unions = Mapping[adaptive._Search, int]
+Unions = Mapping[adaptive.LinkSearch, int]
 
 
-def _parts(search: adaptive._Search) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+def _parts(search: adaptive.LinkSearch) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """A crossing's four blocks by the role names the adaptive planner gives their groups."""
-    a1, a2 = adaptive._halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
-    b1, b2 = adaptive._halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
+    a1, a2 = adaptive.split_in_halves(search.side_a) if len(search.side_a) > 1 else (search.side_a, ())
+    b1, b2 = adaptive.split_in_halves(search.side_b) if len(search.side_b) > 1 else (search.side_b, ())
     return {"x11": (a1, b1), "x22": (a2, b2), "x12": (a1, b2), "x21": (a2, b1)}
 
 
-def _cross(sides: tuple[tuple[str, ...], tuple[str, ...]]) -> adaptive._Search:
-    return adaptive._Search(side_a=sides[0], side_b=sides[1])
+def _cross(sides: tuple[tuple[str, ...], tuple[str, ...]]) -> adaptive.LinkSearch:
+    return adaptive.LinkSearch(side_a=sides[0], side_b=sides[1])
 
 
 def next_searches(
-    links: adaptive._State, unions: Unions, outcome: Mapping[str, bool]
-) -> tuple[adaptive._State, dict[adaptive._Search, int]]:
+    links: adaptive.AdaptiveState, unions: Unions, outcome: Mapping[str, bool]
+) -> tuple[adaptive.AdaptiveState, dict[adaptive.LinkSearch, int]]:
     """The open searches after a link-search round (not yet planned), and their unions.
 
     ``outcome`` is the round's verdict per group name, groups that measured like their peers
@@ -52,19 +52,19 @@ def next_searches(
     for name, (index, role) in links.roles.items():
         if not outcome.get(name, False):
             failed_roles.setdefault(index, set()).add(role)
-    certain: list[adaptive._Search] = []
-    members: dict[int, list[tuple[adaptive._Search, set[str]]]] = {}
+    certain: list[adaptive.LinkSearch] = []
+    members: dict[int, list[tuple[adaptive.LinkSearch, set[str]]]] = {}
     for index, search in enumerate(links.searches):
         failed = failed_roles.get(index, set())
         if search.inside:
-            a, b = adaptive._halves(search.inside)
-            certain.extend(adaptive._Search(inside=half) for role, half in (("a", a), ("b", b)) if role in failed)
+            a, b = adaptive.split_in_halves(search.inside)
+            certain.extend(adaptive.LinkSearch(inside=half) for role, half in (("a", a), ("b", b)) if role in failed)
             if not failed:
-                certain.append(adaptive._Search(side_a=a, side_b=b))
+                certain.append(adaptive.LinkSearch(side_a=a, side_b=b))
             continue
         # a crossing outside any union is a union of one; the key keeps those apart
         members.setdefault(unions.get(search, -1 - index), []).append((search, failed))
-    fresh: dict[adaptive._Search, int] = {}
+    fresh: dict[adaptive.LinkSearch, int] = {}
     for blocks in members.values():
         hits = [(search, failed) for search, failed in blocks if failed]
         if hits:
@@ -79,7 +79,7 @@ def next_searches(
     link_fails = dict(links.link_fails)
     for name, nodes in links.pending:
         if len(nodes) == 2 and name in links.roles and not outcome.get(name, False):
-            key = adaptive._pair(nodes[0], nodes[1])
+            key = adaptive.link_key(nodes[0], nodes[1])
             link_fails[key] = link_fails.get(key, 0) + 1
     searches = tuple(dict.fromkeys([*certain, *fresh]))
     links = replace(links, searches=searches, link_fails=link_fails, pending=(), roles={})
