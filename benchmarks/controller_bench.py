@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.queue import WorkQueue
-from nvcre.runtime.metrics import ControllerMetrics
+from nvcre.runtime.metrics.registry import ControllerMetrics
 
 
 def _obj(namespace: str, name: str, labels: dict[str, str], life: str) -> dict[str, Any]:

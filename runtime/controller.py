@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import compile as compiler
+from .endpoint.serve import Endpoint, parse_address
 from .kube.accounting import RequestCounter
 from .kube.client import Kube
 from .kube.errors import ApiError, Conflict, NotFound
@@ -39,10 +40,9 @@ from .kube.lease import LeaderElector
 from .kube.queue import ShutDown, WorkQueue
 from .kube.resources import JOBS, LOGPROFILES, NODES, Resource
 from .kube.responses import count_responses
-from .metrics import ControllerMetrics
+from .metrics.registry import ControllerMetrics
 from .reconcile.context import Context, Settings
 from .reconcile.job import workflow_label
-from .serve import Endpoint, parse_address
 from .tiers import CACHES, TABLE, TIERS, Reconcile, Route, informed, reconcilers, routes, tier_named
 from .watches import Event, Filter, cached_keys
 from .workers import Busy, WorkerBoard

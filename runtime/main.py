@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .serve import Endpoint, parse_address
+from .endpoint.serve import Endpoint, parse_address
 
 if TYPE_CHECKING:
     from .controller import ControllerConfig
-    from .tls import ServingCertificate
+    from .endpoint.tls import ServingCertificate
 
 __all__ = ["OptionError", "Options", "main", "serve"]
 
@@ -94,7 +94,7 @@ class Options:
 
 def _certificate(options: Options) -> ServingCertificate:
     """The metrics endpoint's serving certificate: the given files, else a generated one."""
-    from .tls import CertificateError, ServingCertificate
+    from .endpoint.tls import CertificateError, ServingCertificate
 
     try:
         return ServingCertificate(options.metrics_cert_path or None, options.metrics_cert_name, options.metrics_cert_key)

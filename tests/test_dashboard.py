@@ -3,7 +3,7 @@
 Every query must parse as PromQL (promtool ``check rules`` on the queries written as recording
 rules, template variables replaced by fixed values) and may read only series the controller
 exports, which are taken from the code: a ``ControllerMetrics`` registry with every event family
-fed once, written as the controller writes it, plus the state gauges of ``runtime/gauges.py``
+fed once, written as the controller writes it, plus the state gauges of ``runtime/metrics/gauges.py``
 (those need cached objects to appear). The ConfigMap of ``setup render`` carries the file's bytes.
 """
 
@@ -127,11 +127,11 @@ def metric_names(expr: str) -> set[str]:
 @cache
 def exported() -> frozenset[str]:
     """Every series name the controller serves, from the code."""
-    from nvcre.runtime.exposition import write_exposition
-    from nvcre.runtime.gauges import FAMILIES
     from nvcre.runtime.kube.accounting import RequestCounter
     from nvcre.runtime.kube.queue import QueueStats
-    from nvcre.runtime.metrics import ControllerMetrics
+    from nvcre.runtime.metrics.exposition import write_exposition
+    from nvcre.runtime.metrics.gauges import FAMILIES
+    from nvcre.runtime.metrics.registry import ControllerMetrics
 
     requests = RequestCounter()
     requests.record("get", "pods")

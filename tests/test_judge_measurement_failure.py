@@ -15,11 +15,11 @@ import yaml
 from goldenharness import GOLDEN
 
 from nvcre.compiler.logprofiles import builtin_logprofiles
-from nvcre.runtime.gauges import samples
 from nvcre.runtime.judge.measured import failure_outcome, measurement_failure, with_measurement_failures
 from nvcre.runtime.judge.thresholds import evaluate, measured_values
 from nvcre.runtime.judge.verdict import certification_verdict, workloadrun_verdict
 from nvcre.runtime.measure import nccl
+from nvcre.runtime.metrics.gauges import samples
 from nvcre.runtime.report import json as json_report
 from nvcre.runtime.report import text
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from goldenharness import GOLDEN
 
-from nvcre.runtime.gauges import samples
 from nvcre.runtime.judge.verdict import certification_verdict
+from nvcre.runtime.metrics.gauges import samples
 
 
 def _verdict(case: str):
@@ -54,7 +54,7 @@ def _served(case: str):
     from prometheus_client import CollectorRegistry, generate_latest
 
     from nvcre.runtime.kube.informers import Store
-    from nvcre.runtime.metrics import StatusCollector
+    from nvcre.runtime.metrics.registry import StatusCollector
 
     plurals = {"Certification": "certifications", "Workflow": "workflows", "Job": "jobs", "BandwidthMeasurement": "bandwidthmeasurements"}
     stores: dict[str, Store] = {}
@@ -68,7 +68,7 @@ def _served(case: str):
 
 
 def test_the_served_gauges_are_the_samples_and_are_made_while_written() -> None:
-    from nvcre.runtime.metrics import verdicts
+    from nvcre.runtime.metrics.registry import verdicts
 
     body, collector = _served("in-progress-iterations")
     served = {line for line in body.splitlines() if not line.startswith("#")}

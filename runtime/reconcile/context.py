@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..clock import Clock
-from ..job_metrics import JobEventSeries
 from ..judge.health import HealthCheck
 from ..kube.client import Kube
 from ..kube.errors import Conflict, NotFound
@@ -23,6 +22,7 @@ from ..kube.memo import HealthMemo
 from ..kube.recent import RecentWrites
 from ..kube.resources import Resource
 from ..measure.windows import DEFAULT_MAX_WINDOWS, DEFAULT_WINDOW_BYTES
+from ..metrics.jobs import JobEventSeries
 from . import conditions as cond
 from .access import NamespaceAccess
 

@@ -11,7 +11,7 @@ import yaml
 from nvcre.compiler.vocabulary import LABEL_CERTIFICATION, LABEL_JOB, LABEL_WORKFLOW
 from nvcre.runtime.judge.membership import RunIndex, status_workflow_refs
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.metrics import verdicts
+from nvcre.runtime.metrics.registry import verdicts
 from nvcre.runtime.ops.collect import collect_run
 from nvcre.runtime.ops.queries import verdict_from
 from nvcre.testing.fakekube import MemoryKube

@@ -13,7 +13,7 @@ from nvcre.runtime.kube.accounting import RequestCounter, classify
 from nvcre.runtime.kube.client import ApiServerClient
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import JOBS, NODES, PODS
-from nvcre.runtime.metrics import ControllerMetrics
+from nvcre.runtime.metrics.registry import ControllerMetrics
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from nvcre.runtime.kube.queue import WorkQueue
-from nvcre.runtime.metrics import ControllerMetrics
+from nvcre.runtime.metrics.registry import ControllerMetrics
 from nvcre.testing.fakeclock import FakeClock
 
 

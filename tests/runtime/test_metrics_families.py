@@ -14,11 +14,11 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.runtime.controller import Controller, ControllerConfig
-from nvcre.runtime.gauges import FAMILIES, GOODPUT_FAMILIES, CacheObjects, samples
-from nvcre.runtime.job_metrics import HEALTH_CHECK_BUCKETS, RECONCILE_BUCKETS, JobEventSeries
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS
-from nvcre.runtime.metrics import ControllerMetrics
+from nvcre.runtime.metrics.gauges import FAMILIES, GOODPUT_FAMILIES, CacheObjects, samples
+from nvcre.runtime.metrics.jobs import HEALTH_CHECK_BUCKETS, RECONCILE_BUCKETS, JobEventSeries
+from nvcre.runtime.metrics.registry import ControllerMetrics
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.testing.fakekube import MemoryKube

@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_goodput_divergence_reads import _finish, _line
 from test_goodput_sampling import _reconcile, _setup
 
-from nvcre.runtime.gauges import FAMILIES, CacheObjects, samples
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.metrics import ControllerMetrics
+from nvcre.runtime.metrics.gauges import FAMILIES, CacheObjects, samples
+from nvcre.runtime.metrics.registry import ControllerMetrics
 from nvcre.runtime.reconcile import measurement as measurement_module
 
 FAMILY = "nvcre_goodput_measurement_failed"

@@ -71,7 +71,7 @@ def test_the_endpoint_answers_429_with_retry_after_over_the_limit() -> None:
 
     from prometheus_client import CollectorRegistry
 
-    from nvcre.runtime.serve import Endpoint
+    from nvcre.runtime.endpoint.serve import Endpoint
 
     server = ReviewingServer({}, set())
     reviewer = RequestReviewer(server, reviews_per_second=0.001, review_burst=1)  # type: ignore[arg-type]

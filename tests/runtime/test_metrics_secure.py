@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from nvcre.runtime import serve
+from nvcre.runtime.endpoint import serve
+from nvcre.runtime.endpoint.tls import CertificateError, ServingCertificate, self_signed_pem
 from nvcre.runtime.kube.errors import ApiError
 from nvcre.runtime.kube.resources import Resource
 from nvcre.runtime.kube.review import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, RequestReviewer, bearer_token
 from nvcre.runtime.main import OptionError, Options
-from nvcre.runtime.tls import CertificateError, ServingCertificate, self_signed_pem
 
 
 class ReviewingServer:

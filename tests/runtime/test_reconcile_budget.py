@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.endpoint.serve import Endpoint
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.serve import Endpoint
 from nvcre.runtime.tiers import TABLE
 from nvcre.runtime.workers import WorkerBoard
 

@@ -8,8 +8,8 @@ import sys
 from typer.testing import CliRunner
 
 from nvcre.cli.controller import app
+from nvcre.runtime.endpoint.serve import parse_address
 from nvcre.runtime.main import OptionError, Options
-from nvcre.runtime.serve import parse_address
 
 
 def test_bind_addresses_parse_or_disable():

@@ -9,7 +9,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from nvcre.runtime import exposition
+from nvcre.runtime.metrics import exposition
 
 
 class _Gauges(Collector):

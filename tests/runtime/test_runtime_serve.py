@@ -8,7 +8,8 @@ import urllib.request
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from nvcre.runtime import memory, serve
+from nvcre.runtime import memory
+from nvcre.runtime.endpoint import serve
 
 
 def test_a_scrape_answers_and_then_trims_the_heap(monkeypatch: pytest.MonkeyPatch):

@@ -24,7 +24,7 @@ from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.queue import WorkQueue
 from nvcre.runtime.kube.resources import NODES
 from nvcre.runtime.kube.responses import CountingRestClient, count_responses
-from nvcre.runtime.standard_metrics import RECONCILE_TIME_BUCKETS, WORKQUEUE_BUCKETS
+from nvcre.runtime.metrics.standard import RECONCILE_TIME_BUCKETS, WORKQUEUE_BUCKETS
 from nvcre.runtime.tiers import TABLE, TIERS
 
 #: controller-runtime's ``controller_runtime_reconcile_time_seconds`` buckets, as written there

@@ -27,8 +27,8 @@ from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
-from .exposition import write_exposition
-from .memory import trim
+from ..memory import trim
+from ..metrics.exposition import write_exposition
 
 __all__ = ["CLIENT_TIMEOUT", "Authorize", "Endpoint", "parse_address"]
 

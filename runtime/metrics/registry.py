@@ -45,15 +45,15 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample as PromSample
 
+from ..judge.membership import RunIndex
+from ..judge.model import CertificationVerdict
+from ..judge.verdict import certification_verdict, workloadrun_verdict
+from ..kube.accounting import RequestCounter
+from ..kube.informers import Store
+from ..kube.queue import QueueStats
 from .gauges import FAMILIES, CacheObjects, family_samples
-from .job_metrics import JobEventSeries
-from .judge.membership import RunIndex
-from .judge.model import CertificationVerdict
-from .judge.verdict import certification_verdict, workloadrun_verdict
-from .kube.accounting import RequestCounter
-from .kube.informers import Store
-from .kube.queue import QueueStats
-from .standard_metrics import StandardMetrics
+from .jobs import JobEventSeries
+from .standard import StandardMetrics
 
 __all__ = ["ControllerMetrics", "CostCollector", "StatusCollector", "cache_objects", "verdicts"]
 

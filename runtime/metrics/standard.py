@@ -32,8 +32,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from .kube.accounting import RequestCounter
-from .kube.queue import QueueStats
+from ..kube.accounting import RequestCounter
+from ..kube.queue import QueueStats
 
 __all__ = ["RECONCILE_RESULTS", "RECONCILE_TIME_BUCKETS", "WORKQUEUE_BUCKETS", "StandardMetrics"]
 

@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .judge.measured import measurement_failure
-from .judge.model import CertificationVerdict, JobState, WorkflowState
-from .judge.reading import job_ref_name, name_of, namespace_of
-from .judge.states import GOODPUT_FIELDS, goodput_state, hardware_failed_nodes, job_state, job_workflow, topology_nodes, workflow_state
+from ..judge.measured import measurement_failure
+from ..judge.model import CertificationVerdict, JobState, WorkflowState
+from ..judge.reading import job_ref_name, name_of, namespace_of
+from ..judge.states import GOODPUT_FIELDS, goodput_state, hardware_failed_nodes, job_state, job_workflow, topology_nodes, workflow_state
 
 __all__ = ["FAMILIES", "GOODPUT_FAMILIES", "CacheObjects", "Sample", "family_samples", "samples", "status_samples"]
 
