@@ -2,7 +2,7 @@
 
 ``parse_training`` applies a LogProfile's patterns: ``trainingStep`` (named groups
 ``iteration``, ``elapsedTime`` and optionally ``timestamp``, ``tflops``, ``loss``, ``epoch``,
-``globalStep``, ``tokensPerSec``, ``skipped``), ``checkpointSave`` / ``checkpointDone``
+``globalStep``, ``tokensPerSec``, ``skipped``, ``iterationsPerSecond``), ``checkpointSave`` / ``checkpointDone``
 (``step``, ``path``, ``timestamp``), ``checkpointRestore`` (``path``) and ``applicationStart``.
 Lines are read after the kubelet timestamp and any launcher tag (``[1,0]<stdout>:``, ``0: ``)
 are cut. A pattern without a ``timestamp`` group takes the line's kubelet timestamp. Captured
@@ -10,7 +10,10 @@ times honour the pattern's ``units`` (s, ms, us; seconds when unset). A step cou
 every captured number parses; an optional group that did not take part is simply absent. A step
 whose ``skipped`` count is above zero is kept and counted in ``skipped_iterations`` (Megatron's
 fp16 loss-scale skips log no loss). A counter (``iteration``, ``epoch``, ``skipped``...) may be
-printed as a float with a whole value (Lightning's ``global_step=794.0``, ``9e+3``).
+printed as a float with a whole value (Lightning's ``global_step=794.0``, ``9e+3``). A line
+whose ``elapsedTime`` did not take part but whose ``iterationsPerSecond`` did (a progress bar
+that prints a rate, ``1.73it/s``, once an iteration takes under a second) has the rate's inverse
+as its step time; a rate of zero gives none.
 
 A diverged run is seen, never dropped: a ``loss`` of ``nan`` or ``inf`` (any case, with or without
 a sign, Lightning's ``nan.0``) keeps its step, and a ``nanIterations`` count above zero
@@ -322,6 +325,11 @@ def _read_line(pattern: ProfilePattern, groups: Mapping[str, str | None], kubele
     if stamp_text and parse_layout_time(stamp_text) is None:
         return None
     seconds = _seconds(pattern, "elapsedTime", elapsed) if elapsed is not None else None
+    if seconds is None and groups.get("iterationsPerSecond") is not None:
+        rate = _number(groups.get("iterationsPerSecond") or "")
+        if rate is None or rate < 0:
+            return None
+        seconds = 1.0 / rate if rate > 0 else None
     return _Line(iteration, seconds, _when(stamp_text, kubelet), numbers, ints)
 
 
