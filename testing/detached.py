@@ -52,12 +52,10 @@ def run_dir() -> Path:
 
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (reaping it first if it is our finished child)."""
-    try:
+    with contextlib.suppress(ChildProcessError):  # not our child: nothing to reap
         finished, _ = os.waitpid(pid, os.WNOHANG)
         if finished == pid:
             return False
-    except ChildProcessError:
-        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

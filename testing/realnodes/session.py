@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import detached
 from ..errors import ControlPlaneError
 from ..session import _alive, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from .cluster import RealCluster, teardown_from_record
@@ -204,12 +205,7 @@ def stop(timeout: float = 120.0) -> dict[str, Any] | None:
         return None
     supervisor = int(state.get("supervisor_pid", 0))
     if _is_recorded(state, SUPERVISOR_MARKER):
-        os.kill(supervisor, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _alive(supervisor) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if _alive(supervisor):
-            os.kill(supervisor, signal.SIGKILL)
+        detached.terminate(supervisor, timeout)
     problems: list[str] = []
     workdir = Path(str(state.get("workdir") or ""))
     if state.get("workdir") and workdir.is_dir() and workdir.parent == run_dir():

@@ -22,7 +22,7 @@ time.sleep(60)
 
 
 class Refused(RuntimeError):
-    pass
+    """The failure a launch test expects."""
 
 
 def test_a_supervisor_is_awaited_through_its_state_file_and_stopped(tmp_path: Path) -> None:
