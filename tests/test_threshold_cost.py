@@ -7,12 +7,14 @@ Certification carrying one held the controller's Certification workers for every
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import celpy.evaluation
 import pytest
 import yaml
 
@@ -88,6 +90,44 @@ def test_an_expression_the_estimate_misses_is_stopped_by_the_cpu_budget(monkeypa
     # the program is unharmed: the same text, cheap enough, still judges
     assert cel_threshold.run_threshold("value >= 0.5", 1.0).value is True
     assert cel_program.run_bool(nested(2), {"value": cel_program.celtypes.DoubleType(1.0)}, cpu_budget=5.0).value is True
+
+
+def test_a_finaliser_that_runs_out_the_budget_cannot_swallow_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The collector may run a finaliser on this thread in the middle of an evaluation. When the
+    # budget ran out inside it, a stop raised there would be printed and dropped by the interpreter,
+    # the trace hook taken away, and the evaluation would finish unbounded (a busy serial run saw
+    # exactly this). Here the finaliser spends the whole budget; the evaluation must still stop.
+    monkeypatch.setattr(cel_threshold, "threshold_cost_problem", lambda expression: None)
+
+    def spin() -> None:
+        pass
+
+    class Finalised:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+        def __del__(self) -> None:
+            until = time.thread_time() + 0.3
+            while time.thread_time() < until:
+                spin()
+
+    evaluate = celpy.evaluation.Evaluator.evaluate
+
+    collected: list[int] = []
+
+    def collect_first(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not collected:  # once, as the collector would on an allocation, with the hook in place
+            collected.append(gc.collect())
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(celpy.evaluation.Evaluator, "evaluate", collect_first)
+    gc.disable()  # so that no automatic collection frees the cycle before the hook is in place
+    try:
+        Finalised()
+        outcome = cel_threshold.run_threshold(nested(4), 1.0, cpu_budget=0.05)
+    finally:
+        gc.enable()
+    assert outcome.value is None and "stopped after 0.05 s of CPU" in str(outcome.error), outcome
 
 
 def test_the_budget_leaves_the_previous_trace_function_in_place() -> None:
