@@ -123,16 +123,22 @@ def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
 
 
 def supervise(workers: list[subprocess.Popen[bytes]], first_rank: int) -> int:
-    """Wait for every worker; the first one to fail stops the rest. The launcher's exit status."""
+    """Wait for every worker; the first failure stops the rest. The launcher's exit status.
+
+    Every worker seen failed in the poll that found the first failure is reported, not just the
+    lowest local rank: a killed worker's peer fails within the same poll, and naming only the peer
+    would hide the signal that started it (torchrun's own summary lists every failure too)."""
     while True:
         codes = [worker.poll() for worker in workers]
         failed = [(local, code) for local, code in enumerate(codes) if code not in (None, 0)]
         if failed:
-            local, code = failed[0]
             _stop(workers)
-            print(
-                f"torchrun: worker rank {first_rank + local} (local rank {local}) failed with exit code {code}", file=sys.stderr, flush=True
-            )
+            for local, code in failed:
+                print(
+                    f"torchrun: worker rank {first_rank + local} (local rank {local}) failed with exit code {code}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return 1
         if all(code == 0 for code in codes):
             return 0
