@@ -22,6 +22,7 @@ import pytest
 from integration_helpers import eventually, fast_settings
 
 from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import (
     BANDWIDTH_MEASUREMENTS,
@@ -36,7 +37,6 @@ from nvcre.runtime.kube.resources import (
     WORKFLOWS,
     WORKLOADRUNS,
 )
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = pytest.mark.integration
 
@@ -488,6 +488,28 @@ def test_a_crash_repeated_on_its_node_is_blamed_without_waiting_out_the_backoff(
     assert succeeded == [nodes[0]]
     (job,) = [j for j in kube.list(JOBS, sim_namespace).items if cond.lifecycle(j.get("status")) == "Failed"]
     assert f"failed 2 times on node {bad}" in cond.condition(job["status"], cond.FAILED)["message"]
+
+
+def test_a_failing_gpu_fails_the_dcgm_diagnostic_naming_its_node(simcluster, sim_namespace, kube, controller):
+    """The simulated side of the real-node unhealthy-device row (docs/testing.md): the diag on the
+    node with a failing GPU exits 1, so its Job fails ``WorkloadFailed`` naming that node alone."""
+    from nvcre.runtime.measure.dcgm import parse_dcgm
+
+    nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-gpu")
+    bad = nodes[1]
+    simcluster.set_fault(bad, "nccl-crash")  # the player fails GPU 3 in the node's diag
+    kube.create(certification(sim_namespace, "diag", nodes, [{"domain": "diagnostics", "variant": "dcgm-level4"}], timeoutPerJob="30m"))
+    life, _, _ = wait_terminal(kube, CERTIFICATIONS, "diag", sim_namespace, timeout=180)
+    assert life == "Failed"
+    workflow = kube.list(WORKFLOWS, sim_namespace).items[0]
+    succeeded, failed = node_results(kube, workflow)
+    assert [(f["name"], f["reason"]) for f in failed] == [(bad, "WorkloadFailed")]
+    assert succeeded == [nodes[0]]
+    (job,) = [j for j in kube.list(JOBS, sim_namespace).items if cond.lifecycle(j.get("status")) == "Failed"]
+    excerpt = job["status"]["failureLog"]
+    parsed = parse_dcgm(excerpt["tail"])
+    assert excerpt["nodeName"] == bad and parsed.overall == "Fail"
+    assert {t.failed_gpus for t in parsed.tests if t.status == "Fail"} == {("3",)}
 
 
 def test_a_node_cordoned_mid_run_is_blamed_as_a_hardware_failure(simcluster, sim_namespace, kube, controller):
