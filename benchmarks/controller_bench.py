@@ -80,9 +80,9 @@ def bench_scrape(jobs: int) -> dict[str, float]:
 
 def bench_sim() -> dict[str, float]:
     from nvcre.runtime.controller import Controller, ControllerConfig
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.client import ApiServerClient
     from nvcre.runtime.kube.resources import CERTIFICATIONS
-    from nvcre.runtime.reconcile import conditions as cond
     from nvcre.runtime.reconcile.context import Settings
     from nvcre.testing.simcluster import SimCluster
 

@@ -303,8 +303,8 @@ def time_plan(workflow: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], r
 
 
 def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, nodes: int) -> dict[str, Any]:
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, NODES, WORKFLOWS
-    from nvcre.runtime.reconcile import conditions as cond
     from nvcre.testing.processes import free_port
 
     namespace = f"scale-{scenario}"

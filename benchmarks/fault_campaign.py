@@ -415,8 +415,8 @@ class OtherTenant:
 
     def finish(self) -> tuple[str, bool]:
         """(what became of the other tenant's objects, whether that is right)."""
+        from nvcre.runtime.judge import conditions as cond
         from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
-        from nvcre.runtime.reconcile import conditions as cond
 
         kube = self.kube
         if self.scenario.action == "costly-tenant":
@@ -517,8 +517,8 @@ def _append_log(path: Path, mib: int, mib_per_second: float) -> None:
 
 def _wait_measurements(kube: Any, namespace: str, timeout: float) -> float | None:
     """Seconds until every measurement in ``namespace`` is complete (None: not within ``timeout``)."""
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS
-    from nvcre.runtime.reconcile import conditions as cond
 
     started = time.monotonic()
     while time.monotonic() - started < timeout:
@@ -531,8 +531,8 @@ def _wait_measurements(kube: Any, namespace: str, timeout: float) -> float | Non
 
 def _measured(kube: Any, namespace: str, podlogs: Path) -> str:
     """What the measurements read: their final-read message, the steps seen, the largest pod log."""
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS
-    from nvcre.runtime.reconcile import conditions as cond
 
     parts = []
     for resource in (BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS):
@@ -550,8 +550,8 @@ def _measured(kube: Any, namespace: str, podlogs: Path) -> str:
 
 
 def run(scenario: Scenario, cluster: Any, kube: Any, controller: Controller, kubeconfig: Path, sizes: Sizes) -> dict[str, Any]:
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS
-    from nvcre.runtime.reconcile import conditions as cond
 
     namespace = f"fc-{uuid.uuid4().hex[:6]}"
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

@@ -38,7 +38,7 @@ MAX_PASSWORD_CHARS = 8192
 
 def dependencies_missing(missing: Iterable[Any]) -> typer.Exit:
     """Say which parts of Kubeflow Trainer and JobSet are missing and how to install them; exit 1."""
-    from nvcre.runtime.ops.install import TRAINER_INSTALL
+    from nvcre.runtime.ops.install.deps import TRAINER_INSTALL
 
     for component in missing:
         sys.stderr.write(f"missing: {component.name}: {component.detail}\n")

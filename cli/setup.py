@@ -160,7 +160,7 @@ AutoApproveOption = Annotated[bool, typer.Option("--auto-approve", help="Do not 
 
 def _skip(skip_phases: list[str] | None, command: str) -> tuple[str, ...]:
     """The ``--skip-phases`` of ``setup init`` or ``setup reset``; exit 2 naming any phase it does not have."""
-    from nvcre.runtime.ops import install as ops
+    from nvcre.runtime.ops.install import lifecycle as ops
 
     try:
         return ops.check_phases(skip_phases or [], ops.INIT_PHASES if command == "init" else ops.RESET_PHASES, command)
@@ -170,7 +170,7 @@ def _skip(skip_phases: list[str] | None, command: str) -> tuple[str, ...]:
 
 def _image_layer(image: str, layers: list[dict[str, Any]]) -> dict[str, Any]:
     """``--image repo:tag`` or ``repo@sha256:...`` as values; refused beside values that set the image."""
-    from nvcre.runtime.ops.install import image_values
+    from nvcre.runtime.ops.install.chart import image_values
 
     for layer in layers:
         given = (layer.get("manager") or {}).get("image") or {}
@@ -228,7 +228,7 @@ def _init_layers(
     flags: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Values files, ``--set``/``--set-json``, then ``--rbac-scope``, ``--image``, ``--version`` and the pull Secret."""
-    from nvcre.runtime.ops.install_chart import PULL_SECRET
+    from nvcre.runtime.ops.install.chart import PULL_SECRET
 
     file_layers = [_values_file(path) for path in values or []]
     flag_layers = _flag_layers(None, set_, set_json)
@@ -279,7 +279,7 @@ def init(
     """Install Kubeflow Trainer 2.2.1 when absent (deps), then the CRDs, LogProfiles, RBAC and the controller (helm)."""
     from nvcre.compiler.install import render_install
     from nvcre.compiler.install.keep import after_reset
-    from nvcre.runtime.ops import install as ops
+    from nvcre.runtime.ops.install import lifecycle as ops
 
     from .running import dependencies_missing
 
@@ -324,7 +324,7 @@ def status(
     """What the install has and exactly what is missing; exit 1 when anything is."""
     import json
 
-    from nvcre.runtime.ops import install as ops
+    from nvcre.runtime.ops.install import lifecycle as ops
 
     kube = kube_client(kubeconfig, context)
     components = ops.install_status(kube, ops.render_over_kept(kube).objects)
@@ -349,7 +349,7 @@ DeleteCrdOption = Annotated[
 
 def _delete_crds(names: list[str] | None) -> tuple[str, ...]:
     """The ``--delete-crd`` names; exit 2 for one that is not a CRD of the deps phase."""
-    from nvcre.runtime.ops.install_deps import JOBSET_CRD, TRAINER_CRDS
+    from nvcre.runtime.ops.install.deps import JOBSET_CRD, TRAINER_CRDS
 
     known = (*TRAINER_CRDS, JOBSET_CRD)
     for name in names or []:
@@ -372,7 +372,7 @@ def reset(
     Kept, each with a line saying why: a namespace holding objects nvcrectl did not create; the
     whole Trainer while its CRDs hold others' TrainJobs or TrainingRuntimes; the JobSet CRD while
     JobSets exist. --delete-crd NAME deletes that CRD (and what it holds) anyway."""
-    from nvcre.runtime.ops import install as ops
+    from nvcre.runtime.ops.install import lifecycle as ops
 
     skip = _skip(skip_phases, "reset")
     delete_crds = _delete_crds(delete_crd)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from nvcre.compiler.vocabulary import LABEL_JOB
 
+from .judge.pods import JOBSET_NAME_LABEL
 from .kube.informers import Indexer, pod_node
 from .kube.resources import (
     BANDWIDTH_MEASUREMENTS,
@@ -38,7 +39,6 @@ from .reconcile.certification import CertificationReconciler
 from .reconcile.context import Context, Result
 from .reconcile.job import JobReconciler
 from .reconcile.measurement import MeasurementReconciler
-from .reconcile.pods import JOBSET_NAME_LABEL
 from .reconcile.workflow import WorkflowReconciler
 from .reconcile.workloadrun import WorkloadRunReconciler
 from .watches import (

@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 
 from nvcre.compiler.vocabulary import LABEL_JOB
 
+from .judge.pods import JOBSET_NAME_LABEL
 from .kube.informers import Store
 from .kube.resources import PODS, Resource
-from .reconcile.pods import JOBSET_NAME_LABEL
 
 __all__ = [
     "OWNER_BATCH_SECONDS",

@@ -151,14 +151,18 @@ class Forbidden:
 
 @dataclass(frozen=True)
 class AllowOnly:
-    """Modules under ``source`` may import, of the project, only themselves and ``allowed``."""
+    """Modules under ``source`` may import, of the project, only themselves and ``allowed``, and
+    of each module in ``names_from`` only the names listed for it."""
 
     name: str
     source: str
     allowed: tuple[str, ...]
+    names_from: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def check(self, module: str, imp: Import) -> str | None:
         if not _under(module, self.source) or not _under(imp.target, "nvcre"):
+            return None
+        if any(imp.target == target and imp.names and set(imp.names) <= set(names) for target, names in self.names_from):
             return None
         targets = [f"{imp.target}.{n}" for n in imp.names] if imp.names else [imp.target]
         for target in targets:
@@ -197,11 +201,14 @@ CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
             "nvcre.runtime.measure",
             "nvcre.compiler.vocabulary",
             "nvcre.compiler.nodelists",
+            "nvcre.compiler.workflow_paths",
             "nvcre.compiler.cel",
             "nvcre.compiler.cel_cost",
             "nvcre.compiler.cel_program",
             "nvcre.compiler.cel_threshold",
         ),
+        # the text form of API time, not the clock: a judge is handed ``now``
+        names_from=(("nvcre.runtime.clock", ("format_time", "parse_time")),),
     ),
     AllowOnly(
         "reports read only the verdict model",
@@ -209,6 +216,11 @@ CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
         ("nvcre.runtime.judge.model", "nvcre.runtime.measure", "nvcre.compiler.vocabulary"),
     ),
     AllowOnly("the API client stands alone", "nvcre.runtime.kube", ("nvcre.compiler.vocabulary",)),
+    AllowOnly(
+        "the install stands on the API client and the compiler alone, below the rest of ops",
+        "nvcre.runtime.ops.install",
+        ("nvcre.runtime.kube", "nvcre.compiler"),
+    ),
     Forbidden(
         "one door into the compiler's lowering (nvcre.runtime.compile)",
         ("nvcre.runtime",),
@@ -402,6 +414,10 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"runtime/reconcile/bad.py": "from kubernetes import watch\n"}, "only nvcre.runtime.kube talks to the API"),
         ({"runtime/judge/bad.py": "from ..kube import client\n"}, "judging is pure: may import only"),
         ({"runtime/judge/bad.py": "from nvcre.compiler.emit import dump_yaml\n"}, "judging is pure"),
+        ({"runtime/judge/bad.py": "from ..clock import Clock, parse_time\n"}, "judging is pure"),
+        ({"runtime/judge/bad.py": "from .. import clock\n"}, "judging is pure"),
+        ({"runtime/judge/bad.py": "from ..reconcile import context\n"}, "judging is pure"),
+        ({"runtime/kube/bad.py": "from nvcre.compiler.install.rbac import access_reviews\n"}, "the API client stands alone"),
         ({"runtime/measure/bad.py": "def f():\n    from nvcre.runtime.reconcile import job\n"}, "measuring is pure"),
         ({"runtime/report/bad.py": "from ..judge.verdict import certification_verdict\n"}, "reports read only the verdict model"),
         ({"runtime/report/bad.py": "from ..judge import verdict\n"}, "reports read only the verdict model"),
@@ -444,6 +460,7 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
             "runtime/kube/client.py": "import kubernetes\n",
             "runtime/report/text.py": "from ..judge.model import CertificationVerdict\nfrom ..judge import model\n",
             "runtime/judge/x.py": "from nvcre.compiler.vocabulary import LABEL_JOB\nfrom ..measure import nccl\n",
+            "runtime/judge/y.py": "from ..clock import format_time, parse_time\n",
             "runtime/compile.py": "from nvcre.compiler.expand import expand_job\n",
             "runtime/reconcile/workflow.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .job import JobReconciler\n",
             "cli/run.py": "def command():\n    from nvcre.testing import cluster\n",
@@ -458,8 +475,8 @@ def test_relative_imports_are_resolved_to_their_packages() -> None:
     (job,) = [m for m in modules(REPO) if m.name == "nvcre.runtime.reconcile.job"]
     targets = {i.target for i in imports(job)}
     assert "nvcre.runtime.kube.resources" in targets
-    assert "nvcre.runtime.reconcile.conditions" not in targets  # "from . import conditions" names the package
-    assert "nvcre.runtime.reconcile" in targets
+    assert "nvcre.runtime.judge.conditions" not in targets  # "from ...judge import conditions" names the package
+    assert "nvcre.runtime.judge" in targets
 
 
 # --------------------------------------------------------------------------- the pass order, visible

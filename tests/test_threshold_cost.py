@@ -21,10 +21,10 @@ import yaml
 from nvcre.compiler import cel_cost, cel_program, cel_threshold
 from nvcre.compiler.api.threshold_check import threshold_problems
 from nvcre.compiler.api.validate import certainly_valid, validate
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.judge import thresholds
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import CERTIFICATIONS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.certification import CertificationReconciler
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.testing.fakekube import MemoryKube

@@ -20,7 +20,7 @@ patches (``workload.trainJob.runtimePatches[].trainingRuntimeSpec.template``) of
 template or of a Job, and a WorkloadRun's own ``volumes`` and ``initContainers`` (a WorkloadRun
 needs no pod rights: its pods run the catalog's frameworks as the namespace's ``default``
 ServiceAccount). Anything a reference could hide behind elsewhere, the controller refuses itself
-(``runtime/reconcile/pod_references.py``).
+(``runtime/judge/pod_references.py``).
 
 Every authorizer check costs 350,000 of the API server's CEL budget (1,000,000 per expression,
 10,000,000 per policy), so no expression makes more than two: a dependency kind is checked once

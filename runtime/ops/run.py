@@ -203,7 +203,7 @@ def _run_setup(kube: Kube, plan: RunPlan, output: RunOutput, state: dict[str, An
 
     ``state["installed"]`` turns true once something is applied, so a cleanup resets only then.
     """
-    from . import install as ops
+    from .install import lifecycle as ops
 
     certification = plan.kind == "Certification"
     output.err("[setup] Installing dependencies...\n" if certification else "Installing NVCRE components...\n")
@@ -365,7 +365,7 @@ def _cleanup(kube: Kube, result: Any, installed: bool, code: int, output: RunOut
 
     Every step reports and goes on; a second Ctrl-C abandons what is left (exit 130).
     """
-    from .install import setup_reset
+    from .install.lifecycle import setup_reset
     from .submit import delete_run
 
     say = output.lines("[cleanup] ")

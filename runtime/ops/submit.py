@@ -17,7 +17,7 @@ from nvcre.compiler import compose
 from ..kube.client import Kube
 from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
 from ..kube.resources import CERTIFICATIONS, WORKFLOWS, WORKLOADRUNS, Resource
-from .ownership import is_ours
+from .install.ownership import is_ours
 
 __all__ = [
     "AccessMissing",

@@ -21,8 +21,8 @@ from nvcre.compiler.vocabulary import CERTIFICATION_FINALIZER
 
 from .. import compile as compiler
 from ..clock import parse_time
+from ..judge import conditions as cond
 from ..kube.resources import CERTIFICATIONS, NODES, RESOURCE_SLICES, WORKFLOWS
-from . import conditions as cond
 from .common import (
     meta,
     name_of,

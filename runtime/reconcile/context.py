@@ -13,8 +13,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvcre.compiler.install.rbac import access_reviews
+
 from ..clock import Clock
+from ..judge import conditions as cond
 from ..judge.health import HealthCheck
+from ..kube.access import NamespaceAccess
 from ..kube.client import Kube
 from ..kube.errors import Conflict, NotFound
 from ..kube.informers import Store
@@ -23,8 +27,6 @@ from ..kube.recent import RecentWrites
 from ..kube.resources import Resource
 from ..measure.windows import DEFAULT_MAX_WINDOWS, DEFAULT_WINDOW_BYTES
 from ..metrics.jobs import JobEventSeries
-from . import conditions as cond
-from .access import NamespaceAccess
 
 __all__ = ["SAFETY_NET_POLLS", "Context", "Result", "Settings", "controller_uid", "owned_by", "referenced_by"]
 
@@ -95,7 +97,7 @@ class Context:
     clock: Clock = field(default_factory=Clock)
     settings: Settings = field(default_factory=Settings)
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
-    access: NamespaceAccess = field(default_factory=NamespaceAccess)
+    access: NamespaceAccess = field(default_factory=lambda: NamespaceAccess(access_reviews))
     recent: RecentWrites = field(default_factory=RecentWrites)
     #: node health verdicts of unchanged nodes, shared by every Job of this controller
     health: HealthMemo[HealthCheck] = field(default_factory=HealthMemo)

@@ -6,7 +6,7 @@ reads only what its pod logged since the last one (``sinceTime``, :mod:`..measur
 BandwidthMeasurement waits twice as long after a sample that added nothing (at most eight
 intervals), and its rows only feed the gauges. A GoodputMeasurement keeps running sums of its
 training log (:mod:`.goodput_reads`) and records how far its reads got in its ``LogRead``
-condition (:mod:`.log_read`), the clock stall detection runs on; reads that fall behind the log
+condition (:mod:`..judge.log_read`), the clock stall detection runs on; reads that fall behind the log
 say so there, with a Warning Event, and the next sample follows at once. Until that pod has
 started there is nothing to read: the measurement waits for the events of its Job and of the
 Job's pods, with a slow timer as a safety net. Provisional bandwidth reads share a budget (:data:`PROVISIONAL_READS_PER_SECOND`):
@@ -40,6 +40,9 @@ from nvcre.compiler.durations import parse_duration
 from nvcre.compiler.vocabulary import ANNOTATION_JOB_UID
 
 from ..clock import format_time, parse_time
+from ..judge import conditions as cond
+from ..judge import log_read
+from ..judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from ..kube.errors import ApiError
 from ..kube.resources import (
     BANDWIDTH_MEASUREMENTS,
@@ -54,13 +57,10 @@ from ..measure.cursor import LogCursor, advance
 from ..measure.profile import PatternError
 from ..measure.training import TrainingParse, parse_training
 from ..measure.windows import LogWindows
-from . import conditions as cond
-from . import log_read
 from .common import annotations_of, meta, name_of, namespace_of, uid_of
 from .context import SAFETY_NET_POLLS, Context, Result
 from .goodput_reads import SAMPLE_WINDOWS, GoodputRead, GoodputReading, GoodputReads, log_identity
 from .measurement_kinds import CONDITION_FIELD, KINDS, GoodputKind, MeasurementKind, no_step_message, transports
-from .pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 __all__ = ["MeasurementReconciler"]
 

@@ -24,9 +24,9 @@ from nvcre.compiler.vocabulary import WORKLOADRUN_FINALIZER
 
 from .. import compile as compiler
 from ..clock import parse_time
+from ..judge import conditions as cond
 from ..kube.errors import ApiError, Conflict
 from ..kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS, WORKLOADRUNS
-from . import conditions as cond
 from .common import (
     meta,
     name_of,

@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 import jsonschema
 import pytest
 
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, CONFIGMAPS, JOBS, PODS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = pytest.mark.integration
 

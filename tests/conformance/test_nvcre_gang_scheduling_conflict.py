@@ -24,10 +24,10 @@ import yaml
 
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge.gang_contract import check_gang_contract
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.context import Context
-from nvcre.runtime.reconcile.gang_contract import check_gang_contract
 from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
 

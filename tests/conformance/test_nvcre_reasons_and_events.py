@@ -25,10 +25,10 @@ import pytest
 from nvcre.compiler.detect.nics import detect_nic_resource
 from nvcre.compiler.diagnostics import warning
 from nvcre.runtime.clock import Clock
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import ApiError, NotFound
 from nvcre.runtime.kube.events import event_body
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.runtime.reconcile.render_events import tier_render_events
 from nvcre.runtime.reconcile.workloadrun import FINALIZER, WorkloadRunReconciler

@@ -73,8 +73,8 @@ def _admitted(client: Any, obj: dict[str, Any]) -> str:
 
 
 def test_a_workflow_author_gets_no_pod_secret_or_service_account_they_lack(simcluster, kube, sim_namespace, tmp_path):
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import JOBS, TRAINJOBS, WORKFLOWS
-    from nvcre.runtime.reconcile import conditions as cond
 
     controller_ns, objects = install_rbac(kube, POLICY_KINDS)
     try:

@@ -17,9 +17,9 @@ import pytest
 from integration_helpers import eventually, fast_settings, scoped_controller
 
 from nvcre.runtime.controller import Controller
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS, WORKFLOWS, Resource
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,8 @@ from integration_helpers import eventually
 from prometheus_client.parser import text_string_to_metric_families
 from secure_metrics import running_controller
 
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CERTIFICATIONS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

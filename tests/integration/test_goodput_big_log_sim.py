@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from integration_helpers import eventually
 
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.testing.processes import free_port
 from nvcre.testing.simplayer import LOG_BYTES_ENV, TRAINING_SECONDS_ENV
 

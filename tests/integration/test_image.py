@@ -256,8 +256,8 @@ def installed(simcluster) -> Iterator[tuple[Any, str, Path]]:
 def test_the_image_is_the_controller_in_cluster(simcluster, sim_namespace, podman: Podman, installed) -> None:
     """Leader election, a Certification to Succeeded, a standby that takes over when the leader is
     killed, and a clean stop on SIGTERM, all with the image's own entry point and flags."""
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import CERTIFICATIONS, LEASES
-    from nvcre.runtime.reconcile import conditions as cond
 
     admin, namespace, mount = installed
     server_port = simcluster.plane.server.rsplit(":", 1)[1]

@@ -18,8 +18,8 @@ from integration_helpers import eventually, fast_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = pytest.mark.integration
 

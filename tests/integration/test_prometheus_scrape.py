@@ -27,8 +27,8 @@ from integration_helpers import eventually
 from secure_metrics import ControllerProcess, must_scrape, running_controller
 
 from nvcre.compiler.install.monitoring import ALERT_RULES_FILE, alert_rule_groups
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.testing.metrics_reader import grant_metrics_reader, request_token, write_token
 from nvcre.testing.prometheus import Prometheus, ScrapeTarget
 

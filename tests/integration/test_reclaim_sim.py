@@ -29,9 +29,9 @@ from as_installed import install_rbac, remove_installed, shipped_controller, tok
 from integration_helpers import eventually
 
 from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID, WORKFLOW_FINALIZER
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import ApiError, NotFound
 from nvcre.runtime.kube.resources import WORKFLOWS, Resource
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]

@@ -17,8 +17,8 @@ from integration_helpers import eventually, scoped_controller
 from test_runtime_sim import FAST, certification, node_results, wait_terminal
 
 from nvcre.runtime.controller import Controller
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CERTIFICATIONS, JOBS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

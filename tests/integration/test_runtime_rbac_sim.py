@@ -65,8 +65,8 @@ def restricted(simcluster) -> Iterator[tuple[Any, Any, str]]:
 def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_namespace, restricted):
     from nvcre.compiler.compose import run_access_binding
     from nvcre.runtime.controller import Controller, ControllerConfig
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, WORKFLOWS
-    from nvcre.runtime.reconcile import conditions as cond
 
     admin, own, controller_ns = restricted
     nodes = simcluster.add_nodes(profile="h100", count=2, prefix=f"{sim_namespace}-rb")
@@ -106,11 +106,19 @@ def test_a_workflow_waits_for_the_run_binding_then_proceeds(simcluster, sim_name
         assert progress["reason"] == "NamespacePermissionsMissing"
         assert "RoleBinding nvcre-manager-run" in progress["message"]
         assert "create trainer.kubeflow.org/trainjobs" in progress["message"]
-        warnings = [
-            e
-            for e in admin.list(EVENTS, sim_namespace).items
-            if e.get("reason") == "NamespacePermissionsMissing" and e.get("type") == "Warning"
-        ]
+        # the Event is written just after the status: under load the first list may come too soon
+        warnings = eventually(
+            lambda: (
+                [
+                    e
+                    for e in admin.list(EVENTS, sim_namespace).items
+                    if e.get("reason") == "NamespacePermissionsMissing" and e.get("type") == "Warning"
+                ]
+                or None
+            ),
+            timeout=30,
+            what="the NamespacePermissionsMissing Warning Event",
+        )
         assert warnings
 
         admin.create(run_access_binding(sim_namespace, controller_namespace=controller_ns))
@@ -166,9 +174,9 @@ def test_a_user_limited_to_one_namespace_cannot_make_the_controller_write_in_ano
     from nvcre.compiler.install import render_install
     from nvcre.runtime import compile as compiler
     from nvcre.runtime.controller import Controller, ControllerConfig
+    from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.client import ApiServerClient
     from nvcre.runtime.kube.resources import CONFIGMAPS, JOBS, NODES, TRAINJOBS, WORKFLOWS, Resource
-    from nvcre.runtime.reconcile import conditions as cond
 
     admin = ApiServerClient.from_kubeconfig(str(simcluster.kubeconfig))
     suffix = uuid.uuid4().hex[:6]

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import pytest
 
 from nvcre.runtime.controller import Controller, ControllerConfig
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.accounting import RequestCounter
 from nvcre.runtime.kube.client import ApiServerClient
 from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

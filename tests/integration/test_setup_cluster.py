@@ -57,7 +57,7 @@ def nvcrectl(cluster: object, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def helm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The helm the tests build, for the deps phase (NVCRE_HELM), and the pinned Trainer module present."""
-    from nvcre.runtime.ops.trainer import JOBSET_MODULE, JOBSET_VERSION, TRAINER_MODULE, TRAINER_VERSION, pinned_module
+    from nvcre.runtime.ops.install.trainer import JOBSET_MODULE, JOBSET_VERSION, TRAINER_MODULE, TRAINER_VERSION, pinned_module
 
     binary = go_tool(request, "helm")
     if pinned_module(TRAINER_MODULE, TRAINER_VERSION) is None or pinned_module(JOBSET_MODULE, JOBSET_VERSION) is None:

@@ -18,8 +18,8 @@ import pytest
 from integration_helpers import eventually
 from secure_metrics import running_controller
 
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ import pytest
 from integration_helpers import eventually
 from secure_metrics import running_controller
 
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

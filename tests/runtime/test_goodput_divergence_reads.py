@@ -13,9 +13,9 @@ import pytest
 from test_goodput_sampling import INTERVAL, T0, Cluster, _reconcile, _setup
 
 from nvcre.runtime.clock import format_time
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.judge.measured import measurement_failure
 from nvcre.runtime.kube.resources import JOBS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile import measurement as measurement_module
 from nvcre.runtime.reconcile.context import Context
 

@@ -17,11 +17,11 @@ import pytest
 from test_goodput_sampling import T0, Cluster, _reconcile, _setup
 
 from nvcre.runtime.clock import format_time
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge.pods import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.kube.resources import JOBS, LOGPROFILES, PODS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile import measurement as measurement_module
 from nvcre.runtime.reconcile.context import Context
-from nvcre.runtime.reconcile.pods import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 
 FIRST, LAST = "j-workload-node-0-0", "j-workload-node-1-0"
 START = (

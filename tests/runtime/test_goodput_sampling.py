@@ -24,14 +24,14 @@ import pytest
 
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock, format_time
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from nvcre.runtime.judge.stall import stall_message
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import GOODPUT_MEASUREMENTS, JOBS, LOGPROFILES, PODS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile import measurement as measurement_module
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.runtime.reconcile.measurement import MeasurementReconciler
-from nvcre.runtime.reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
-from nvcre.runtime.reconcile.stall import stall_message
 
 T0 = datetime(2026, 12, 6, 4, 12, tzinfo=UTC)
 CHATTER = "NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/IPC/read comm 0x55d1 nRanks 16 localRanks 8 localRank 0 MNNVL 0 " + "x" * 57

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from nvcre.runtime.clock import format_time
-from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile import restarts
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge import restart as restarts
 from nvcre.runtime.reconcile.context import Result
 from nvcre.runtime.reconcile.job.restart import Restarts
 

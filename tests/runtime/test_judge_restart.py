@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from nvcre.runtime.judge import restart as restarts
 from nvcre.runtime.judge.restart import OldWorkload, RestartChoice, RestartStep, choose_restart, counted, plan_restart_step
-from nvcre.runtime.reconcile import restarts
 
 NOW = datetime(2026, 12, 6, 12, 0, tzinfo=timezone.utc)
 SINCE = NOW - timedelta(seconds=30)

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from nvcre.runtime.judge.attribution import choose_failure_pod, group_nodes
+from nvcre.runtime.judge.pods import blocked_pods, bound_nodes, job_pods, live_pods, scheduler_message
+from nvcre.runtime.judge.restart import current_attempt_pods, jobset_restarts
 from nvcre.runtime.kube.client import ObjectList, WatchEvent
 from nvcre.runtime.kube.informers import Informer
 from nvcre.runtime.kube.projections import compact, project, project_pod, project_trainjob, projection_for
 from nvcre.runtime.kube.resources import NODES, PODS, TRAINJOBS
 from nvcre.runtime.reconcile.job import trainjob_phase
-from nvcre.runtime.reconcile.pods import blocked_pods, bound_nodes, job_pods, live_pods, scheduler_message
-from nvcre.runtime.reconcile.restarts import current_attempt_pods, jobset_restarts
 
 MANAGED = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {"f:phase": {}}}}]
 WORKLOAD = "cert-comm-nccl-1a2b-0-workload"

@@ -19,8 +19,8 @@ from nvcre.compiler.diagnose.session import PRIOR_ANNOTATION
 from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.informers import Store
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler

@@ -1,4 +1,4 @@
-"""Requests the reconcilers spare: cached access answers, one measurement create, paced log reads.
+"""Requests the reconcilers spare: one measurement create, paced log reads, the context's memory.
 
 Offline, over a recording client: each test counts what a reconcile sends and checks the state
 it leaves, so a saving that changed a result would fail here as well.
@@ -14,59 +14,23 @@ import pytest
 
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock, format_time
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, JOBS, LOGPROFILES, PODS, WORKFLOWS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile import measurement as measurement_module
-from nvcre.runtime.reconcile.access import NamespaceAccess
 from nvcre.runtime.reconcile.common import create_or_adopt
 from nvcre.runtime.reconcile.context import Context, Result, Settings
 from nvcre.runtime.reconcile.job import FINALIZER as JOB_FINALIZER
 from nvcre.runtime.reconcile.job import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS, JobReconciler
 from nvcre.runtime.reconcile.measurement import MeasurementReconciler
-from nvcre.runtime.reconcile.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
-from nvcre.testing.fakeclock import FakeClock
 from nvcre.testing.fakekube import MemoryKube
 
 
 def _log_reads(kube: MemoryKube) -> list[str | None]:
     """The pod log reads, each by the ``sinceTime`` it asked from (None: from the start)."""
     return [call.options.get("since_time") for call in kube.calls if str(call) == "get pods/log"]
-
-
-# ------------------------------------------------------------------ access reviews
-
-
-def test_allowed_answers_are_cached_per_namespace_and_resource_for_a_bounded_time():
-    kube = MemoryKube()
-    now = FakeClock(0.0)
-    access = NamespaceAccess(clock=now, ttl=300.0)
-    assert access.check(kube, "a").allowed
-    asked = len(kube.calls)
-    assert asked > 0
-    assert access.check(kube, "a").allowed
-    assert len(kube.calls) == asked  # all answered from memory
-    assert access.check(kube, "b").allowed
-    assert len(kube.calls) == 2 * asked  # another namespace is asked on its own
-    now.advance(301.0)
-    assert access.check(kube, "a").allowed
-    assert len(kube.calls) == 3 * asked  # expired: asked again
-
-
-def test_a_denied_answer_is_asked_again_and_only_it():
-    kube = MemoryKube()
-    kube.denied.add("pods")
-    access = NamespaceAccess(clock=lambda: 0.0)
-    first = access.check(kube, "a")
-    assert not first.allowed and any("pods" in item for item in first.missing)
-    asked = len(kube.calls)
-    denied = len(first.missing)
-    second = access.check(kube, "a")
-    assert second.missing == first.missing
-    assert len(kube.calls) == asked + denied
-    kube.denied.clear()  # the RoleBinding appeared
-    assert access.check(kube, "a").allowed
 
 
 # ------------------------------------------------------------------ context memory

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nvcre.runtime.clock import Clock
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS, PODS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.runtime.reconcile.workflow.groups import RunningGroups
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nvcre.runtime.clock import Clock, format_time
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import CERTIFICATIONS
-from nvcre.runtime.reconcile import conditions as cond
 from nvcre.runtime.reconcile.certification import FINALIZER, CertificationReconciler
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.testing.fakekube import MemoryKube

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nvcre.runtime.clock import Clock
-from nvcre.runtime.reconcile import conditions as cond
+from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.reconcile.workflow.diagnose import DiagnoseRounds
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

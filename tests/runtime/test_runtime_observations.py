@@ -1,4 +1,4 @@
-"""Pure observations the reconcilers act on: blocked pods, TrainJob phases, the timeout clock."""
+"""Observations the tiers act on: TrainJob phases, the timeout clock, the final goodput."""
 
 from __future__ import annotations
 
@@ -10,38 +10,7 @@ from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler, trainjob_phase
 from nvcre.runtime.reconcile.measurement_kinds import KINDS
-from nvcre.runtime.reconcile.pods import blocked_pods, bound_nodes, job_pods, scheduler_message
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
-
-
-def pod(name: str, *, node: str = "", phase: str = "Pending", scheduled: tuple[str, str, str] | None = None, labels=None) -> dict[str, Any]:
-    status: dict[str, Any] = {"phase": phase}
-    if scheduled:
-        state, reason, message = scheduled
-        status["conditions"] = [{"type": "PodScheduled", "status": state, "reason": reason, "message": message}]
-    spec = {"nodeName": node} if node else {}
-    return {"metadata": {"name": name, "namespace": "ns", "labels": labels or {}}, "spec": spec, "status": status}
-
-
-def test_only_pods_the_scheduler_refused_count_as_blocked():
-    refused = pod("a", scheduled=("False", "Unschedulable", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."))
-    gated = pod("b", scheduled=("False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates"))
-    unseen = pod("c")
-    placed = pod("d", node="n1", phase="Running", scheduled=("True", "", ""))
-    blocked = blocked_pods([refused, gated, unseen, placed])
-    assert [p["metadata"]["name"] for p in blocked] == ["a"]
-    assert scheduler_message(blocked) == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
-
-
-def test_job_pods_include_the_unlabelled_launcher_and_bound_nodes_skip_finished_pods():
-    worker = pod("w", node="n2", phase="Running", labels={"nvcre.nvidia.com/job": "j"})
-    launcher = pod("l", node="n1", phase="Running", labels={"jobset.sigs.k8s.io/jobset-name": "j-workload"})
-    done = pod("x", node="n3", phase="Succeeded", labels={"nvcre.nvidia.com/job": "j"})
-    other = pod("o", node="n4", phase="Running", labels={"nvcre.nvidia.com/job": "k"})
-    mine = job_pods([worker, launcher, done, other], "j", "j-workload")
-    assert [p["metadata"]["name"] for p in mine] == ["l", "w", "x"]
-    assert bound_nodes(mine) == ["n1", "n2"]
-    assert bound_nodes(mine, labelled_for="j") == ["n2"]
 
 
 def test_trainjob_phase_checks_failed_before_complete_and_suspend_is_pending():

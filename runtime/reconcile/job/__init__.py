@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import compile as compiler
+from ...judge import conditions as cond
 from ...judge.launch import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS
 from ...kube.resources import JOBS
-from .. import conditions as cond
 from ..context import SAFETY_NET_POLLS, Context, Result
 from ..tier import StatusTier
 from .create import WorkloadCreator

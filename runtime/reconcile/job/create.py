@@ -4,7 +4,7 @@ Once the Job is launched (``judge.launch``: its Workflow created its dependencie
 compiler's ``expand_workload`` gives the TrainJob and the measurements; the TrainJob is created
 (or adopted when it is ours already) and recorded in ``status.workloadRef``. A TrainJob whose
 pods would name a ServiceAccount, Secret, ConfigMap or claim outside the Job's runtime patches
-(where admission checked the author's rights, :mod:`..pod_references`) is never created: the Job
+(where admission checked the author's rights, :mod:`...judge.pod_references`) is never created: the Job
 fails ``PodReferencesNotAdmitted`` and no node is blamed.
 
 A create is never sent twice for one name: a reconcile that runs before the first create's
@@ -20,12 +20,12 @@ from typing import Any
 
 from ... import compile as compiler
 from ...clock import parse_time
+from ...judge import conditions as cond
 from ...judge.launch import Launch, decide_launch
+from ...judge.pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from ...kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS, TRAINJOBS
-from .. import conditions as cond
 from ..common import Adopted, create_or_adopt, meta, name_of, namespace_of, reference
 from ..context import Context, Result, referenced_by
-from ..pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from .names import bandwidth_name, goodput_name, workflow_label
 from .parts import Failer, RestartPreparer
 

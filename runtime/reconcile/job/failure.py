@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...judge import attribution
+from ...judge import conditions as cond
 from ...judge.attribution import group_nodes
 from ...kube.client import Kube
 from ...kube.errors import ApiError
 from ...kube.resources import JOBS
-from .. import conditions as cond
 from ..context import Context
 from .entries import seed_failed_nodes
 from .parts import JobReader

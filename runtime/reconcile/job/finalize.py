@@ -15,12 +15,12 @@ from typing import Any
 from nvcre.compiler.vocabulary import LABEL_JOB
 
 from ...clock import parse_time
+from ...judge import conditions as cond
+from ...judge.pods import JOBSET_NAME_LABEL, live_pods
 from ...kube.errors import ApiError
 from ...kube.resources import JOBS, PODS, TRAINJOBS
-from .. import conditions as cond
 from ..common import meta, name_of, namespace_of, past_drain_grace, remove_finalizer
 from ..context import Context, Result, owned_by
-from ..pods import JOBSET_NAME_LABEL, live_pods
 from .names import workload_name
 
 __all__ = ["JobFinalizer", "drain_anchor"]

@@ -14,14 +14,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...judge import conditions as cond
 from ...judge import health
 from ...judge.health import HARDWARE_FAILURE_REASON, hardware_failed_message
+from ...judge.pods import bound_nodes
 from ...kube.memo import HealthMemo
 from ...kube.resources import JOBS, NODES
-from .. import conditions as cond
 from ..common import name_of, namespace_of
 from ..context import Context
-from ..pods import bound_nodes
 from .names import workflow_label
 
 __all__ = ["HealthWatch", "unhealthy_nodes"]

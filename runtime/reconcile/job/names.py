@@ -12,8 +12,8 @@ from typing import Any
 
 from nvcre.compiler.vocabulary import LABEL_WORKFLOW
 
+from ...judge import conditions as cond
 from ...judge.reading import labels_of, name_of
-from .. import conditions as cond
 
 __all__ = ["bandwidth_name", "goodput_name", "trainjob_phase", "workflow_label", "workload_name"]
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from nvcre.compiler.durations import duration_limit
 
+from ...judge import conditions as cond
 from ...judge import repeats
+from ...judge import restart as restarts
+from ...judge.stall import stall_message
 from ...kube.resources import GOODPUT_MEASUREMENTS, JOBS, TRAINJOBS
-from .. import conditions as cond
-from .. import restarts
 from ..common import name_of, namespace_of
 from ..context import Context, Result, owned_by
-from ..stall import stall_message
 from .names import goodput_name, trainjob_phase, workload_name
 from .parts import Failer, HealthChecker, JobReader, Restarter, RunningRecorder, Validator
 

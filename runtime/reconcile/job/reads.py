@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...judge import restart as restarts
+from ...judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, job_pods
 from ...kube.resources import GOODPUT_MEASUREMENTS, PODS, TRAINJOBS, WORKFLOWS
-from .. import restarts
 from ..common import meta, name_of, namespace_of
 from ..context import Context
-from ..pods import JOB_LABEL, JOBSET_NAME_LABEL, job_pods
 from .names import goodput_name, workload_name
 
 __all__ = ["JobReads"]

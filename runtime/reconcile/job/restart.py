@@ -2,7 +2,7 @@
 
 When a workload failed, stalled or vanished, :meth:`Restarts.restart_or_fail` asks
 :func:`~nvcre.runtime.judge.restart.choose_restart`; a restart is counted in status first
-(``restarts.restarted_status``), announced with two Events, then prepared. Preparing
+(:func:`~nvcre.runtime.judge.restart.restarted_status`), announced with two Events, then prepared. Preparing
 (:meth:`Restarts.prepare`, each step idempotent, so a crash anywhere is picked up again) folds
 the ended attempt into the GoodputMeasurement, then takes the step
 :func:`~nvcre.runtime.judge.restart.plan_restart_step` names: remove the old TrainJob in the
@@ -17,16 +17,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...clock import parse_time
+from ...judge import conditions as cond
+from ...judge import restart as restarts
 from ...judge.attribution import choose_failure_pod
+from ...judge.pods import JOBSET_NAME_LABEL
 from ...judge.restart import RESTART_RETRY_SECONDS, OldWorkload, RestartStep, choose_restart, plan_restart_step
 from ...kube.errors import ApiError
 from ...kube.resources import GOODPUT_MEASUREMENTS, JOBS, PODS, TRAINJOBS
 from ...measure import attempts
-from .. import conditions as cond
-from .. import restarts
 from ..common import annotations_of, meta, name_of, namespace_of
 from ..context import Context, Result, owned_by
-from ..pods import JOBSET_NAME_LABEL
 from .names import workload_name
 from .parts import Failer, JobReader
 

@@ -14,12 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from ...clock import format_time, parse_time
+from ...judge import conditions as cond
+from ...judge import restart as restarts
 from ...judge import scheduling
+from ...judge.pods import blocked_pods, scheduler_message
 from ...kube.resources import JOBS
-from .. import conditions as cond
-from .. import restarts
 from ..context import Context, Result
-from ..pods import blocked_pods, scheduler_message
 from .parts import Failer
 
 __all__ = ["RunningClock"]

@@ -18,11 +18,11 @@ from typing import Any
 from nvcre.compiler.durations import duration_limit, format_duration
 
 from ...clock import parse_time
+from ...judge import conditions as cond
 from ...judge import measured, thresholds
 from ...judge.attribution import group_nodes
 from ...judge.thresholds import CONFIGURATION_ERRORS
 from ...kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS
-from .. import conditions as cond
 from ..common import namespace_of
 from ..context import Context, Result
 from .entries import seed_failed_nodes

@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import compile as compiler
+from ...judge import conditions as cond
 from ...judge import tracking
 from ...kube.resources import NODES, RESOURCE_SLICES, WORKFLOWS
-from .. import conditions as cond
 from .. import reclaim
 from ..common import name_of, namespace_of
 from ..context import Context, Result

@@ -1,7 +1,7 @@
 """Whether the controller may write in a Workflow's namespace, kept in its ``NamespaceAccess`` condition.
 
 Before anything of a Workflow is created, the controller's own permissions in the namespace are
-checked (the cached SelfSubjectAccessReview of :mod:`..access`). Missing permissions make the
+checked (the cached SelfSubjectAccessReview of :mod:`...kube.access`). Missing permissions make the
 Workflow wait, with a condition and one Warning Event naming the RoleBinding to create; past
 ``Settings.namespace_access_timeout`` it fails. Access granted after a wait is recorded and the pass
 goes on from the status just written.
@@ -14,7 +14,7 @@ from typing import Any
 from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE
 
 from ...clock import parse_time
-from .. import conditions as cond
+from ...judge import conditions as cond
 from ..common import namespace_of
 from ..context import Context, Result
 from .ports import StatusWrite

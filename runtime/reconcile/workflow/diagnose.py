@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import compile as compiler
+from ...judge import conditions as cond
 from ...judge.thresholds import measured_values
 from ...kube.resources import BANDWIDTH_MEASUREMENTS, JOBS
-from .. import conditions as cond
 from ..common import name_of, namespace_of, uid_of
 from ..context import Context
 from .ports import Results

@@ -15,14 +15,14 @@ from typing import Any
 from nvcre.compiler.durations import format_duration, parse_duration
 
 from ...clock import parse_time
+from ...judge import conditions as cond
 from ...judge import domains
 from ...judge.groups import GroupStep, Step, running_group_step, timeout_message
+from ...judge.pods import bound_nodes, job_pods, live_pods
 from ...kube.errors import NotFound
 from ...kube.resources import JOBS, PODS, TRAINJOBS
-from .. import conditions as cond
 from ..common import meta, name_of, namespace_of, uid_of
 from ..context import Context, Result, referenced_by
-from ..pods import bound_nodes, job_pods, live_pods
 from ..ports import JobVerdicts
 from .ports import Results
 from .spec import execution_of, is_diagnose, progress_text

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import compile as compiler
+from ...judge import conditions as cond
 from ...kube.resources import CONFIGMAPS
-from .. import conditions as cond
 from ..common import namespace_of, uid_of
 from ..context import Context, Result
 from .ports import Results, RoundBoundary

@@ -6,10 +6,10 @@ launched under ``execution.maxConcurrent`` and never two Running groups on one n
 then its job-scoped dependencies, then the Job tier is told the launch is complete.
 
 Before anything of a group is created, the pods it would run are checked for references
-admission did not check against the Workflow's author (:mod:`..pod_references`): such a Workflow
+admission did not check against the Workflow's author (:mod:`...judge.pod_references`): such a Workflow
 fails ``PodReferencesNotAdmitted`` and nothing runs. When partitioning and again before each
 group is launched, the spec after overrides is held to ``spec.gangScheduler``
-(:mod:`..gang_contract`): a conflict fails ``GangSchedulingConflict``. A refused diagnose
+(:mod:`...judge.gang_contract`): a conflict fails ``GangSchedulingConflict``. A refused diagnose
 annotation fails ``WorkflowValidationFailed``; any other build error there ``OverrideError``.
 """
 
@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ... import compile as compiler
+from ...judge import conditions as cond
 from ...judge import domains
+from ...judge.gang_contract import REASON_GANG_CONFLICT, GangCheck, check_gang_contract
+from ...judge.pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from ...kube.resources import JOBS
-from .. import conditions as cond
 from ..common import create_or_adopt, name_of, namespace_of, reference
 from ..context import Context, Result
-from ..gang_contract import REASON_GANG_CONFLICT, GangCheck, check_gang_contract
-from ..pod_references import REASON_NOT_ADMITTED, admitted, refusal, unadmitted
 from .ports import DiagnoseFlags
 from .spec import UNSCHEDULABLE_TAINT, execution_of, is_diagnose, iterations_of, orchestration_of, progress_text
 
@@ -97,7 +97,7 @@ class Launcher:
         return Result(ctx.settings.step_interval)
 
     def _gang_conflict(self, wf: Mapping[str, Any], status: dict[str, Any], plan: Any) -> GangCheck:
-        """Hold the spec after overrides to ``spec.gangScheduler`` (:mod:`..gang_contract`); on a
+        """Hold the spec after overrides to ``spec.gangScheduler`` (:mod:`...judge.gang_contract`); on a
         conflict the Workflow fails ``GangSchedulingConflict``, before any child exists."""
         check = check_gang_contract(wf, getattr(plan, "workflow_spec", None))
         if check.problems:
@@ -207,7 +207,7 @@ class Launcher:
         self, wf: dict[str, Any], status: dict[str, Any], plan: Any, planned: Any, iteration: int, manifest: Mapping[str, Any]
     ) -> str | None:
         """Fail the Workflow, before its first Job of a group exists, when the pods it would run name
-        a ServiceAccount, Secret, ConfigMap or claim that admission never checked (:mod:`..pod_references`)."""
+        a ServiceAccount, Secret, ConfigMap or claim that admission never checked (:mod:`...judge.pod_references`)."""
         ctx = self.ctx
         try:
             deps = compiler.expand_job_dependencies(wf, plan, planned, iteration, manifest)

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge import restart as restarts
 from nvcre.runtime.judge.attribution import FailurePod
-from nvcre.runtime.reconcile import conditions as cond
-from nvcre.runtime.reconcile import restarts
 
 STAMP = "2026-12-02T12:00:00Z"
 

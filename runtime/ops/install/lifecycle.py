@@ -3,7 +3,7 @@
 The objects come from :func:`nvcre.compiler.install.render_install`; this module only applies
 them (server-side apply, in the order given, CRDs first and waited for), reads what is there, and
 deletes what is ours. Kubeflow Trainer and JobSet (the ``deps`` phase) are checked in
-:mod:`.install_deps` and installed or removed by :mod:`.trainer`, which touches only what it
+:mod:`.deps` and installed or removed by :mod:`.trainer`, which touches only what it
 marked; a JobSet someone else installed is never changed. The Prometheus
 Operator's kinds (the ServiceMonitor and the PrometheusRule) are applied only where the cluster
 serves them; elsewhere they are skipped with a note, as the values that leave them out would.
@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_CLEANUP_RETRY
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError, ApiNotServed, NotFound
-from ..kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
-from .holdings import crd_resource, summary
-from .install_chart import PULL_SECRET, PullSecretTaken, chart_objects, controller_values, ensure_pull_secret, image_values
-from .install_deps import (
+from ...kube.client import Kube
+from ...kube.errors import ApiError, ApiNotServed, NotFound
+from ...kube.resources import CERTIFICATIONS, CONFIGMAPS, NODES, WORKFLOWS, WORKLOADRUNS, Resource
+from .chart import PULL_SECRET, PullSecretTaken, chart_objects, controller_values, ensure_pull_secret, image_values
+from .deps import (
     CRDS,
     JOBSET_CRD,
     TRAINER_INSTALL,
@@ -34,6 +33,7 @@ from .install_deps import (
     missing_dependencies,
     wait_established,
 )
+from .holdings import crd_resource, summary
 from .ownership import ForeignObjects, describe, foreign_objects, install_namespaces, is_ours, marked
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nvcre.runtime import compile as compiler
-from nvcre.runtime.reconcile import pod_references as refs
+from nvcre.runtime.judge import pod_references as refs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -7,27 +7,32 @@ review per (verb, group, resource) of the run role. An allowed answer is remembe
 (namespace, verb, group, resource) for :data:`GRANTED_SECONDS`; a denied one is never
 remembered, so only the missing permissions are asked again on the next reconcile and the
 Workflow proceeds as soon as the binding exists.
+
+Which reviews to ask is not this module's to know: the run role lives in the compiler, so the
+caller hands in a function that gives the review bodies for a namespace (the controller passes
+the compiler's ``access_reviews``). This module only sends them and remembers the answers.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre.compiler.install.rbac import access_reviews
+from .client import Kube
+from .errors import ApiError
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError
-
-__all__ = ["GRANTED_SECONDS", "AccessCheck", "NamespaceAccess"]
+__all__ = ["GRANTED_SECONDS", "AccessCheck", "NamespaceAccess", "ReviewsFor"]
 
 #: how long an allowed answer stands (a revoked permission shows up as failed writes meanwhile)
 GRANTED_SECONDS = 300.0
 
 _Key = tuple[str, str, str, str]
+
+#: the SelfSubjectAccessReview bodies that tell whether the controller may work in a namespace
+ReviewsFor = Callable[[str], Iterable[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,8 @@ def _key(attrs: Mapping[str, Any]) -> _Key:
 class NamespaceAccess:
     """Per-(namespace, verb, resource) access reviews with a bounded memory of allowed answers."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, ttl: float = GRANTED_SECONDS) -> None:
+    def __init__(self, reviews: ReviewsFor, clock: Callable[[], float] = time.monotonic, ttl: float = GRANTED_SECONDS) -> None:
+        self._reviews = reviews
         self._clock = clock
         self._ttl = ttl
         self._granted: dict[_Key, float] = {}
@@ -64,7 +70,7 @@ class NamespaceAccess:
     def check(self, kube: Kube, namespace: str) -> AccessCheck:
         now = self._clock()
         missing = []
-        for review in access_reviews(namespace):
+        for review in self._reviews(namespace):
             attrs = review["spec"]["resourceAttributes"]
             key = _key(attrs)
             if self._fresh(key, now):

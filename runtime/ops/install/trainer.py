@@ -30,12 +30,12 @@ from typing import Any
 
 from nvcre.compiler.vocabulary import ANNOTATION_INSTALLED_VERSION, LABEL_INSTALLED_BY
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError, ApiNotServed, NotFound
-from ..kube.resources import Resource
-from .helmtool import HelmError, helm_template
+from ...kube.client import Kube
+from ...kube.errors import ApiError, ApiNotServed, NotFound
+from ...kube.resources import Resource
+from .deps import CRDS, JOBSET_CRD, TRAINER_CRDS, wait_established
+from .helm import HelmError, helm_template
 from .holdings import foreign_in_namespace, foreign_instances, summary
-from .install_deps import CRDS, JOBSET_CRD, TRAINER_CRDS, wait_established
 
 __all__ = [
     "INSTALLED_BY",

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from nvcre.runtime.kube.resources import Resource, split_api_version
-from nvcre.runtime.ops import install, trainer
-from nvcre.runtime.ops import install_deps as deps
+from nvcre.runtime.ops.install import deps, lifecycle, trainer
 from nvcre.testing.fakekube import MemoryKube
 
 #: what the in-memory cluster serves (the Trainer chart's kinds); any other kind is not served
@@ -101,15 +100,15 @@ def _labelled(kube: MemoryKube) -> set[str]:
 def test_a_bare_cluster_gets_trainer_and_jobset_marked_and_a_rerun_changes_nothing(rendered: list[bool]) -> None:
     kube = _cluster()
     said: list[str] = []
-    assert install.ensure_dependencies(kube, say=said.append) == 9
+    assert lifecycle.ensure_dependencies(kube, say=said.append) == 9
     assert rendered == [True]
     assert {*deps.TRAINER_CRDS, deps.JOBSET_CRD, "kubeflow-trainer-controller-manager", "kubeflow-system"} <= _labelled(kube)
     deployment = kube.get(Resource("apps", "v1", "deployments", "Deployment"), "kubeflow-trainer-controller-manager", "kubeflow-system")
     assert deployment["metadata"]["annotations"][trainer.INSTALLED_VERSION] == "v2.2.1"
-    assert not install.missing_dependencies(kube)
+    assert not lifecycle.missing_dependencies(kube)
 
     writes = _writes(kube)
-    assert install.ensure_dependencies(kube, say=said.append) == 0
+    assert lifecycle.ensure_dependencies(kube, say=said.append) == 0
     assert _writes(kube) == writes and rendered == [True]
     assert said[-1] == "Kubeflow Trainer and JobSet are present."
 
@@ -178,8 +177,8 @@ def test_when_trainer_cannot_be_rendered_nothing_is_written_and_the_way_by_hand_
     monkeypatch.setenv("NVCRE_HELM", "/nonexistent/helm")
     kube = _cluster()
     applied: list[bool] = []
-    with pytest.raises(install.DependenciesMissing) as missing:
-        install.ensure_dependencies(kube, chart_ref="oci://mirror.example.com/kubeflow-trainer", on_apply=lambda: applied.append(True))
+    with pytest.raises(lifecycle.DependenciesMissing) as missing:
+        lifecycle.ensure_dependencies(kube, chart_ref="oci://mirror.example.com/kubeflow-trainer", on_apply=lambda: applied.append(True))
     names = [c.name for c in missing.value.missing]
     assert "Kubeflow Trainer CRDs" in names and "JobSet CRD" in names
     assert "NVCRE_HELM='/nonexistent/helm' is not an executable file" in missing.value.missing[-1].detail

@@ -2,7 +2,7 @@
 
 A component is present when its CRDs exist and a sign of its controller does (an admission
 webhook serving its API group). ``setup status`` lists them; ``setup init`` installs what is
-missing (see :mod:`nvcre.runtime.ops.trainer`) unless told ``--skip-phases=deps``.
+missing (see :mod:`.trainer`) unless told ``--skip-phases=deps``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError, NotFound
-from ..kube.resources import Resource
+from ...kube.client import Kube
+from ...kube.errors import ApiError, NotFound
+from ...kube.resources import Resource
 
 __all__ = [
     "CRDS",

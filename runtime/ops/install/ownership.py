@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError, NotFound
-from ..kube.resources import CONFIGMAPS
+from ...kube.client import Kube
+from ...kube.errors import ApiError, NotFound
+from ...kube.resources import CONFIGMAPS
 
 __all__ = ["MANAGED_BY", "ForeignObjects", "describe", "foreign_objects", "install_namespaces", "is_ours", "marked"]
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..kube.client import Kube
-from ..kube.errors import ApiError, ApiNotServed, NotFound
-from ..kube.resources import Resource
-from .install_deps import CRDS
+from ...kube.client import Kube
+from ...kube.errors import ApiError, ApiNotServed, NotFound
+from ...kube.resources import Resource
+from .deps import CRDS
 
 __all__ = ["BUILTIN_KINDS", "crd_resource", "foreign_in_namespace", "foreign_instances", "summary"]
 

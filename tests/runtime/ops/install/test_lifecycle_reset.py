@@ -8,9 +8,9 @@ import pytest
 
 from nvcre.runtime.kube.errors import ApiError
 from nvcre.runtime.kube.resources import Resource
-from nvcre.runtime.ops import install
-from nvcre.runtime.ops.holdings import crd_resource
-from nvcre.runtime.ops.install_deps import CRDS
+from nvcre.runtime.ops.install import lifecycle
+from nvcre.runtime.ops.install.deps import CRDS
+from nvcre.runtime.ops.install.holdings import crd_resource
 from nvcre.testing.fakekube import PASS, Call, MemoryKube
 
 STALLED = {
@@ -65,18 +65,18 @@ def _stalled_crd() -> MemoryKube:
 
 
 def test_instances_are_deleted_once_the_watch_cache_is_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(install.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(lifecycle.time, "sleep", lambda _s: None)
     kube, kind = _with_instance()
-    install._empty_custom_resource(kube, CRD)
+    lifecycle._empty_custom_resource(kube, CRD)
     assert kube.count("list", kind.plural) == 3
     assert [f"{c.namespace}/{c.name}" for c in kube.calls if c.verb == "delete"] == ["nvcre/nccl"]
     assert kube.objects_of(kind) == []
 
 
 def test_a_stalled_crd_cleanup_is_requeued_by_touching_the_crd(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(install.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(lifecycle.time, "sleep", lambda _s: None)
     kube = _stalled_crd()
-    install._wait_crds_gone(kube, ["logprofiles.nvcre.nvidia.com"])
+    lifecycle._wait_crds_gone(kube, ["logprofiles.nvcre.nvidia.com"])
     patches = [call.options["body"] for call in kube.calls if call.verb == "patch"]
     assert len(patches) == 1
     assert "nvcre.nvidia.com/cleanup-retry" in patches[0]["metadata"]["annotations"]
@@ -90,5 +90,5 @@ def test_other_list_errors_are_not_waited_out(monkeypatch: pytest.MonkeyPatch) -
 
     kube.react("list", kind.plural, refused)
     with pytest.raises(ApiError):
-        install._empty_custom_resource(kube, CRD)
+        lifecycle._empty_custom_resource(kube, CRD)
     assert kube.count("list", kind.plural) == 1

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..kube.client import Kube
-from ..kube.errors import NotFound
-from ..kube.resources import Resource
-from .helmtool import GHCR, helm_template
+from ...kube.client import Kube
+from ...kube.errors import NotFound
+from ...kube.resources import Resource
+from .helm import GHCR, helm_template
 from .ownership import marked
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import Any
 from nvcre.runtime.kube.client import ObjectList
 from nvcre.runtime.kube.errors import ApiError, NotFound
 from nvcre.runtime.kube.resources import Resource
-from nvcre.runtime.ops import holdings
-from nvcre.runtime.ops import install as ops
+from nvcre.runtime.ops.install import holdings
+from nvcre.runtime.ops.install import lifecycle as ops
 
 LABEL = ("app.kubernetes.io/managed-by", "nvcrectl")
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nvcre.runtime.reconcile.stall import STARTUP_STALL, STEP_STALL, stall_message
+from nvcre.runtime.judge import conditions as cond
+from nvcre.runtime.judge import log_read
+from nvcre.runtime.judge.stall import STARTUP_STALL, STEP_STALL, stall_message
 
 T0 = "2026-01-01T00:00:00Z"
 
@@ -42,3 +44,30 @@ def test_an_unschedulable_episode_pauses_and_then_restarts_the_clock():
     resumed = {"workloadStartTime": T0, "schedulingResumedTime": "2026-01-01T00:05:00Z"}
     assert stall_message(SPEC, resumed, goodput, at(300 + 120), 30) is None
     assert stall_message(SPEC, resumed, goodput, at(300 + 121), 30) == STEP_STALL
+
+
+def _read_through(seconds: int) -> dict[str, object]:
+    return cond.set_condition({}, log_read.CONDITION, "True", log_read.CAUGHT_UP, log_read.message(at(seconds), "ok"), T0)
+
+
+def test_the_step_budget_runs_on_the_measurements_clock_once_it_sampled_the_attempt():
+    job = {"workloadStartTime": T0}
+    measured = {"startTime": T0, "lastStepTimestamp": T0, "avgStepTimeSec": 10.0, **_read_through(60)}
+    # the wall clock is far past the budget (3 x 10 s + 2 x 30 s), but the reads got to 60 s only
+    assert stall_message(SPEC, job, measured, at(10_000), 30) is None
+    later = {**measured, **_read_through(91)}
+    assert stall_message(SPEC, job, later, at(10_000), 30) == STEP_STALL
+
+
+def test_a_read_from_before_the_attempt_leaves_the_wall_clock_in_charge():
+    job = {"workloadStartTime": "2026-01-01T00:02:00Z"}
+    measured = {"startTime": T0, **_read_through(60)}  # read the previous attempt's log
+    assert stall_message(SPEC, job, measured, at(120 + 660), 30) is None
+    assert stall_message(SPEC, job, measured, at(120 + 661), 30) == STARTUP_STALL
+
+
+def test_the_measurements_clock_never_runs_ahead_of_the_wall():
+    job = {"workloadStartTime": T0}
+    measured = {"startTime": T0, "lastStepTimestamp": T0, "avgStepTimeSec": 10.0, **_read_through(5_000)}
+    assert stall_message(SPEC, job, measured, at(90), 30) is None
+    assert stall_message(SPEC, job, measured, at(91), 30) == STEP_STALL
