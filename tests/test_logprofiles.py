@@ -15,8 +15,11 @@ NAMES = [
     "megatron-training",
     "nccl-bandwidth",
     "nccl-loopback",
+    "nemo-automodel-training",
+    "nemo-hf-automodel-training",
     "nemo1-training",
     "nemo2-training",
+    "torchtitan-training",
 ]
 
 

@@ -95,10 +95,16 @@ def _check_dcgm(text: str, expect: Mapping[str, Any]) -> None:
 # ------------------------------------------------------------------ training
 
 
-def _reads(parsed: TrainingParse) -> tuple[int, int, int]:
-    """How much of the log a parse read: steps, then steps with a TFLOP/s figure, then with a loss."""
+def _reads(parsed: TrainingParse) -> tuple[int, int, int, int]:
+    """How much of the log a parse read: iteration lines, then steps, then steps with a TFLOP/s
+    figure, then with a loss."""
     steps = parsed.steps
-    return len(steps), sum(s.tflops is not None for s in steps), sum(s.loss is not None for s in steps)
+    return (
+        parsed.iteration_lines,
+        len(steps),
+        sum(s.tflops is not None for s in steps),
+        sum(s.loss is not None for s in steps),
+    )
 
 
 def _best_training_parse(text: str) -> TrainingParse:
@@ -115,17 +121,19 @@ def _best_training_parse(text: str) -> TrainingParse:
 
 
 def _training_reading(text: str) -> dict[str, Any]:
-    steps = _best_training_parse(text).steps
+    """The progress the iteration lines show, timed or not (a line with no step time, nor a
+    timestamp to derive one from, is no step but still an iteration the run reached)."""
+    parsed = _best_training_parse(text)
     skipped = 0
-    for step in steps:
+    for step in parsed.steps:
         skipped += sum(int(value) for value in _reported(step, _SKIPPED_FIELDS))
     return {
-        "iterations": len(steps),
-        "first": steps[0].iteration if steps else None,
-        "last": steps[-1].iteration if steps else None,
+        "iterations": parsed.iteration_lines,
+        "first": parsed.first_line_iteration,
+        "last": parsed.last_line_iteration,
         "skipped": skipped,
-        "last_loss": steps[-1].loss if steps else None,
-        "tflops": any(step.tflops is not None for step in steps),
+        "last_loss": parsed.last_line_loss,
+        "tflops": parsed.tflops_lines > 0,
     }
 
 

@@ -3,8 +3,9 @@
 The catalog runs ``dcgmi diag --json``; an operator may run it by hand and get the box table.
 Both forms give one ``DcgmTest`` per test with its status (``Pass``, ``Fail``, ``Warn`` or
 ``Skip``), the GPUs a failure names and the messages DCGM printed, and an overall status, the
-worst row: any ``Fail`` fails the run, else a report cut short (a table without its closing
-rule, a JSON document that never closed) is ``Incomplete``, else any ``Warn`` warns, else
+worst row: any ``Fail`` fails the run (in a cut JSON piece too, even one that no longer parses),
+else a report cut short (a table without its closing rule, a JSON document that never closed)
+is ``Incomplete``, else any ``Warn`` warns, else
 ``Pass`` when something passed, ``Skip`` when everything was skipped, ``Unknown`` when no test
 result was found. Every test row counts whatever its name (level 3 runs a test called
 ``Diagnostic``; only the ``Diagnostic | Result`` header and the Metadata rows are not tests),
@@ -189,6 +190,13 @@ def _from_json(document: Any) -> tuple[DcgmTest, ...]:
 
 #: the last test name written before a position in a cut JSON report
 _JSON_NAME = re2.compile(r'"name"\s*:\s*"([^"]{1,200})"')
+#: a status value and a result's entity key, as a JSON report (or a pasted piece of one) writes them
+_JSON_STATUS = re2.compile(r'"status"\s*:\s*"([A-Za-z]{1,20})"')
+_JSON_RESULT_ID = re2.compile(r'"(?:gpu_id|entity_id)"\s*:')
+#: the key of a DCGM failure-reason code in a result's warnings: a result piece shows it
+_DCGM_ERROR_KEY = '"error_id"'
+#: the most loose failures a cut JSON piece gives (one already fails it)
+_MAX_LOOSE = 64
 
 
 def _from_cut_json(text: str) -> tuple[DcgmTest, ...]:
@@ -220,6 +228,26 @@ def _from_cut_json(text: str) -> tuple[DcgmTest, ...]:
                 tests.extend([test] if test is not None else [])
         position = text.find("{", end)
     return tuple(tests)
+
+
+def _loose_failures(text: str) -> tuple[DcgmTest, ...]:
+    """Each ``"status": "Fail"`` of a cut JSON piece that no whole object holds.
+
+    A pasted result may not parse at all (a terminal wrapped a message across lines, the
+    closing braces were cut), yet its ``Fail`` is plain to read: each one (up to
+    ``_MAX_LOOSE``, which bounds the look-back for names) becomes a result of the last test named
+    before it (nameless when none is), so the piece fails.
+    """
+    found: list[DcgmTest] = []
+    for match in _JSON_STATUS.finditer(text):
+        if len(found) >= _MAX_LOOSE:
+            break
+        if _status(match.group(1)) != "Fail":
+            continue
+        names = _JSON_NAME.findall(text[max(0, match.start() - 4096) : match.start()])
+        test = _json_test({"name": names[-1] if names else "", "results": [{"status": "Fail"}]}, "")
+        found.extend([test] if test is not None else [])
+    return tuple(found)
 
 
 def _json_documents(text: str) -> Iterator[Any]:
@@ -347,8 +375,11 @@ def parse_dcgm(text: str) -> DcgmResult:
     complete = True
     if not tests:
         tests, complete = _from_table(lines)
-    if not tests and _JSON_STARTED in body:
-        # a JSON report that started but never closed: what it shows whole is read (a visible
-        # Fail still fails), and nothing in it can be read as a pass
+    if not tests and (_JSON_STARTED in body or (_DCGM_ERROR_KEY in body and _JSON_RESULT_ID.search(body) is not None)):
+        # a JSON report (or a piece of one) that never closed: what it shows whole is read, a
+        # status no whole object holds still counts when it fails, and nothing in it is a pass
         tests, complete = _from_cut_json(body), False
+        loose = _loose_failures(body)
+        if loose and not any(test.status == "Fail" for test in tests):
+            tests = tests + loose
     return DcgmResult(tests=tests, overall=_overall(tests, complete))

@@ -13,10 +13,12 @@ in this order:
 
 * ``CollectiveDataCorrupted``: a ``#wrong`` cell above zero, or an ``Out of bounds values``
   count above zero (or marked ``FAILED``);
-* ``CollectiveRunFailed``: a nccl-tests failure line anywhere, or an ``NCCL WARN`` line that
-  says something failed in a log whose table never finished;
-* ``CollectiveTableIncomplete``: rows (or a table header) after which no ``Avg bus bandwidth``
-  line came.
+* ``CollectiveRunFailed``: a nccl-tests failure line anywhere, or, in a log whose table never
+  finished, an ``NCCL WARN`` line that says something failed or an NCCL error return
+  (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code unwinds);
+* ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
+  test starting``, ``nThread ... minBytes``, the ``out-of-place  in-place`` line) after which no
+  ``Avg bus bandwidth`` line came.
 
 Only plain string operations run here (no pattern), so the cost is linear in the line.
 """
@@ -123,6 +125,29 @@ def _header_columns(body: str) -> list[int] | None:
     return [index for index, token in enumerate(tokens) if token == "#wrong"]
 
 
+def _is_error_return(body: str) -> bool:
+    """An NCCL INFO line that traces an error return (``misc/socket.cc:752 -> 6``).
+
+    NCCL logs ``file:line -> code`` at every level an error code is handed back through, so the
+    line ends in ``-> <code>`` (a non-zero ``ncclResult_t``).
+    """
+    head, arrow, code = body.rstrip().rpartition(" -> ")
+    return bool(arrow) and ":" in head and code.isascii() and code.isdigit() and code != "0"
+
+
+def _starts_run(body: str) -> bool:
+    """A line nccl-tests prints before a table: the run's announcement or parameters, or the
+    ``out-of-place  in-place`` line above the column header."""
+    text = body.strip()
+    if text[:1] == "#":
+        text = text[1:].lstrip()
+    return (
+        text.startswith("Collective test starting")
+        or (text.startswith("nThread ") and "minBytes" in text)
+        or (text.startswith("out-of-place") and text.endswith("in-place"))
+    )
+
+
 def _is_int(token: str) -> bool:
     return token.isascii() and token.lstrip("-").isdigit()
 
@@ -134,6 +159,7 @@ class RunChecks:
         "failure_line",
         "header_open",
         "last_size",
+        "last_warn",
         "open_rows",
         "oob_count",
         "oob_failed",
@@ -155,10 +181,12 @@ class RunChecks:
         self.oob_failed = False
         self.failure_line: str | None = None
         self.warn_line: str | None = None
+        #: the last ``NCCL WARN`` line, quoted when an error return follows it
+        self.last_warn: str | None = None
         self.open_rows = 0
         self.last_size: int | None = None
         self.trailers = 0
-        #: a table header was printed and no trailer has closed that table yet
+        #: a run started (its header, or the table's) and no trailer has closed its table yet
         self.header_open = False
 
     def row(self, body: str, size: int) -> None:
@@ -205,8 +233,14 @@ class RunChecks:
                 return
         if self.failure_line is None and any(mark in body for mark in _FAILURE_MARKS):
             self.failure_line = _quote(body)
-        elif self.warn_line is None and "NCCL WARN" in body and "fail" in body.lower():
-            self.warn_line = _quote(body)
+        elif "NCCL WARN" in body:
+            self.last_warn = body
+            if self.warn_line is None and "fail" in body.lower():
+                self.warn_line = _quote(body)
+        elif self.warn_line is None and "NCCL INFO" in body and _is_error_return(body):
+            self.warn_line = _quote(self.last_warn or body)
+        elif _starts_run(body):
+            self.header_open = True
 
     def failure(self) -> RunFailure | None:
         """What makes the run's numbers untrustworthy, most severe first; None when nothing does."""
@@ -222,7 +256,7 @@ class RunChecks:
                 INCOMPLETE, f"the nccl-tests table stopped after {self.open_rows} rows{size} without its 'Avg bus bandwidth' line"
             )
         if self.header_open:
-            return RunFailure(INCOMPLETE, "the nccl-tests table stopped after its header, before its first row")
+            return RunFailure(INCOMPLETE, "the nccl-tests output stopped after a header, before its first row")
         return None
 
     def _corruption(self) -> str:

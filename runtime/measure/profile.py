@@ -9,7 +9,7 @@ the first ``MAX_MATCHED_LINE`` characters of a line. Compiled patterns are cache
 
 Every parser reads a line through :func:`split_line`: the kubelet timestamp comes off first,
 then the tag a launcher writes before each rank's output (Open MPI ``[1,0]<stdout>:``, Slurm
-``0: ``), so one profile pattern reads the same log however it was launched.
+``0: ``, MPICH ``[0] ``), so one profile pattern reads the same log however it was launched.
 """
 
 from __future__ import annotations
@@ -117,9 +117,10 @@ def profile_pattern(
 def strip_launcher_prefix(body: str) -> str:
     """``body`` without the tag a launcher puts before each line of a rank's output.
 
-    Two tags are cut: Open MPI's ``--tag-output`` (``[1,0]<stdout>:`` / ``[1,0]<stderr>:``, which
-    the MPIJob launcher shows) and Slurm's ``srun --label`` (``0: ``, task numbers padded with
-    spaces); either may follow a few spaces of indentation (a wrapper that indents what it relays).
+    Three tags are cut: Open MPI's ``--tag-output`` (``[1,0]<stdout>:`` / ``[1,0]<stderr>:``, which
+    the MPIJob launcher shows), Slurm's ``srun --label`` (``0: ``, task numbers padded with
+    spaces) and the MPICH / Intel MPI ``-prepend-rank`` tag (``[0] ``, repeated before every write
+    of the line); each may follow a few spaces of indentation (a wrapper that indents what it relays).
     A line without either comes back unchanged. Plain string checks only: no pattern
     runs here, so the cost stays linear in the tag whatever the line holds.
     """
@@ -132,13 +133,29 @@ def strip_launcher_prefix(body: str) -> str:
             for stream in ("out>:", "err>:"):
                 if rest.startswith(stream):
                     return rest[len(stream) :]
-        return body
+        return _strip_write_tags(body, start)
     digits = start
     while digits < len(body) and digits - start < 7 and "0" <= body[digits] <= "9":
         digits += 1
     if digits > start and body[digits : digits + 2] == ": ":
         return body[digits + 2 :]
     return body
+
+
+def _strip_write_tags(body: str, start: int) -> str:
+    """``body`` without a rank tag that a launcher puts before every write (``[0] ``).
+
+    MPICH and Intel MPI (``-prepend-rank``) tag each write a rank makes, not each line, so a line
+    printed in several writes (an nccl-tests row: size columns, then each half) carries the tag
+    at its start and again where each later write began, glued to the cell before it
+    (``-1[0]    1626.5``). When the line starts with such a tag followed by a space, every copy
+    of that same tag is cut (a later one becomes a space, so cells stay apart).
+    """
+    close = body.find("]", start + 1, start + 9)
+    tag = body[start : close + 1]
+    if close <= start + 1 or not tag[1:-1].isascii() or not tag[1:-1].isdigit() or body[close + 1 : close + 2] != " ":
+        return body
+    return body[close + 1 :].replace(tag, " ")
 
 
 def _is_rank_pair(text: str) -> bool:
@@ -189,11 +206,12 @@ def parse_rfc3339(text: str) -> datetime | None:
         return None
 
 
-_LAYOUT_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?", re.ASCII)
+_LAYOUT_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?", re.ASCII)
 
 
 def parse_layout_time(text: str) -> datetime | None:
-    """A UTC datetime for a ``2006-01-02 15:04:05.999999``-style capture (zone-less means UTC)."""
+    """A UTC datetime for a ``2006-01-02 15:04:05.999999``-style capture (zone-less means UTC);
+    the fraction may follow a comma, as Python's logging prints it (``15:04:05,508``)."""
     text = text.strip()
     stamp = parse_rfc3339(text)
     if stamp is not None:

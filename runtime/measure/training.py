@@ -1,7 +1,7 @@
 """Reads training logs (Megatron-style) and computes goodput from what they show.
 
 ``parse_training`` applies a LogProfile's patterns: ``trainingStep`` (named groups
-``iteration``, ``elapsedTime`` and optionally ``timestamp``, ``tflops``, ``loss``, ``epoch``,
+``iteration`` and optionally ``elapsedTime``, ``timestamp``, ``tflops``, ``loss``, ``epoch``,
 ``globalStep``, ``tokensPerSec``, ``skipped``, ``iterationsPerSecond``), ``checkpointSave`` / ``checkpointDone``
 (``step``, ``path``, ``timestamp``), ``checkpointRestore`` (``path``) and ``applicationStart``.
 Lines are read after the kubelet timestamp and any launcher tag (``[1,0]<stdout>:``, ``0: ``)
@@ -24,6 +24,9 @@ A step line without a step time (``elapsedTime`` did not take part) takes one fr
 timestamps: the time since the previous iteration line that carried one, divided by the
 iterations between them. The first such line only sets the clock; a line with no timestamp at all
 has no step time and is counted in ``untimed_lines`` so the measurement can say why it holds no step.
+Every iteration line, timed or not, still shows progress: the parse keeps the first and last
+iteration any line showed, the last line's loss and how many lines printed a TFLOP/s figure, so
+a log whose lines carry no step time (nor timestamps) still shows how far the run got.
 
 ``calculate_goodput`` is NVCRE's formula at a given ``now``:
 ``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``, zero when the numerator is negative
@@ -160,6 +163,12 @@ class TrainingParse:
     iteration_lines: int = 0
     #: of those, lines with no step time that no timestamps could give one
     untimed_lines: int = 0
+    #: the progress those lines show, timed or not: the first and last iteration, the last
+    #: line's loss (None when it printed none) and how many printed a TFLOP/s figure
+    first_line_iteration: int | None = None
+    last_line_iteration: int | None = None
+    last_line_loss: float | None = None
+    tflops_lines: int = 0
     #: lines that showed a diverged run (non-finite loss or nan iterations)
     diverged_lines: int = 0
     #: the first of them: (iteration, what it showed)
@@ -364,7 +373,7 @@ def _training_patterns(
     spec: Mapping[str, Any],
 ) -> tuple[ProfilePattern, ProfilePattern | None, ProfilePattern | None, ProfilePattern | None, ProfilePattern | None]:
     """The step pattern (required) and the checkpoint, restore and start patterns (each optional)."""
-    step_p = profile_pattern(spec, "trainingStep", ("iteration", "elapsedTime"))
+    step_p = profile_pattern(spec, "trainingStep", ("iteration",))
     assert step_p is not None
     return (
         step_p,
@@ -414,8 +423,10 @@ def parse_training(
     app_start: datetime | None = None
     last_log: datetime | None = None
     pending: tuple[int, str, datetime | None] | None = None
-    matched = untimed = diverged = 0
+    matched = untimed = diverged = tflops_lines = 0
     first_diverged: tuple[int, str] | None = None
+    first_line: TrainingStep | None = None
+    last_line: TrainingStep | None = None
 
     for raw in _lines(text):
         stamp_text, body = split_line(raw)
@@ -436,6 +447,8 @@ def parse_training(
             if line.timestamp is not None:
                 anchor = (line.iteration, line.timestamp)
             step = line.step(elapsed if elapsed is not None else 0.0, derived=derived)
+            first_line, last_line = first_line or step, step
+            tflops_lines += step.tflops is not None
             if step.diverged:
                 diverged += 1
                 first_diverged = first_diverged or (step.iteration, _divergence(step))
@@ -471,6 +484,10 @@ def parse_training(
         log_interval=_setting(spec, "logInterval"),
         iteration_lines=matched,
         untimed_lines=untimed,
+        first_line_iteration=first_line.iteration if first_line is not None else None,
+        last_line_iteration=last_line.iteration if last_line is not None else None,
+        last_line_loss=last_line.loss if last_line is not None else None,
+        tflops_lines=tflops_lines,
         diverged_lines=diverged,
         first_diverged=first_diverged,
         anchor=anchor,
