@@ -3,7 +3,11 @@
 A node's GPU count is its allocatable ``nvidia.com/gpu`` (device plugin) or, when it
 advertises none, the number of whole GPUs its ``gpu.nvidia.com`` ResourceSlices publish, or,
 when it has none of those yet, what its labels say (``nvidia.com/gpu.count``, Karpenter's GPU
-count, a known instance type; see :mod:`.hints`).
+count, a known instance type; see :mod:`.hints`). A node object with no ``status.allocatable``
+at all (a pasted piece of ``describe`` or ``-o yaml`` that kept only the Capacity block; the API
+server always sends both) counts its capacity ``nvidia.com/gpu``: with an allocatable block
+present, capacity is never read, since kubelet lowers allocatable below capacity for unhealthy
+devices.
 A node whose count is known and below the workload's ``gpusPerNode`` is left out. A node
 with no count at all is kept, as the controller does: a device plugin that is restarting
 advertises nothing for a moment.
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of
+from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of, parse_quantity
 from .dra import dra_gpus_by_node
 from .hints import count_hint, hint_kind
 from .model import ExcludedNode, name_list, plural
@@ -24,6 +28,7 @@ __all__ = ["GPUCount", "node_gpu_counts", "filter_by_capacity", "GPU_RESOURCE"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 ALLOCATABLE = "allocatable"
+CAPACITY = "capacity"
 RESOURCE_SLICES = "resourceslices"
 
 
@@ -33,7 +38,23 @@ class GPUCount:
 
     node: str
     count: int | None
-    source: str  # "allocatable", "resourceslices", the key of the label that gave it, or ""
+    source: str  # "allocatable", "capacity", "resourceslices", the key of the label that gave it, or ""
+
+
+def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
+    """The capacity ``nvidia.com/gpu`` of a node object that has no ``status.allocatable`` at
+    all, as a whole positive number; ``None`` otherwise (or when the value is no quantity)."""
+    status = node.get("status")
+    if not isinstance(status, Mapping) or "allocatable" in status:
+        return None
+    capacity = status.get("capacity")
+    if not isinstance(capacity, Mapping) or GPU_RESOURCE not in capacity:
+        return None
+    try:
+        qty = parse_quantity(capacity[GPU_RESOURCE])
+    except (TypeError, ValueError):
+        return None
+    return int(qty) if qty > 0 and qty.denominator == 1 else None
 
 
 def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, GPUCount]:
@@ -45,6 +66,10 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
         qty = allocatable(node).get(GPU_RESOURCE)
         if qty is not None and qty > 0 and qty.denominator == 1:
             out[name] = GPUCount(name, int(qty), ALLOCATABLE)
+            continue
+        from_capacity = _capacity_without_allocatable(node)
+        if from_capacity is not None:
+            out[name] = GPUCount(name, from_capacity, CAPACITY)
             continue
         if dra is None:
             dra = dra_gpus_by_node(facts)
@@ -63,6 +88,8 @@ def _count_words(source: str) -> str:
     """What a count's source reads as after the number (``has 4 ...``)."""
     if source == ALLOCATABLE:
         return "allocatable nvidia.com/gpu"
+    if source == CAPACITY:
+        return "capacity nvidia.com/gpu (the node object has no allocatable block)"
     if source == RESOURCE_SLICES:
         return "GPUs in gpu.nvidia.com ResourceSlices"
     return f"GPUs by its {source} {hint_kind(source)}"
