@@ -1,9 +1,10 @@
-"""The shared vocabulary: every label, annotation, finalizer and ConfigMap key of the API group.
+"""The shared vocabulary: the API group and version, and every label, annotation, finalizer,
+ConfigMap key, object-name prefix and RBAC name that both sides of nvcre spell.
 
 The compiler writes these names onto the objects it renders and the runtime reads them back
-(to find a Workflow's Jobs, a Job's pods, a group's nodes, a diagnose run's planner). Both
-sides import them from here, so a name is spelled once. The module is constants only: it
-imports nothing and may be imported from any layer.
+(to find a Workflow's Jobs, a Job's pods, a group's nodes, a diagnose run's planner, the
+RoleBinding a run namespace needs). Both sides import them from here, so a name is spelled
+once. The module is constants only: it imports nothing and may be imported from any layer.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ __all__ = [
     "ANNOTATION_RENDER_FACTS",
     "ANNOTATION_REQUESTED_TEST_SCALE",
     "ANNOTATION_WORKFLOW_UID",
+    "API_VERSION",
     "CERTIFICATION_FINALIZER",
     "CONFIGMAP_FAILED_NODES_KEY",
     "CONFIGMAP_SUCCEEDED_NODES_KEY",
     "CONTROLLER_MANAGER",
+    "CONTROLLER_SERVICE_ACCOUNT",
+    "FAILED_NODES_PREFIX",
     "GROUP",
     "JOB_FINALIZER",
     "LABEL_CATEGORY_DOMAIN",
@@ -37,13 +41,23 @@ __all__ = [
     "LABEL_NVCRE_WORKLOAD_RUN",
     "LABEL_WORKFLOW",
     "LABEL_WORKLOADRUN",
+    "LEADER_ROLE",
+    "MANAGER_ROLE",
     "RESERVED_PREFIX",
+    "RUN_BINDING",
+    "RUN_ROLE",
+    "SUCCEEDED_NODES_PREFIX",
+    "VERSION",
     "WORKFLOW_FINALIZER",
     "WORKLOADRUN_FINALIZER",
 ]
 
-#: the API group of every nvcre kind, and the prefix of every name below
+#: the API group of every nvcre kind, and the prefix of every label, annotation and finalizer below
 GROUP = "nvcre.nvidia.com"
+#: the version of every nvcre kind
+VERSION = "v1alpha1"
+#: the ``apiVersion`` every nvcre object is written with
+API_VERSION = f"{GROUP}/{VERSION}"
 #: label and annotation keys under this prefix belong to nvcre; users may not set them
 RESERVED_PREFIX = f"{GROUP}/"
 
@@ -111,3 +125,23 @@ CONTROLLER_MANAGER = f"{GROUP}/controller"
 CONFIGMAP_SUCCEEDED_NODES_KEY = "succeeded-nodes.csv.gz"
 #: ``failed-nodes-<uid8>``: a JSON array of ``{name, reason, message}``, gzipped
 CONFIGMAP_FAILED_NODES_KEY = "failed-nodes.json.gz"
+
+# ------------------------------------------------------------------ object-name prefixes
+
+#: a Workflow's succeeded-nodes ConfigMap is named this prefix and the first eight characters of its UID
+SUCCEEDED_NODES_PREFIX = "succeeded-nodes-"
+#: a Workflow's failed-nodes ConfigMap, named the same way
+FAILED_NODES_PREFIX = "failed-nodes-"
+
+# ------------------------------------------------------------------ RBAC names
+
+#: the controller's ServiceAccount, the subject every role below is bound to
+CONTROLLER_SERVICE_ACCOUNT = "nvcre-manager"
+#: the ClusterRole bound cluster-wide: the nvcre kinds, nodes, pods, Events...
+MANAGER_ROLE = "nvcre-manager-role"
+#: the Role on Leases in the controller's own namespace (leader election)
+LEADER_ROLE = "nvcre-leader-election-role"
+#: the ClusterRole holding what a run needs in its namespace
+RUN_ROLE = "nvcre-run-role"
+#: the RoleBinding, one per run namespace, that grants :data:`RUN_ROLE` to the controller
+RUN_BINDING = "nvcre-manager-run"

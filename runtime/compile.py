@@ -4,6 +4,13 @@ Reconcilers never assemble a manifest; they call these functions, which hand the
 the pure compiler (render for Certifications and WorkloadRuns, plan and expand for the second
 lowering) and return its answer unchanged. Keeping the calls in one module makes "the runtime
 builds no manifest" a property one can check by reading a single file.
+
+The reconcile tiers reach the compiler through this module and the shared vocabulary only
+(a layer rule). So the few other compiler answers a tier needs come through here too, each
+named for its use: whether the catalog holds a category and which nodes a target selects (the
+Certification tier, before it creates anything), the access reviews of a run namespace (the
+Workflow tier's namespace gate) and the Go duration text of the API's duration fields (the
+Job, Workflow and measurement tiers read timeouts and intervals, and print them in messages).
 """
 
 from __future__ import annotations
@@ -14,11 +21,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from nvcre.compiler.diagnostics import CompileError
+from nvcre.compiler.durations import duration_limit, format_duration, parse_duration
 from nvcre.compiler.facts import ClusterFacts, facts_from_documents
 from nvcre.compiler.nodelists import read_failed, read_succeeded
 from nvcre.compiler.plan import PlanError
 from nvcre.compiler.plan.model import PLAN_ERROR_REASONS
-from nvcre.compiler.vocabulary import JOB_FINALIZER
 
 if TYPE_CHECKING:  # the planner's types, for the signatures; the modules load on first use
     from nvcre.compiler.diagnose.session import Replay
@@ -26,12 +33,14 @@ if TYPE_CHECKING:  # the planner's types, for the signatures; the modules load o
 
 __all__ = [
     "CompileError",
-    "JOB_FINALIZER",
     "PlanError",
+    "access_reviews",
     "builtin_logprofiles",
+    "catalog_has",
     "cluster_facts",
     "diagnose_replay",
     "diagnose_stage",
+    "duration_limit",
     "expand_certification",
     "expand_job",
     "expand_job_dependencies",
@@ -40,6 +49,8 @@ __all__ = [
     "expand_workload",
     "expand_workloadrun",
     "failure_of",
+    "format_duration",
+    "parse_duration",
     "plan_workflow",
     "RENDER_EVENTS",
     "render_events",
@@ -47,6 +58,7 @@ __all__ = [
     "stored_plan",
     "stored_failed_nodes",
     "stored_succeeded_nodes",
+    "target_nodes",
 ]
 
 
@@ -54,6 +66,32 @@ def cluster_facts(nodes: Iterable[Mapping[str, Any]], resource_slices: Iterable[
     """The compiler's view of the cluster, built from what the informers hold."""
     # Informer items carry their apiVersion and kind, as every object the API server lists does.
     return facts_from_documents([*nodes, *resource_slices], source="cluster")
+
+
+def catalog_has(domain: str | None, variant: str | None) -> bool:
+    """Whether the shipped catalog holds the category ``domain/variant``: a Certification naming
+    one it does not hold fails before anything is created."""
+    from nvcre.compiler.catalog import load_catalog  # read once per process (the loader caches it)
+
+    return domain is not None and variant is not None and load_catalog().lookup(domain, variant) is not None
+
+
+def target_nodes(facts: ClusterFacts, target: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The nodes a Certification's ``spec.target`` selects on these facts (none for a malformed
+    target): the Certification tier waits, within the discovery window, while there are none."""
+    from nvcre.compiler.detect.target import select_target_nodes
+
+    nodes, _, _ = select_target_nodes(facts, target)
+    return nodes
+
+
+def access_reviews(namespace: str) -> list[dict[str, Any]]:
+    """The SelfSubjectAccessReviews that tell whether the controller may write in ``namespace``,
+    one per resource of the run role: the Workflow tier's namespace gate asks them through
+    ``kube.access.NamespaceAccess`` before it creates anything there."""
+    from nvcre.compiler.install.rbac import access_reviews as reviews  # the install family loads on first use
+
+    return reviews(namespace)
 
 
 def _expand_module() -> ModuleType:

@@ -4,8 +4,9 @@ One walker reads every module of every source folder (mapped onto ``nvcre.*`` as
 package-dir maps them) and checks the table :data:`CONTRACTS`, modelled on import-linter's
 contracts: deny-lists (the compiler is the floor; only ``nvcre.runtime.kube`` talks to the API;
 one door into the compiler's lowering; the reconcile tiers are independent; the CLI loads the
-test harness only inside a command) and allow-lists for the pure layers (measure, judge,
-report, kube). On top: no import circle anywhere (lazy imports included), no circle between
+test harness only inside a command), allow-lists for the pure layers (measure, judge, report,
+kube), and one door rule: the reconcile tiers, the tier table and its map functions reach the
+compiler only through ``nvcre.runtime.compile`` and the shared vocabulary. On top: no import circle anywhere (lazy imports included), no circle between
 sibling packages either (so no ``compiler/plan`` <-> ``compiler/diagnose`` loop through
 different modules), and the runtime builds no manifest of
 its own (no dict literal with an ``apiVersion`` key). The checks walk whatever modules exist,
@@ -174,6 +175,32 @@ class AllowOnly:
         return None
 
 
+@dataclass(frozen=True)
+class ThroughDoor:
+    """Modules under ``sources`` may import, of ``package``, only the modules under ``allowed``;
+    everything else of it they reach through a door outside it (another module that imports it)."""
+
+    name: str
+    sources: tuple[str, ...]
+    package: str
+    allowed: tuple[str, ...]
+
+    def _allowed(self, target: str) -> bool:
+        return any(_under(target, a) for a in self.allowed)
+
+    def check(self, module: str, imp: Import) -> str | None:
+        if not any(_under(module, s) for s in self.sources) or not _reaches(imp, self.package):
+            return None
+        if _under(imp.target, self.package):
+            # ``from package.allowed import x`` or ``from package import allowed``: the allowed module
+            if self._allowed(imp.target) or (imp.names and all(self._allowed(f"{imp.target}.{n}") for n in imp.names)):
+                return None
+            return f"{self.name} (found {imp.target})"
+        # ``from parent import package``: each name under the package must be allowed
+        found = next((t for t in (f"{imp.target}.{n}" for n in imp.names) if _under(t, self.package) and not self._allowed(t)), None)
+        return None if found is None else f"{self.name} (found {found})"
+
+
 #: the runtime's door into the compiler's lowering (plan, expand, render, workloadrun)
 COMPILER_ENTRY_POINTS = ("nvcre.compiler.plan", "nvcre.compiler.expand", "nvcre.compiler.render", "nvcre.compiler.workloadrun")
 #: the reconcile tiers and the modules each is built from: none may import another's (the
@@ -190,7 +217,13 @@ TIER_PARTS = {
     }.items()
 }
 
-CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
+#: the reconcile tiers with the tier table and its map functions: they reach the compiler only
+#: through ``nvcre.runtime.compile`` (each answer a tier needs is a named function there) and
+#: the vocabulary (the names both sides spell)
+TIER_MODULES = ("nvcre.runtime.reconcile", "nvcre.runtime.tiers", "nvcre.runtime.watches")
+TIER_COMPILER_IMPORTS = ("nvcre.compiler.vocabulary",)
+
+CONTRACTS: tuple[Forbidden | AllowOnly | ThroughDoor, ...] = (
     Forbidden("the compiler is the floor", ("nvcre.compiler",), ("nvcre.runtime", "nvcre.cli", "nvcre.testing", "kubernetes")),
     Forbidden("only nvcre.runtime.kube talks to the API", ("nvcre.runtime",), ("kubernetes",), exempt=("nvcre.runtime.kube",)),
     AllowOnly("measuring is pure", "nvcre.runtime.measure", ("nvcre.compiler.vocabulary",)),
@@ -226,6 +259,12 @@ CONTRACTS: tuple[Forbidden | AllowOnly, ...] = (
         ("nvcre.runtime",),
         COMPILER_ENTRY_POINTS,
         exempt=("nvcre.runtime.compile",),
+    ),
+    ThroughDoor(
+        "the tiers reach the compiler only through nvcre.runtime.compile and the vocabulary",
+        TIER_MODULES,
+        "nvcre.compiler",
+        TIER_COMPILER_IMPORTS,
     ),
     *(
         Forbidden("the reconcile tiers are independent", parts, tuple(m for other, ms in TIER_PARTS.items() if other != tier for m in ms))
@@ -424,6 +463,26 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"runtime/kube/bad.py": "from ..reconcile import context\n"}, "the API client stands alone"),
         ({"runtime/ops/bad.py": "from nvcre.compiler.expand import expand_job\n"}, "one door into the compiler's lowering"),
         ({"runtime/reconcile/certification.py": "from .workflow import WorkflowReconciler\n"}, "the reconcile tiers are independent"),
+        (
+            {"runtime/reconcile/context.py": "from nvcre.compiler.install.rbac import access_reviews\n"},
+            "only through nvcre.runtime.compile and the vocabulary (found nvcre.compiler.install.rbac)",
+        ),
+        (
+            {"runtime/reconcile/job/observe.py": "def f():\n    from nvcre.compiler.durations import duration_limit\n"},
+            "only through nvcre.runtime.compile and the vocabulary (found nvcre.compiler.durations)",
+        ),
+        (
+            {"runtime/tiers.py": "from nvcre import compiler\n"},
+            "only through nvcre.runtime.compile and the vocabulary (found nvcre.compiler)",
+        ),
+        (
+            {"runtime/watches.py": "from nvcre.compiler import vocabulary, compose\n"},
+            "only through nvcre.runtime.compile and the vocabulary (found nvcre.compiler)",
+        ),
+        (
+            {"runtime/reconcile/workflow/access.py": "from ....compiler.compose import RUN_BINDING\n"},
+            "the tiers reach the compiler only through nvcre.runtime.compile",
+        ),
         ({"runtime/ops/bad.py": "OBJ = {'apiVersion': 'v1', 'kind': 'Pod'}\n"}, "dict literal with an apiVersion key"),
         ({"runtime/ops/bad.py": "OBJ = dict(apiVersion='v1', kind='Pod')\n"}, "builds a dict with an apiVersion key"),
         ({"cli/bad.py": "from nvcre.testing import cluster\n"}, "the CLI loads the test harness only inside a command"),
@@ -461,7 +520,10 @@ def test_allowed_imports_pass(tmp_path: Path) -> None:
             "runtime/report/text.py": "from ..judge.model import CertificationVerdict\nfrom ..judge import model\n",
             "runtime/judge/x.py": "from nvcre.compiler.vocabulary import LABEL_JOB\nfrom ..measure import nccl\n",
             "runtime/judge/y.py": "from ..clock import format_time, parse_time\n",
-            "runtime/compile.py": "from nvcre.compiler.expand import expand_job\n",
+            "runtime/compile.py": "from nvcre.compiler.expand import expand_job\nfrom nvcre.compiler.install.rbac import access_reviews\n",
+            "runtime/reconcile/job/names.py": "from nvcre.compiler.vocabulary import LABEL_JOB\nfrom ... import compile as compiler\n",
+            "runtime/tiers.py": "from nvcre.compiler import vocabulary\nfrom .compile import catalog_has\n",
+            "runtime/watches.py": "import nvcre.compiler.vocabulary\n",
             "runtime/reconcile/workflow.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .job import JobReconciler\n",
             "cli/run.py": "def command():\n    from nvcre.testing import cluster\n",
             "cli/types.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nvcre.testing import cluster\n",

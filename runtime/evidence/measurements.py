@@ -23,10 +23,6 @@ from ..judge.measured import measurement_failure
 __all__ = ["job_measurements", "number"]
 
 _ITERATION = re.compile(r"-iter-(\d+)$")
-_WORKFLOW_LABEL = LABEL_WORKFLOW
-_GROUP_LABEL = LABEL_GROUP
-_JOB_LABEL = LABEL_JOB
-_GROUP_NODES = ANNOTATION_GROUP_NODES
 
 
 def number(value: Any) -> float | None:
@@ -51,7 +47,7 @@ def _condition_true(obj: Mapping[str, Any], kind: str) -> bool:
 
 def _job_of(measurement: Mapping[str, Any]) -> str:
     ref = ((measurement.get("spec") or {}).get("jobRef") or {}).get("name")
-    return str(ref or ((measurement.get("metadata") or {}).get("labels") or {}).get(_JOB_LABEL) or "")
+    return str(ref or ((measurement.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB) or "")
 
 
 def _rows(status: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -135,12 +131,12 @@ def job_measurements(
     for job in jobs:
         meta = job.get("metadata") or {}
         labels = meta.get("labels") or {}
-        if labels.get(_WORKFLOW_LABEL) != name:
+        if labels.get(LABEL_WORKFLOW) != name:
             continue
         job_name = str(meta.get("name") or "")
-        group = str(labels.get(_GROUP_LABEL) or "")
+        group = str(labels.get(LABEL_GROUP) or "")
         recorded = status_groups.get(group) or {}
-        annotated = str((meta.get("annotations") or {}).get(_GROUP_NODES) or "")
+        annotated = str((meta.get("annotations") or {}).get(ANNOTATION_GROUP_NODES) or "")
         nodes = sorted({n.strip() for n in annotated.split(",") if n.strip()}) or sorted(str(n) for n in recorded.get("nodes") or [])
         found = _ITERATION.search(job_name)
         entry: dict[str, Any] = {

@@ -25,7 +25,6 @@ PREDICATE_PREFIX = "https://nvcre.dev/evidence/v"
 PREDICATE_VERSION = 1
 PREDICATE_TYPE = f"{PREDICATE_PREFIX}{PREDICATE_VERSION}"
 _MAX_CATALOG_FILE = 4 * 1024 * 1024
-_OVERLAYS = ANNOTATION_APPLIED_OVERLAYS
 
 
 def _thresholds(workflow: Mapping[str, Any]) -> dict[str, str]:
@@ -41,7 +40,7 @@ def _images(rendered: Mapping[str, Any]) -> list[str]:
 
 
 def _overlays(workflow: Mapping[str, Any]) -> list[str]:
-    raw = ((workflow.get("metadata") or {}).get("annotations") or {}).get(_OVERLAYS)
+    raw = ((workflow.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_APPLIED_OVERLAYS)
     try:
         value = json.loads(raw) if raw else []
     except ValueError:

@@ -30,7 +30,6 @@ from nvcre.compiler.vocabulary import ANNOTATION_REQUESTED_TEST_SCALE
 __all__ = ["WORKFLOW_DIR", "Rendered", "matches_cluster", "render_run", "rendered_workflow"]
 
 WORKFLOW_DIR = "workflows"
-_REQUESTED_SCALE = ANNOTATION_REQUESTED_TEST_SCALE
 #: the metadata the render writes, in the order it writes it
 _RENDERED_METADATA = ("name", "labels", "annotations")
 _RENDERED_TOP = ("apiVersion", "kind", "metadata", "spec")
@@ -45,7 +44,7 @@ def rendered_workflow(live: Mapping[str, Any]) -> dict[str, Any]:
             continue
         value = copy.deepcopy(meta[key])
         if key == "annotations" and isinstance(value, dict):
-            value.pop(_REQUESTED_SCALE, None)
+            value.pop(ANNOTATION_REQUESTED_TEST_SCALE, None)
         metadata[key] = value
     out: dict[str, Any] = {}
     for key in _RENDERED_TOP:

@@ -34,7 +34,6 @@ from .thresholds import CONFIGURATION_ERRORS
 NO_BLAME_FAILURES = frozenset({"WorkloadDeleted", "WorkloadCreationError", "WorkloadUnschedulable"})
 
 __all__ = [
-    "GROUP_NODES_ANNOTATION",
     "MAX_TAIL_BYTES",
     "MAX_TAIL_LINES",
     "FailurePod",
@@ -47,7 +46,6 @@ __all__ = [
     "timed_out_while_unschedulable",
 ]
 
-GROUP_NODES_ANNOTATION = ANNOTATION_GROUP_NODES
 LAUNCHER_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 MAX_TAIL_LINES = 800
 MAX_TAIL_BYTES = 32 * 1024
@@ -69,7 +67,7 @@ def _true(cond: Mapping[str, Any] | None) -> bool:
 
 def group_nodes(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> list[str]:
     """The Job's group nodes: the annotation (deduplicated, sorted), else nodes of its bound pods."""
-    annotation = ((job.get("metadata") or {}).get("annotations") or {}).get(GROUP_NODES_ANNOTATION)
+    annotation = ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GROUP_NODES)
     if isinstance(annotation, str) and annotation.strip():
         return sorted({name.strip() for name in annotation.split(",") if name.strip()})
     return sorted({str(pod["spec"]["nodeName"]) for pod in pods if (pod.get("spec") or {}).get("nodeName")})

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from nvcre.compiler.vocabulary import GROUP
+
 from .errors import NotFound
 
 __all__ = [
@@ -63,7 +65,6 @@ REPORTING_CONTROLLERS = {
     "GoodputMeasurement": "goodputmeasurement-controller",
     "BandwidthMeasurement": "bandwidthmeasurement-controller",
 }
-_GROUP = "nvcre.nvidia.com/"
 _TRUNCATED = "... [truncated]"
 
 
@@ -79,7 +80,7 @@ def object_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def reporting_controller(involved: Mapping[str, Any], component: str) -> str:
     """The controller an Event about ``involved`` comes from: its kind's, else ``component``."""
-    if str(involved.get("apiVersion") or "").startswith(_GROUP):
+    if str(involved.get("apiVersion") or "").startswith(f"{GROUP}/"):
         return REPORTING_CONTROLLERS.get(str(involved.get("kind") or ""), component)
     return component
 

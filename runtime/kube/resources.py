@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from nvcre.compiler.vocabulary import GROUP, VERSION
+
 __all__ = [
     "BANDWIDTH_MEASUREMENTS",
     "BATCH_JOBS",
@@ -23,8 +25,6 @@ __all__ = [
     "LEASES",
     "LOGPROFILES",
     "NODES",
-    "NVCRE_GROUP",
-    "NVCRE_VERSION",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
@@ -36,9 +36,6 @@ __all__ = [
     "Resource",
     "split_api_version",
 ]
-
-NVCRE_GROUP = "nvcre.nvidia.com"
-NVCRE_VERSION = "v1alpha1"
 
 
 @dataclass(frozen=True)
@@ -75,7 +72,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 
 def _nvcre(plural: str, kind: str, namespaced: bool = True) -> Resource:
-    return Resource(NVCRE_GROUP, NVCRE_VERSION, plural, kind, namespaced)
+    return Resource(GROUP, VERSION, plural, kind, namespaced)
 
 
 CERTIFICATIONS = _nvcre("certifications", "Certification")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre.compiler import compose
+from nvcre.compiler.vocabulary import RUN_BINDING, RUN_ROLE
 
 from ..kube.client import Kube
 from ..kube.errors import AlreadyExists, ApiError, Forbidden, NotFound
@@ -91,7 +92,7 @@ def rbac_scope(kube: Kube) -> str:
         return "namespaced"
     for binding in bindings:
         role = binding.get("roleRef") or {}
-        if role.get("kind") == "ClusterRole" and role.get("name") == compose.RUN_ROLE:
+        if role.get("kind") == "ClusterRole" and role.get("name") == RUN_ROLE:
             return "cluster"
     return "namespaced"
 
@@ -127,7 +128,7 @@ def submit_run(
     if rbac_scope(kube) == "namespaced":
         binding = compose.run_access_binding(namespace)
         try:
-            kube.get(_ROLEBINDINGS, compose.RUN_BINDING, namespace)
+            kube.get(_ROLEBINDINGS, RUN_BINDING, namespace)
         except NotFound:
             if not (created_namespace or grant_run_access):
                 raise AccessMissing(namespace, binding) from None
@@ -136,7 +137,7 @@ def submit_run(
             if not created_namespace:
                 say(
                     f"Granted the nvcre controller write access in namespace {namespace} "
-                    f"(RoleBinding {compose.RUN_BINDING}); it stays after the run."
+                    f"(RoleBinding {RUN_BINDING}); it stays after the run."
                 )
 
     secret_name = None
@@ -248,16 +249,16 @@ def delete_run(
         warnings.append(str(exc))
     if result.created_binding and not result.created_namespace:
         if run_gone:
-            say(f"Deleting RoleBinding {compose.RUN_BINDING} in namespace {result.namespace}...")
+            say(f"Deleting RoleBinding {RUN_BINDING} in namespace {result.namespace}...")
             try:
-                kube.delete(_ROLEBINDINGS, compose.RUN_BINDING, result.namespace)
+                kube.delete(_ROLEBINDINGS, RUN_BINDING, result.namespace)
             except NotFound:
                 pass
             except ApiError as exc:
-                say(f"Warning: failed to delete RoleBinding {compose.RUN_BINDING}: {exc}")
+                say(f"Warning: failed to delete RoleBinding {RUN_BINDING}: {exc}")
                 warnings.append(str(exc))
         else:
-            say(f"Warning: RoleBinding {compose.RUN_BINDING} kept in namespace {result.namespace}: the {kind} is not gone")
+            say(f"Warning: RoleBinding {RUN_BINDING} kept in namespace {result.namespace}: the {kind} is not gone")
             warnings.append("run binding kept")
     if result.created_namespace:
         say(f"Deleting namespace {result.namespace}...")

@@ -15,8 +15,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.catalog import load_catalog
-from nvcre.compiler.detect.target import select_target_nodes
 from nvcre.compiler.vocabulary import CERTIFICATION_FINALIZER
 
 from .. import compile as compiler
@@ -65,11 +63,10 @@ class CertificationReconciler(StatusTier):
     """Reconciles Certifications."""
 
     resource = CERTIFICATIONS
-    finalizer = FINALIZER
+    finalizer = CERTIFICATION_FINALIZER
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self._catalog: Any = None
 
     def facts(self) -> Any:
         return compiler.cluster_facts(self.ctx.store(NODES).list(), self.ctx.store(RESOURCE_SLICES).list())
@@ -87,9 +84,7 @@ class CertificationReconciler(StatusTier):
     # ------------------------------------------------------------------ starting
 
     def _unknown_categories(self, cert: Mapping[str, Any]) -> list[str]:
-        if self._catalog is None:
-            self._catalog = load_catalog()
-        return [_label(c) for c in _categories(cert) if self._catalog.lookup(c.get("domain"), c.get("variant")) is None]
+        return [_label(c) for c in _categories(cert) if not compiler.catalog_has(c.get("domain"), c.get("variant"))]
 
     def _start(self, cert: dict[str, Any], status: dict[str, Any]) -> Result:
         ctx = self.ctx
@@ -121,8 +116,7 @@ class CertificationReconciler(StatusTier):
     def _waiting_for_nodes(self, cert: Mapping[str, Any]) -> tuple[str, float] | None:
         """(message, retry) while no schedulable node matches and the discovery window is open."""
         target = dict((cert.get("spec") or {}).get("target") or {})
-        nodes, _, _ = select_target_nodes(self.facts(), target)
-        if nodes:
+        if compiler.target_nodes(self.facts(), target):
             return None
         created = parse_time(meta(cert).get("creationTimestamp"))
         elapsed = (self.ctx.clock.now() - created).total_seconds() if created else 0.0
@@ -250,7 +244,7 @@ class CertificationReconciler(StatusTier):
 
     def _finalize(self, cert: dict[str, Any]) -> Result:
         ctx = self.ctx
-        if FINALIZER not in (meta(cert).get("finalizers") or []):
+        if CERTIFICATION_FINALIZER not in (meta(cert).get("finalizers") or []):
             return Result()
         present = 0
         for category in (cert.get("status") or {}).get("categoryStatuses") or []:
@@ -274,5 +268,5 @@ class CertificationReconciler(StatusTier):
                 "FinalizerTimeout",
                 f"Removed the finalizer after {int(waited)}s with {present} Workflow(s) still being torn down",
             )
-        remove_finalizer(ctx, CERTIFICATIONS, cert, FINALIZER)
+        remove_finalizer(ctx, CERTIFICATIONS, cert, CERTIFICATION_FINALIZER)
         return Result()

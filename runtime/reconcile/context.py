@@ -13,8 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvcre.compiler.install.rbac import access_reviews
-
+from .. import compile as compiler
 from ..clock import Clock
 from ..judge import conditions as cond
 from ..judge.health import HealthCheck
@@ -97,7 +96,7 @@ class Context:
     clock: Clock = field(default_factory=Clock)
     settings: Settings = field(default_factory=Settings)
     enqueue: Callable[[str, str, str], None] = field(default=lambda tier, namespace, name: None)
-    access: NamespaceAccess = field(default_factory=lambda: NamespaceAccess(access_reviews))
+    access: NamespaceAccess = field(default_factory=lambda: NamespaceAccess(compiler.access_reviews))
     recent: RecentWrites = field(default_factory=RecentWrites)
     #: node health verdicts of unchanged nodes, shared by every Job of this controller
     health: HealthMemo[HealthCheck] = field(default_factory=HealthMemo)

@@ -140,7 +140,7 @@ class GoodputReads:
         """Where the reads of ``pod``'s current log stopped: remembered, else from the annotation,
         else nothing read yet."""
         identity = log_identity(pod)
-        for tail in (self._tails.get(key), GoodputTail.from_json(annotations_of(measurement).get(STATE_ANNOTATION))):
+        for tail in (self._tails.get(key), GoodputTail.from_json(annotations_of(measurement).get(ANNOTATION_GOODPUT_SAMPLING))):
             if tail is not None and tail.identity == identity:
                 return tail
         return GoodputTail(identity)
@@ -176,7 +176,7 @@ class GoodputReads:
         now = time.monotonic()
         if now - self._persisted.get(key, float("-inf")) < PERSIST_SECONDS:
             return
-        patch = {"metadata": {"annotations": {STATE_ANNOTATION: tail.to_json()}}}
+        patch = {"metadata": {"annotations": {ANNOTATION_GOODPUT_SAMPLING: tail.to_json()}}}
         try:
             self.ctx.kube.merge_patch(GOODPUT_MEASUREMENTS, name_of(measurement), namespace_of(measurement), patch)
         except ApiError as exc:
@@ -188,9 +188,9 @@ class GoodputReads:
         """Remove the tail from a measurement that completed (its numbers are final now): when
         the object shows one, or this process wrote one the cache may not show yet."""
         key = (namespace_of(measurement), name_of(measurement))
-        if STATE_ANNOTATION not in annotations_of(measurement) and key not in self._persisted:
+        if ANNOTATION_GOODPUT_SAMPLING not in annotations_of(measurement) and key not in self._persisted:
             return
-        patch = {"metadata": {"annotations": {STATE_ANNOTATION: None}}}
+        patch = {"metadata": {"annotations": {ANNOTATION_GOODPUT_SAMPLING: None}}}
         try:
             self.ctx.kube.merge_patch(GOODPUT_MEASUREMENTS, name_of(measurement), namespace_of(measurement), patch)
         except ApiError as exc:

@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nvcre.compiler.durations import parse_duration
-from nvcre.compiler.vocabulary import ANNOTATION_JOB_UID
+from nvcre.compiler.vocabulary import ANNOTATION_JOB_UID, LABEL_JOB
 
+from .. import compile as compiler
 from ..clock import format_time, parse_time
 from ..judge import conditions as cond
 from ..judge import log_read
-from ..judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from ..judge.pods import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from ..kube.errors import ApiError
 from ..kube.resources import (
     BANDWIDTH_MEASUREMENTS,
@@ -66,7 +66,6 @@ __all__ = ["MeasurementReconciler"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.measurement")
 
-JOB_UID_ANNOTATION = ANNOTATION_JOB_UID
 MEASURING = "Measuring"
 COMPLETE = "Complete"
 DEFAULT_SAMPLE_INTERVAL = 60.0
@@ -192,7 +191,7 @@ class MeasurementReconciler:
             return Result()
         job_name = str(((measurement.get("spec") or {}).get("jobRef") or {}).get("name") or "")
         job = ctx.read(JOBS, job_name, namespace) if job_name else None
-        expected_uid = annotations_of(measurement).get(JOB_UID_ANNOTATION)
+        expected_uid = annotations_of(measurement).get(ANNOTATION_JOB_UID)
         if job is None or (expected_uid and expected_uid != meta(job).get("uid")):
             self._complete(resource, measurement, "LogsUnavailable", f"Job {job_name} is gone; its logs cannot be read", None, {})
             return Result()
@@ -244,7 +243,7 @@ class MeasurementReconciler:
     def _sample_interval(self, measurement: Mapping[str, Any]) -> float:
         raw = (measurement.get("spec") or {}).get("sampleInterval")
         try:
-            interval = parse_duration(str(raw)) if raw else DEFAULT_SAMPLE_INTERVAL
+            interval = compiler.parse_duration(str(raw)) if raw else DEFAULT_SAMPLE_INTERVAL
         except ValueError:
             interval = DEFAULT_SAMPLE_INTERVAL
         cap = self.ctx.settings.max_sample_interval
@@ -518,7 +517,7 @@ class MeasurementReconciler:
         if not pods:
             # The profile names a replicatedJob this workload does not have (the API defaults it
             # to "trainer"); the worker pods carry the Job's label, so read those instead.
-            pods = [p for p in store.by_label(namespace_of(job), JOB_LABEL, name_of(job)) if not meta(p).get("deletionTimestamp")]
+            pods = [p for p in store.by_label(namespace_of(job), LABEL_JOB, name_of(job)) if not meta(p).get("deletionTimestamp")]
         if since is not None:
             pods = [p for p in pods if (parse_time(meta(p).get("creationTimestamp")) or since) >= since]
         if not pods:

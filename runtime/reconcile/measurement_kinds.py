@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
+
 from ..clock import format_time, parse_time
 from ..kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, Resource
 from ..measure import attempts, goodput_state, nccl, training
@@ -157,7 +159,7 @@ class GoodputKind(MeasurementKind):
     ) -> dict[str, Any]:
         """The status fields of the lines ``state`` took in (``{}``: no step in any attempt and no
         sign of a diverged run)."""
-        prior = attempts.PriorAttempts.from_json(annotations_of(measurement).get(attempts.PRIOR_ANNOTATION))
+        prior = attempts.PriorAttempts.from_json(annotations_of(measurement).get(ANNOTATION_GOODPUT_PRIOR_ATTEMPTS))
         diverged = diverged_condition(state)
         if not attempts.logged_steps(prior, state.steps > 0):
             return {CONDITION_FIELD: diverged} if diverged is not None else {}

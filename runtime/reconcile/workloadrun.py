@@ -59,7 +59,7 @@ class WorkloadRunReconciler(StatusTier):
     """Reconciles WorkloadRuns."""
 
     resource = WORKLOADRUNS
-    finalizer = FINALIZER
+    finalizer = WORKLOADRUN_FINALIZER
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -167,7 +167,7 @@ class WorkloadRunReconciler(StatusTier):
 
     def _finalize(self, run: dict[str, Any]) -> Result:
         ctx = self.ctx
-        if FINALIZER not in (meta(run).get("finalizers") or []):
+        if WORKLOADRUN_FINALIZER not in (meta(run).get("finalizers") or []):
             return Result()
         ref = (run.get("status") or {}).get("workflowRef") or {}
         live = ctx.live(WORKFLOWS, str(ref["name"]), ref.get("namespace") or namespace_of(run)) if ref.get("name") else None
@@ -184,5 +184,5 @@ class WorkloadRunReconciler(StatusTier):
                 "FinalizerTimeout",
                 f"Removed the finalizer after {int(waited)}s with Workflow {name_of(live)} still being torn down",
             )
-        remove_finalizer(ctx, WORKLOADRUNS, run, FINALIZER)
+        remove_finalizer(ctx, WORKLOADRUNS, run, WORKLOADRUN_FINALIZER)
         return Result()

@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ... import compile as compiler
+from nvcre.compiler.vocabulary import JOB_FINALIZER
+
 from ...judge import conditions as cond
 from ...judge.launch import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS
 from ...kube.resources import JOBS
@@ -60,7 +61,7 @@ __all__ = [
     "workload_name",
 ]
 
-FINALIZER = compiler.JOB_FINALIZER  # the compiler sets it when it lowers the Job
+FINALIZER = JOB_FINALIZER
 #: A running Job is woken by the events of its TrainJob, pods, nodes and measurements; without
 #: a clock of its own to watch (a scheduling stall, stall detection) it comes back only on the
 #: safety-net timer. The Workflow keeps the timeout clock.
@@ -74,7 +75,7 @@ class JobReconciler(StatusTier):
     """
 
     resource = JOBS
-    finalizer = FINALIZER
+    finalizer = JOB_FINALIZER  # the compiler sets it when it lowers the Job
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -93,7 +94,7 @@ class JobReconciler(StatusTier):
             running=RunningClock(ctx, self.failure),
             health=self.health,
         )
-        self.deletion = JobFinalizer(ctx, FINALIZER)
+        self.deletion = JobFinalizer(ctx, JOB_FINALIZER)
 
     def step(self, job: dict[str, Any]) -> Result:
         status = job.get("status") or {}

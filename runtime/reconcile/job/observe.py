@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.durations import duration_limit
-
+from ... import compile as compiler
 from ...judge import conditions as cond
 from ...judge import repeats
 from ...judge import restart as restarts
@@ -106,7 +105,7 @@ class WorkloadObserver:
             return None
         raw = (goodput.get("spec") or {}).get("sampleInterval") or (spec.get("goodputMeasurement") or {}).get("sampleInterval")
         # the measurement samples at most once a second, however short the interval it is given
-        interval = max(1.0, duration_limit(raw, 60.0))
+        interval = max(1.0, compiler.duration_limit(raw, 60.0))
         evidence = restarts.current_attempt_goodput(goodput.get("status") or {}, fresh.get("status") or {}, trainjob)
         if evidence is None:
             return None

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import LABEL_JOB
+
 from ...judge import restart as restarts
-from ...judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, job_pods
+from ...judge.pods import JOBSET_NAME_LABEL, job_pods
 from ...kube.resources import GOODPUT_MEASUREMENTS, PODS, TRAINJOBS, WORKFLOWS
 from ..common import meta, name_of, namespace_of
 from ..context import Context
@@ -40,7 +42,7 @@ class JobReads:
         candidates = {
             name_of(p): p
             for p in (
-                *store.by_label(namespace, JOB_LABEL, name_of(job)),
+                *store.by_label(namespace, LABEL_JOB, name_of(job)),
                 *store.by_label(namespace, JOBSET_NAME_LABEL, workload_name(job)),
             )
         }

@@ -16,6 +16,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
+
 from ...clock import parse_time
 from ...judge import conditions as cond
 from ...judge import restart as restarts
@@ -102,10 +104,10 @@ class Restarts:
         if goodput is None:
             return
         now = ctx.clock.now()
-        prior = attempts.PriorAttempts.from_json(annotations_of(goodput).get(attempts.PRIOR_ANNOTATION))
+        prior = attempts.PriorAttempts.from_json(annotations_of(goodput).get(ANNOTATION_GOODPUT_PRIOR_ATTEMPTS))
         if prior.interruptions < restart:
             folded = attempts.fold(prior, goodput.get("status") or {}, restart, now)
-            patch = {"metadata": {"annotations": {attempts.PRIOR_ANNOTATION: folded.to_json()}}}
+            patch = {"metadata": {"annotations": {ANNOTATION_GOODPUT_PRIOR_ATTEMPTS: folded.to_json()}}}
             try:
                 goodput = ctx.kube.merge_patch(GOODPUT_MEASUREMENTS, name_of(goodput), namespace_of(goodput), patch)
             except ApiError as exc:

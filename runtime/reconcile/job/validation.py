@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from nvcre.compiler.durations import duration_limit, format_duration
-
+from ... import compile as compiler
 from ...clock import parse_time
 from ...judge import conditions as cond
 from ...judge import measured, thresholds
@@ -36,7 +35,9 @@ def judge_thresholds(
     spec: Mapping[str, str], values: Mapping[str, float], *, expired: bool, timeout_seconds: float
 ) -> tuple[bool, str, str] | None:
     """``(failed, reason, message)`` for the ValidationFailed condition, or None while waiting."""
-    outcome = thresholds.evaluate(spec, values, measurement_timed_out=expired, measurement_timeout=format_duration(timeout_seconds))
+    outcome = thresholds.evaluate(
+        spec, values, measurement_timed_out=expired, measurement_timeout=compiler.format_duration(timeout_seconds)
+    )
     if outcome.pending or not outcome.enforced:
         return None
     return outcome.failed, outcome.reason, outcome.message
@@ -52,7 +53,7 @@ class Validation:
     def _expired(self, job: Mapping[str, Any]) -> tuple[bool, float]:
         """Whether the measurements' time since the Job succeeded ran out, and that time."""
         succeeded_at = parse_time((cond.condition(job.get("status") or {}, cond.SUCCEEDED) or {}).get("lastTransitionTime"))
-        limit = duration_limit((job.get("spec") or {}).get("measurementTimeout"), self.ctx.settings.measurement_timeout)
+        limit = compiler.duration_limit((job.get("spec") or {}).get("measurementTimeout"), self.ctx.settings.measurement_timeout)
         return succeeded_at is not None and self.ctx.clock.now() - succeeded_at > timedelta(seconds=limit), limit
 
     def judge(self, job: dict[str, Any]) -> Result:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import WORKFLOW_FINALIZER
+
 from ... import compile as compiler
 from ...judge import conditions as cond
 from ...judge import tracking
@@ -45,9 +47,10 @@ from .groups import RunningGroups
 from .iterations import Iterations
 from .launch import Launcher
 from .results import NodeResults
-from .spec import FINALIZER
 
 __all__ = ["FINALIZER", "WorkflowReconciler"]
+
+FINALIZER = WORKFLOW_FINALIZER
 
 
 class WorkflowReconciler(StatusTier):
@@ -55,7 +58,7 @@ class WorkflowReconciler(StatusTier):
     verdicts reach the running groups as ``jobs`` (a Protocol, never an import of that tier)."""
 
     resource = WORKFLOWS
-    finalizer = FINALIZER
+    finalizer = WORKFLOW_FINALIZER
 
     def __init__(self, ctx: Context, jobs: JobVerdicts) -> None:
         self.ctx = ctx

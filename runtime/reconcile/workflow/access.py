@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.compiler.compose import RUN_BINDING, RUN_ROLE
+from nvcre.compiler.vocabulary import RUN_BINDING, RUN_ROLE
 
 from ...clock import parse_time
 from ...judge import conditions as cond

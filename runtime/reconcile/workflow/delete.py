@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nvcre.compiler.vocabulary import LABEL_WORKFLOW, WORKFLOW_FINALIZER
+
 from ...kube.errors import ApiError
 from ...kube.resources import JOBS, WORKFLOWS
 from ..common import labels, meta, name_of, namespace_of, remove_finalizer, uid_of
 from ..context import Context, Result, referenced_by
 from .ports import VolumeSteps
-from .spec import FINALIZER, WORKFLOW_LABEL
 
 __all__ = ["RECLAIM_POLL_SECONDS", "Deletion"]
 
@@ -34,13 +35,13 @@ class Deletion:
 
     def finalize(self, wf: dict[str, Any]) -> Result:
         ctx = self.ctx
-        if FINALIZER not in (meta(wf).get("finalizers") or []):
+        if WORKFLOW_FINALIZER not in (meta(wf).get("finalizers") or []):
             return Result()
         namespace = namespace_of(wf)
         # while the claims exist: a Job-scoped claim goes with its Job, its volume's stamp must not
         self.volumes.stamp_volumes(ctx, wf)
         try:
-            jobs = ctx.kube.list(JOBS, namespace, label_selector=f"{WORKFLOW_LABEL}={name_of(wf)}").items
+            jobs = ctx.kube.list(JOBS, namespace, label_selector=f"{LABEL_WORKFLOW}={name_of(wf)}").items
         except ApiError:
             return Result(1.0)
         remaining = [j for j in jobs if referenced_by(j, wf)]
@@ -60,9 +61,9 @@ class Deletion:
             ctx.kube.delete(resource, name_of(live), ref.get("namespace") or None, uid=uid_of(live))
         if not self.volumes.reclaim_volumes(ctx, wf):
             return Result(RECLAIM_POLL_SECONDS)
-        remove_finalizer(ctx, WORKFLOWS, wf, FINALIZER)
+        remove_finalizer(ctx, WORKFLOWS, wf, WORKFLOW_FINALIZER)
         return Result()
 
 
 def _labelled_for(obj: Mapping[str, Any], wf: Mapping[str, Any]) -> bool:
-    return labels(obj).get(WORKFLOW_LABEL) == name_of(wf) and not (obj.get("metadata") or {}).get("namespace")
+    return labels(obj).get(LABEL_WORKFLOW) == name_of(wf) and not (obj.get("metadata") or {}).get("namespace")

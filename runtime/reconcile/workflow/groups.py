@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.durations import format_duration, parse_duration
-
+from ... import compile as compiler
 from ...clock import parse_time
 from ...judge import conditions as cond
 from ...judge import domains
@@ -114,7 +113,7 @@ class RunningGroups:
         """NVCRE's isJobTimedOut: the message to fail with, or '' while within the budget."""
         raw = execution_of(wf).get("timeoutPerJob")
         try:
-            limit = parse_duration(str(raw)) if raw else None
+            limit = compiler.parse_duration(str(raw)) if raw else None
         except ValueError:
             limit = None
         job_status = job.get("status") or {}
@@ -156,7 +155,7 @@ class RunningGroups:
             if domain is not None:
                 found.append(domain)
         pods = job_pods(ctx.store(PODS).list(namespace_of(job)), name_of(job), None)
-        return domains.domain_problem(found, bound_nodes(pods), waited, bound, format_duration(bound))
+        return domains.domain_problem(found, bound_nodes(pods), waited, bound, compiler.format_duration(bound))
 
     def _backfill(self, group: dict[str, Any], job: Mapping[str, Any], nodes_per_job: int) -> None:
         if group.get("nodes"):

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from nvcre.compiler.vocabulary import FAILED_NODES_PREFIX
+
 from ... import compile as compiler
 from ...judge import conditions as cond
 from ...kube.resources import CONFIGMAPS
 from ..common import namespace_of, uid_of
 from ..context import Context, Result
 from .ports import Results, RoundBoundary
-from .spec import FAILED_PREFIX, history_record, is_diagnose, iterations_of
+from .spec import history_record, is_diagnose, iterations_of
 
 __all__ = ["Iterations"]
 
@@ -64,7 +66,7 @@ class Iterations:
         history = orchestration.get("iterationHistory") or []
         failed_count = sum(1 for h in history for g in h.get("groups") or [] if g.get("phase") == "Failed")
         failed_count += sum(1 for g in groups if g.get("phase") == "Failed")
-        failed_entries = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_PREFIX}{uid_of(wf)[:8]}", namespace_of(wf)))
+        failed_entries = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_NODES_PREFIX}{uid_of(wf)[:8]}", namespace_of(wf)))
         failed_names = {e["name"] for e in failed_entries}
         ok_nodes = sorted({n for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()} - failed_names)
         if ok_nodes:

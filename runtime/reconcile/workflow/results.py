@@ -11,12 +11,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nvcre.compiler.vocabulary import FAILED_NODES_PREFIX, SUCCEEDED_NODES_PREFIX
+
 from ... import compile as compiler
 from ...kube.errors import ApiError
 from ...kube.resources import CONFIGMAPS, JOBS
 from ..common import name_of, namespace_of, uid_of
 from ..context import Context, referenced_by
-from .spec import FAILED_PREFIX, SUCCEEDED_PREFIX
 
 __all__ = ["NodeResults"]
 
@@ -34,22 +35,22 @@ class NodeResults:
         ctx = self.ctx
         uid8 = uid_of(wf)[:8]
         namespace = namespace_of(wf)
-        stored_ok = compiler.stored_succeeded_nodes(ctx.live(CONFIGMAPS, f"{SUCCEEDED_PREFIX}{uid8}", namespace))
-        stored_failed = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_PREFIX}{uid8}", namespace))
+        stored_ok = compiler.stored_succeeded_nodes(ctx.live(CONFIGMAPS, f"{SUCCEEDED_NODES_PREFIX}{uid8}", namespace))
+        stored_failed = compiler.stored_failed_nodes(ctx.live(CONFIGMAPS, f"{FAILED_NODES_PREFIX}{uid8}", namespace))
         all_ok = sorted(set(stored_ok) | set(succeeded))
         all_failed = [*stored_failed, *failed]
         for configmap in compiler.expand_node_results(wf, all_ok, all_failed):
             name = name_of(configmap)
-            if name.startswith(SUCCEEDED_PREFIX) and not succeeded:
+            if name.startswith(SUCCEEDED_NODES_PREFIX) and not succeeded:
                 continue
-            if name.startswith(FAILED_PREFIX) and not all_failed:
+            if name.startswith(FAILED_NODES_PREFIX) and not all_failed:
                 continue
             try:
                 ctx.kube.apply(configmap)
             except ApiError as exc:
                 log.warning("node results not written", extra={"configmap": name, "error": exc.message})
                 continue
-            key = "succeededNodesRef" if name.startswith(SUCCEEDED_PREFIX) else "failedNodesRef"
+            key = "succeededNodesRef" if name.startswith(SUCCEEDED_NODES_PREFIX) else "failedNodesRef"
             status[key] = {"kind": "ConfigMap", "name": name}
 
     def clean_job_dependencies(self, status: dict[str, Any], job: Mapping[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """The Workflow tier's names and spec readers, shared by every part of the tier (no state).
 
-The finalizer, the labels and ConfigMap prefixes the tier writes, readers of
-``spec.orchestration``, the progress text of a pass, and the record a finished group leaves in
-``iterationHistory``.
+The condition and taint the tier names (its wire names, finalizer and ConfigMap prefixes come
+from the shared vocabulary), readers of ``spec.orchestration``, the progress text of a pass,
+and the record a finished group leaves in ``iterationHistory``.
 """
 
 from __future__ import annotations
@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nvcre.compiler.vocabulary import LABEL_WORKFLOW, WORKFLOW_FINALIZER
-
 __all__ = [
-    "FAILED_PREFIX",
-    "FINALIZER",
     "NAMESPACE_ACCESS",
-    "SUCCEEDED_PREFIX",
     "UNSCHEDULABLE_TAINT",
-    "WORKFLOW_LABEL",
     "execution_of",
     "history_record",
     "is_diagnose",
@@ -27,11 +21,7 @@ __all__ = [
     "progress_text",
 ]
 
-FINALIZER = WORKFLOW_FINALIZER
-WORKFLOW_LABEL = LABEL_WORKFLOW
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
-SUCCEEDED_PREFIX = "succeeded-nodes-"
-FAILED_PREFIX = "failed-nodes-"
 NAMESPACE_ACCESS = "NamespaceAccess"
 
 
