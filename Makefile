@@ -1,4 +1,5 @@
-# Two entry points for a fresh machine: `make demo` (set up, render the examples offline) and
+# Two entry points for a fresh machine: `make demo` (set up, run a passing and a failing
+# certification on GPU nodes of this machine, real or simulated) and
 # `make test` (set up, build or reuse the test control plane, run every test).
 VENV ?= .venv
 PYTHON ?= python3
@@ -18,7 +19,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-# Builds (or reuses) the simulated GPU cluster, then runs a PASSED and a FAILED certification on it.
+# Builds (or reuses) the cluster binaries, then runs a PASSED and a FAILED certification on two real
+# nodes where the machine allows them (root, cgroups, the system tools), else on the simulated GPU
+# cluster, saying which and why (scripts/demo.sh; NVCRE_DEMO=real|sim chooses by hand).
 demo: setup controlplane
 	NVCRECTL=$(BIN)/nvcrectl scripts/demo.sh
 

@@ -203,10 +203,11 @@ def _refuse_if_real_running() -> None:
         raise _fail(f"a real-node environment is running (pid {state['supervisor_pid']}); stop it first with `nvcrectl dev down`")
 
 
-def _check_real_options(profile: str, nodes: int, platform: str, faults: List[str], extras: bool) -> None:
-    """What ``dev up --real`` does not take (exit 2, nothing started)."""
+def _check_real_options(profile: str, nodes: int, platform: str, faults: List[str], extras: bool) -> Dict[str, str]:
+    """What ``dev up --real`` does not take (exit 2, nothing started); the faults at start by node."""
     from nvcre.testing.realnodes.cluster import MAX_NODES
-    from nvcre.testing.simprofiles import DRA_SUFFIX
+    from nvcre.testing.realnodes.faults import RealFaultError, parse_real_assignment
+    from nvcre.testing.simprofiles import DRA_SUFFIX, check_platform
 
     _check_up_options(profile, nodes, platform, [])
     if profile.endswith(DRA_SUFFIX):
@@ -215,10 +216,19 @@ def _check_real_options(profile: str, nodes: int, platform: str, faults: List[st
         )
     if nodes > MAX_NODES:
         raise _invalid(f"--nodes: at most {MAX_NODES} real nodes, got {nodes}")
-    if faults:
-        raise _invalid("--fault: faults at start are not available with --real yet")
     if extras:
         raise _invalid("--with-prometheus and --system-nodes are not available with --real yet")
+    names = [f"{profile}-{check_platform(platform) or 'onprem'}-{i}" for i in range(nodes)]
+    parsed: Dict[str, str] = {}
+    for index, spec in enumerate(faults):
+        try:
+            node, fault = parse_real_assignment(spec)
+        except RealFaultError as exc:
+            raise _invalid(f"--fault[{index}]: {exc}") from None
+        if node not in names:
+            raise _invalid(f"--fault[{index}]: no node {node!r}; the nodes will be {', '.join(names[:6])}")
+        parsed[node] = str(fault)
+    return parsed
 
 
 def _build_real_missing(with_controller: bool = False) -> None:
@@ -281,7 +291,7 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
     from nvcre.testing.controlplane import ControlPlaneError
     from nvcre.testing.realnodes import session, toolchain
 
-    _check_real_options(profile, nodes, platform, faults, extras)
+    at_start = _check_real_options(profile, nodes, platform, faults, extras)
     if simsession.read_state() is not None:
         raise _fail("a simulated cluster is running; stop it first with `nvcrectl dev down`")
     if with_controller and not simsession.controller_available():
@@ -294,7 +304,9 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
     try:
         if detach:
             typer.echo("# starting the real-node environment in the background...", err=True)
-            state = session.start_detached(profile=profile, nodes=nodes, platform=platform, with_controller=with_controller)
+            state = session.start_detached(
+                profile=profile, nodes=nodes, platform=platform, with_controller=with_controller, faults=at_start
+            )
             typer.echo(f"export KUBECONFIG={state['kubeconfig']}")
             _real_usage(state)
             return
@@ -304,7 +316,9 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
             _real_usage({"netns": cluster.netns})  # type: ignore[attr-defined]
             typer.echo("# running in the foreground; press Ctrl-C to stop", err=True)
 
-        code = session.serve(profile=profile, nodes=nodes, platform=platform, on_ready=announce, with_controller=with_controller)
+        code = session.serve(
+            profile=profile, nodes=nodes, platform=platform, on_ready=announce, with_controller=with_controller, faults=at_start
+        )
     except (ControlPlaneError, session.RealSessionError) as exc:
         raise _fail(str(exc)) from None
     if code:

@@ -43,7 +43,16 @@ def invoke(*args: str):
         (["up", "--real", "--profile", "a10"], "--profile: unknown profile 'a10'"),
         (["up", "--real", "--profile", "gb200-dra"], "--profile: gb200-dra publishes GPUs through DRA"),
         (["up", "--real", "--nodes", "17"], "--nodes: at most 16 real nodes, got 17"),
-        (["up", "--real", "--fault", "h100-onprem-0=xid"], "--fault: faults at start are not available with --real yet"),
+        (["up", "--real", "--fault", "h100-onprem-0=xid"], "--fault[0]: unknown fault 'xid' on real nodes"),
+        (
+            ["up", "--real", "--fault", "h100-onprem-0=killed-rank", "--fault", "h100-onprem-9=killed-rank"],
+            "--fault[1]: no node 'h100-onprem-9'",
+        ),
+        (
+            ["up", "--real", "--platform", "aws", "--fault", "h100-onprem-0=stopped-kubelet"],
+            "--fault[0]: no node 'h100-onprem-0'; the nodes will be h100-aws-0, h100-aws-1",
+        ),
+        (["up", "--real", "--fault", "h100-onprem-0=slow-link"], "--fault[0]: fault 'slow-link': give a rate"),
         (["up", "--real", "--with-prometheus"], "--with-prometheus and --system-nodes are not available with --real"),
     ],
 )

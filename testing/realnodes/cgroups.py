@@ -82,6 +82,11 @@ def _pids(directory: Path) -> set[int]:
     return pids
 
 
+def pids_under(directory: Path) -> set[int]:
+    """Every process in the cgroup ``directory`` of one hierarchy, at any depth (none if it is gone)."""
+    return _pids(directory) if directory.is_dir() else set()
+
+
 def pids(top: str) -> set[int]:
     """Every process in ``top`` (any hierarchy, any depth)."""
     found: set[int] = set()

@@ -54,6 +54,7 @@ from .node import (
     kubelet_argv,
     kubelet_config,
 )
+from .rankkill import RankKiller
 
 RECORD_NAME = "teardown.json"
 MAX_NODES = 16
@@ -124,6 +125,8 @@ class RealCluster:
         self._proxy: ConnectProxy | None = None
         self._record: dict[str, Any] = {}
         self.faults: dict[str, RealFault] = {}
+        #: the killed-rank watchers, by node; each kills one rank and stays until cleared
+        self.rank_killers: dict[str, RankKiller] = {}
         self._started = False
 
     # ------------------------------------------------------------------ public
@@ -217,6 +220,9 @@ class RealCluster:
             return
         self._started = False
         problems: list[str] = []
+        for killer in self.rank_killers.values():
+            killer.stop()
+        self.rank_killers.clear()
         for node in reversed(self.nodes):
             if node.kubelet is not None:
                 with contextlib.suppress(OSError):
@@ -430,14 +436,24 @@ class RealCluster:
         return ids
 
     def set_fault(self, node: str, fault: RealFault | str) -> RealFault:
-        """Put ``fault`` on ``node`` in the real data path (see :mod:`.faults`); ``none`` clears all."""
+        """Put ``fault`` on ``node`` in the real data path (see :mod:`.faults`), in place of the one it had;
+        ``none`` clears all."""
         if isinstance(fault, str):
             fault = parse_real_fault(fault)
         target = self._node(node)
+        previous = self.faults.get(node)
+        if fault.kind != "none" and previous is not None and previous != fault:
+            self.set_fault(node, "none")  # a node has one fault at a time, as on the simulated cluster
         if fault.kind in ("none", "unhealthy-device"):
             self.set_unhealthy_gpus(node, min(fault.count, self.profile.gpus) if fault.kind != "none" else 0)
         if fault.kind in ("none", "stopped-kubelet") and target.kubelet is not None and target.kubelet.running():
             os.kill(target.kubelet.pid, signal.SIGSTOP if fault.kind == "stopped-kubelet" else signal.SIGCONT)
+        if fault.kind in ("none", "killed-rank"):
+            watching = self.rank_killers.pop(node, None)
+            if watching is not None:
+                watching.stop()
+            if fault.kind == "killed-rank":
+                self.rank_killers[node] = RankKiller(target.layout.pods_cgroup).start()
         if fault.kind == "slow-link":
             bridge = target.layout.bridge
             if namespaces.run_in(self.netns, ["ip", "link", "show", bridge], check=False).returncode != 0:

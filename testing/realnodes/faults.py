@@ -8,6 +8,10 @@
 ``slow-link:RATE``        a token-bucket filter (``tc tbf``) on the node's pod bridge, inside the
                           environment's namespace, limits traffic towards the node's pods to
                           RATE (``100mbit``, ``1gbit``, ...)
+``killed-rank``           every workload rank (a process of the nccl-tests stand-in or a
+                          training worker) that starts in one of the node's pods is sent SIGKILL
+                          while the fault is on: its launcher sees a rank die mid-collective, on
+                          each retry too
 ``none``                  clears every fault of the node
 """
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "none")
+REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "killed-rank", "none")
 _RATE = re.compile(r"^[1-9][0-9]{0,5}(kbit|mbit|gbit)$")
 
 

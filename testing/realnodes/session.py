@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,14 @@ def serve(
     on_ready: Callable[[RealCluster], None] | None = None,
     workload_images: bool = True,
     with_controller: bool = False,
+    faults: Mapping[str, str] | None = None,
 ) -> int:
     """Run a real-node environment until interrupted; returns a process exit code.
 
     ``workload_images`` imports the catalog's workload image (:mod:`.workload_images`) into every node;
-    ``with_controller`` also runs JobSet, the Trainer and the nvcre controller (:mod:`.controllers`)."""
+    ``with_controller`` also runs JobSet, the Trainer and the nvcre controller (:mod:`.controllers`);
+    ``faults`` (node to fault) are put on their nodes once the environment is up, before it is
+    reported ready."""
     existing = read_state()
     if existing is not None:
         raise RealSessionError(
@@ -109,6 +112,8 @@ def serve(
     requests_dir().mkdir(parents=True)
     try:
         with cluster:
+            for node, fault in (faults or {}).items():
+                cluster.set_fault(node, fault)
             write_json_atomic(state_path(), _state_of(cluster))
             if on_ready is not None:
                 on_ready(cluster)
@@ -168,8 +173,16 @@ def _clear_state(pid: int) -> None:
     clear_state_file(state_path(), pid)
 
 
-def start_detached(*, profile: str, nodes: int, platform: str, with_controller: bool = False, timeout: float = 420.0) -> dict[str, Any]:
-    """Start a supervisor in the background and wait until it reports ready."""
+def start_detached(
+    *,
+    profile: str,
+    nodes: int,
+    platform: str,
+    with_controller: bool = False,
+    faults: Mapping[str, str] | None = None,
+    timeout: float = 420.0,
+) -> dict[str, Any]:
+    """Start a supervisor in the background and wait until it reports ready (with ``faults`` on)."""
     existing = read_state()
     if existing is not None:
         raise RealSessionError(
@@ -180,6 +193,7 @@ def start_detached(*, profile: str, nodes: int, platform: str, with_controller: 
     argv = [sys.executable, "-m", SUPERVISOR_MARKER, f"--profile={profile}", f"--nodes={nodes}", f"--platform={platform}"]
     if with_controller:
         argv.append("--with-controller")
+    argv += [f"--fault={node}={fault}" for node, fault in (faults or {}).items()]
     with log.open("wb") as out:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
@@ -266,7 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--platform", default="")
     parser.add_argument("--no-workload-images", action="store_true", help="import only the sandbox and test images")
     parser.add_argument("--with-controller", action="store_true", help="also run JobSet, the Trainer and the nvcre controller")
+    parser.add_argument("--fault", action="append", default=[], help="NODE=KIND put on once the environment is up (repeatable)")
     args = parser.parse_args(argv)
+    try:
+        faults = dict(parse_real_assignment(spec) for spec in args.fault)
+    except RealFaultError as exc:
+        print(f"error: --fault: {exc}", file=sys.stderr)
+        return 2
     try:
         return serve(
             profile=args.profile,
@@ -274,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             platform=args.platform,
             workload_images=not args.no_workload_images,
             with_controller=args.with_controller,
+            faults={node: str(fault) for node, fault in faults.items()},
         )
     except Exception as exc:  # reported through the log the parent reads
         print(f"error: {exc}", file=sys.stderr)

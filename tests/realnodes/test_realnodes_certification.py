@@ -212,6 +212,52 @@ def test_a_threshold_the_standin_cannot_meet_fails_with_threshold_violation_nami
     assert category["status"] == "Failed" and float(category["bandwidth"][0]["busBW"].removesuffix(" GB/s")) > 0
 
 
+ONE_NODE_GROUPS = """\
+apiVersion: nvcre.nvidia.com/v1alpha1
+kind: Certification
+metadata:
+  name: {name}
+spec:
+  target:
+    nodeSelector:
+      nvidia.com/gpu.present: "true"
+  categories:
+  - domain: communication
+    variant: nccl-all-reduce
+    options:
+      nodesPerJob: 1
+      gpusPerNode: 2
+      maxBytes: 4M
+      numIterations: 20
+      numCycles: 1
+"""
+
+
+def test_a_killed_rank_fails_its_nodes_group_with_workload_failed_as_the_simulated_crash_does(env: Environment, tmp_path: Path) -> None:
+    """SIGKILL to every stand-in rank that starts on one node (the ``killed-rank`` fault): mpirun
+    sees a rank die and fails, on each retry of the launcher too, so that node's group fails
+    ``WorkloadFailed`` and only that node is blamed, the other node's group passing: what the
+    simulated cluster's ``nccl-crash`` gives (tests/integration/test_runtime_sim.py, one node per
+    group there too)."""
+    victim, healthy = env.cluster.node_names
+    env.cluster.set_fault(victim, "killed-rank")
+    killer = env.cluster.rank_killers[victim]
+    try:
+        run, results, _ = run_certification(env, tmp_path, "killed-rank", document=ONE_NODE_GROUPS.format(name="killed-rank"))
+    finally:
+        env.cluster.set_fault(victim, "none")
+    assert killer.killed and {k.program for k in killer.killed} == {"all_reduce_perf_mpi"}, killer.killed  # as the catalog renders it
+    assert victim not in env.cluster.rank_killers
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert results["result"] == "FAILED"
+    assert [(d["name"], d["reason"]) for d in results["failedNodeDetails"]] == [(victim, "WorkloadFailed")]
+    assert healthy not in results["failedNodes"]
+    [category] = results["categories"]
+    [group] = category["failedGroups"]
+    excerpt = group["failureLog"]
+    assert excerpt["exitCode"] != 0 and "signal 9" in excerpt["tail"], excerpt
+
+
 def test_the_stack_stays_within_its_memory_and_stops_leaving_the_host_as_found(env: Environment) -> None:
     from nvcre.testing.realnodes import cgroups, footprint, hoststate
 

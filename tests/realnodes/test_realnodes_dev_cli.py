@@ -49,7 +49,7 @@ def test_dev_up_real_is_seen_by_status_and_env_and_down_cleans_up_after_a_killed
     from nvcre.testing.realnodes import cgroups, hoststate
 
     before = hoststate.snapshot()
-    up = _nvcrectl("up", "--real", "--profile", "b200", "--nodes", "1", "--detach")
+    up = _nvcrectl("up", "--real", "--profile", "b200", "--nodes", "1", "--detach", "--fault", "b200-onprem-0=killed-rank")
     try:
         assert up.returncode == 0, up.stderr
         assert up.stdout.startswith("export KUBECONFIG="), up.stdout
@@ -57,6 +57,7 @@ def test_dev_up_real_is_seen_by_status_and_env_and_down_cleans_up_after_a_killed
         assert status["running"] and status["kind"] == "real"
         [node] = status["nodes"]
         assert (node["name"], node["ready"], node["gpus"], node["ip"]) == ("b200-onprem-0", True, "8", "10.250.0.10")
+        assert node["fault"] == "killed-rank"  # put on at start, before the environment said it was ready
         assert node["runtime"].startswith("containerd://")
         _assert_workload_image_on_nodes(up.stdout.splitlines()[0].split("=", 1)[1])
         assert _nvcrectl("env").stdout == up.stdout

@@ -180,6 +180,27 @@ def test_the_namespace_forwarder_and_egress_proxy_reach_across_without_touching_
     assert hoststate.differences(before, hoststate.snapshot()) == []
 
 
+def test_the_killed_rank_fault_knows_a_rank_from_its_launchers() -> None:
+    from nvcre.testing.realnodes.rankkill import rank_name
+
+    # as the processes show in a worker pod (argv as /proc/PID/cmdline gives it)
+    assert rank_name(["python3", "/usr/local/bin/all_reduce_perf", "-b", "1M", "-e", "1M"]) == "all_reduce_perf"
+    assert rank_name(["/usr/bin/python3", "-u", "/usr/local/bin/alltoall_perf_mpi", "-g", "2"]) == "alltoall_perf_mpi"
+    assert rank_name(["/usr/bin/python3", "/workspace/Megatron-LM/pretrain_gpt.py", "--tensor-model-parallel-size", "2"]) == (
+        "pretrain_gpt.py"
+    )
+    for launcher in (
+        ["python3", "/usr/local/bin/torchrun", "--nproc-per-node", "2", "/workspace/Megatron-LM/pretrain_gpt.py"],
+        ["mpirun", "--allow-run-as-root", "-np", "4", "all_reduce_perf"],
+        ["orted", "-mca", "ess", "env"],
+        ["/usr/sbin/sshd", "-D", "-e"],
+        ["sh", "-c", "all_reduce_perf -b 1M"],
+        ["python3"],
+        [],
+    ):
+        assert rank_name(launcher) is None, launcher
+
+
 def test_real_fault_specs_are_parsed_with_clear_errors() -> None:
     from nvcre.testing.realnodes.faults import RealFaultError, parse_real_assignment, parse_real_fault
 
@@ -187,7 +208,9 @@ def test_real_fault_specs_are_parsed_with_clear_errors() -> None:
     assert str(parse_real_fault("unhealthy-device:3")) == "unhealthy-device:3"
     assert str(parse_real_fault("slow-link:100mbit")) == "slow-link:100mbit"
     assert parse_real_assignment(" h100-onprem-1 = stopped-kubelet ") == ("h100-onprem-1", parse_real_fault("stopped-kubelet"))
+    assert str(parse_real_fault("killed-rank")) == "killed-rank"
     for spec, message in (
+        ("killed-rank:2", "takes no argument"),
         ("xid", "unknown fault 'xid' on real nodes"),
         ("unhealthy-device:x", "whole number"),
         ("unhealthy-device:0", "at least one device"),
