@@ -16,7 +16,7 @@ Exit codes: 0 success, 2 invalid input (nothing started), 1 any other failure.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import typer
 
@@ -42,7 +42,7 @@ def _invalid(message: str) -> "typer.Exit":
 
 def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]) -> Dict[str, str]:
     """Validate ``dev up`` options before anything is built or started (exit 2 on error)."""
-    from nvcre.testing.simfaults import FaultError, parse_assignment
+    from nvcre.testing.simfaults import parse_assignment
     from nvcre.testing.simprofiles import PLATFORMS, PROFILE_NAMES, ProfileError, check_platform
 
     if profile not in PROFILE_NAMES:
@@ -53,12 +53,17 @@ def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]
         platform = check_platform(platform)
     except ProfileError:
         raise _invalid(f"--platform: unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}") from None
-    names = [f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)]
+    return _check_faults([f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)], faults, parse_assignment)
+
+
+def _check_faults(names: List[str], faults: List[str], parse: Callable[[str], Tuple[str, object]]) -> Dict[str, str]:
+    """``--fault`` specs by node, each parsed by ``parse`` (which raises ``ValueError``) and its node
+    one of ``names`` (exit 2 on the first that is not)."""
     parsed: Dict[str, str] = {}
     for index, spec in enumerate(faults):
         try:
-            node, fault = parse_assignment(spec)
-        except FaultError as exc:
+            node, fault = parse(spec)
+        except ValueError as exc:
             raise _invalid(f"--fault[{index}]: {exc}") from None
         if node not in names:
             raise _invalid(f"--fault[{index}]: no node {node!r}; the nodes will be {', '.join(names[:6])}")
@@ -206,7 +211,7 @@ def _refuse_if_real_running() -> None:
 def _check_real_options(profile: str, nodes: int, platform: str, faults: List[str], extras: bool) -> Dict[str, str]:
     """What ``dev up --real`` does not take (exit 2, nothing started); the faults at start by node."""
     from nvcre.testing.realnodes.cluster import MAX_NODES
-    from nvcre.testing.realnodes.faults import RealFaultError, parse_real_assignment
+    from nvcre.testing.realnodes.faults import parse_real_assignment
     from nvcre.testing.simprofiles import DRA_SUFFIX, check_platform
 
     _check_up_options(profile, nodes, platform, [])
@@ -218,17 +223,7 @@ def _check_real_options(profile: str, nodes: int, platform: str, faults: List[st
         raise _invalid(f"--nodes: at most {MAX_NODES} real nodes, got {nodes}")
     if extras:
         raise _invalid("--with-prometheus and --system-nodes are not available with --real yet")
-    names = [f"{profile}-{check_platform(platform) or 'onprem'}-{i}" for i in range(nodes)]
-    parsed: Dict[str, str] = {}
-    for index, spec in enumerate(faults):
-        try:
-            node, fault = parse_real_assignment(spec)
-        except RealFaultError as exc:
-            raise _invalid(f"--fault[{index}]: {exc}") from None
-        if node not in names:
-            raise _invalid(f"--fault[{index}]: no node {node!r}; the nodes will be {', '.join(names[:6])}")
-        parsed[node] = str(fault)
-    return parsed
+    return _check_faults([f"{profile}-{check_platform(platform) or 'onprem'}-{i}" for i in range(nodes)], faults, parse_real_assignment)
 
 
 def _build_real_missing(with_controller: bool = False) -> None:

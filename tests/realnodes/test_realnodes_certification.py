@@ -40,10 +40,10 @@ spec:
   - domain: communication
     variant: nccl-all-reduce
     options:
-      nodesPerJob: 2
+      nodesPerJob: {nodes_per_job}
       gpusPerNode: 2
-      maxBytes: 1M
-      numIterations: 5
+      maxBytes: {max_bytes}
+      numIterations: {iterations}
       numCycles: 1
 {extra}"""
 
@@ -88,12 +88,21 @@ def env(request: pytest.FixtureRequest) -> Iterator[Environment]:
 
 
 def run_certification(
-    env: Environment, tmp_path: Path, name: str, extra: str = "", document: str = ""
+    env: Environment,
+    tmp_path: Path,
+    name: str,
+    extra: str = "",
+    document: str = "",
+    *,
+    nodes_per_job: int = 2,
+    max_bytes: str = "1M",
+    iterations: int = 5,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], str]:
     """``certification run --wait`` of ``document`` (by default the all-reduce Certification above
-    with ``extra`` options); returns (the run, its results file, its namespace)."""
+    with these options and ``extra`` ones); returns (the run, its results file, its namespace)."""
     cert, results = tmp_path / f"{name}.yaml", tmp_path / f"{name}.json"
-    cert.write_text(document or CERTIFICATION.format(name=name, extra=extra))
+    options = {"nodes_per_job": nodes_per_job, "max_bytes": max_bytes, "iterations": iterations}
+    cert.write_text(document or CERTIFICATION.format(name=name, extra=extra, **options))
     run = nvcrectl(
         env.cluster, "certification", "run", "--cert-file", str(cert), "--grant-run-access", "--wait", "--timeout", "5m",
         "--results-file", str(results),
@@ -212,27 +221,6 @@ def test_a_threshold_the_standin_cannot_meet_fails_with_threshold_violation_nami
     assert category["status"] == "Failed" and float(category["bandwidth"][0]["busBW"].removesuffix(" GB/s")) > 0
 
 
-ONE_NODE_GROUPS = """\
-apiVersion: nvcre.nvidia.com/v1alpha1
-kind: Certification
-metadata:
-  name: {name}
-spec:
-  target:
-    nodeSelector:
-      nvidia.com/gpu.present: "true"
-  categories:
-  - domain: communication
-    variant: nccl-all-reduce
-    options:
-      nodesPerJob: 1
-      gpusPerNode: 2
-      maxBytes: 4M
-      numIterations: 20
-      numCycles: 1
-"""
-
-
 def test_a_killed_rank_fails_its_nodes_group_with_workload_failed_as_the_simulated_crash_does(env: Environment, tmp_path: Path) -> None:
     """SIGKILL to every stand-in rank that starts on one node (the ``killed-rank`` fault): mpirun
     sees a rank die and fails, on each retry of the launcher too, so that node's group fails
@@ -243,7 +231,8 @@ def test_a_killed_rank_fails_its_nodes_group_with_workload_failed_as_the_simulat
     env.cluster.set_fault(victim, "killed-rank")
     killer = env.cluster.rank_killers[victim]
     try:
-        run, results, _ = run_certification(env, tmp_path, "killed-rank", document=ONE_NODE_GROUPS.format(name="killed-rank"))
+        # one node per group, and runs long enough (4 MiB, 20 iterations) that no rank ends unseen
+        run, results, _ = run_certification(env, tmp_path, "killed-rank", nodes_per_job=1, max_bytes="4M", iterations=20)
     finally:
         env.cluster.set_fault(victim, "none")
     assert killer.killed and {k.program for k in killer.killed} == {"all_reduce_perf_mpi"}, killer.killed  # as the catalog renders it
