@@ -230,6 +230,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
     document's position when a file holds several). Other documents, empty files and documents
     that are not mappings are ignored; a file that is not valid YAML is an error.
     """
+    from nvcre.compiler.vocabulary import GROUP
     from nvcre.compiler.yamlio import FILE_LIMITS, load_documents, read_text
 
     found: list[tuple[str, dict[str, Any]]] = []
@@ -237,7 +238,7 @@ def certifications_in(directory: Path, kinds: tuple[str, ...] = ("Certification"
         relative = path.relative_to(directory).as_posix()
         docs = load_documents(read_text(path, FILE_LIMITS.max_bytes or 0), relative, limits=FILE_LIMITS)
         for index, doc in enumerate(docs):
-            if isinstance(doc, dict) and doc.get("kind") in kinds and str(doc.get("apiVersion", "")).startswith("nvcre.nvidia.com/"):
+            if isinstance(doc, dict) and doc.get("kind") in kinds and str(doc.get("apiVersion", "")).startswith(f"{GROUP}/"):
                 found.append((relative if len(docs) == 1 else f"{relative}[{index}]", doc))
     return found
 

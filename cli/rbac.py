@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from nvcre.compiler.vocabulary import CONTROLLER_SERVICE_ACCOUNT
+
 from .output import guarded
 
 app = typer.Typer(help="RBAC for namespaced controller write access.", no_args_is_help=True)
@@ -20,7 +22,7 @@ app = typer.Typer(help="RBAC for namespaced controller write access.", no_args_i
 def print_binding(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="The run namespace.")],
     controller_namespace: Annotated[str, typer.Option("--controller-namespace")] = "nvcre",
-    service_account: Annotated[str, typer.Option("--service-account")] = "nvcre-manager",
+    service_account: Annotated[str, typer.Option("--service-account")] = CONTROLLER_SERVICE_ACCOUNT,
 ) -> None:
     """Print the RoleBinding nvcre-manager-run for NAMESPACE."""
     import sys

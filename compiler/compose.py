@@ -17,6 +17,7 @@ from typing import Any
 from .catalog import Catalog
 from .diagnostics import CompileError, Diagnostic, error
 from .durations import parse_duration
+from .vocabulary import API_VERSION, CONTROLLER_SERVICE_ACCOUNT, RUN_BINDING, RUN_ROLE
 
 __all__ = [
     "MIN_WAIT_SECONDS",
@@ -143,7 +144,7 @@ def compose_certification(name: str, namespace: str, flags: RunFlags, catalog: C
         spec["imagePullSecrets"] = [{"name": secret} for secret in flags.image_pull_secrets]
     spec["categories"] = [{"domain": domain, "variant": variant} for domain, variant in categories]
     return {
-        "apiVersion": "nvcre.nvidia.com/v1alpha1",
+        "apiVersion": API_VERSION,
         "kind": "Certification",
         "metadata": {
             "name": name,
@@ -184,11 +185,9 @@ def derived_wait_seconds(certification: Mapping[str, Any], catalog: Catalog) -> 
     return budget, True
 
 
-#: Where ``setup init`` installs the controller: its namespace and service account.
+#: Where ``setup init`` installs the controller (its ServiceAccount is the vocabulary's
+#: ``CONTROLLER_SERVICE_ACCOUNT``).
 CONTROLLER_NAMESPACE = "nvcre"
-CONTROLLER_SERVICE_ACCOUNT = "nvcre-manager"
-RUN_ROLE = "nvcre-run-role"
-RUN_BINDING = "nvcre-manager-run"
 
 
 def run_namespace(name: str) -> dict[str, Any]:

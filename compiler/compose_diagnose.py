@@ -29,7 +29,7 @@ from typing import Any
 from .diagnostics import CompileError, Diagnostic, error
 from .vocabulary import (
     ANNOTATION_DIAGNOSE_PRIOR,
-    GROUP,
+    API_VERSION,
     LABEL_CATEGORY_DOMAIN,
     LABEL_CATEGORY_VARIANT,
     LABEL_GROUP,
@@ -236,7 +236,7 @@ def compose(
         choice = choose_prior(workflow, jobs, recorded)
     if choice.prior is not None:
         metadata["annotations"] = {ANNOTATION_DIAGNOSE_PRIOR: json.dumps(choice.prior, sort_keys=True, separators=(",", ":"))}
-    document = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Certification", "metadata": metadata, "spec": spec}
+    document = {"apiVersion": API_VERSION, "kind": "Certification", "metadata": metadata, "spec": spec}
     return Composed(document, choice.left_out)
 
 

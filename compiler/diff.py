@@ -20,9 +20,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .passes.stamp_provenance import FACTS_ANNOTATION, OVERLAYS_ANNOTATION
 from .redact import redact_value
-from .vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION, LABEL_WORKLOADRUN
+from .vocabulary import (
+    ANNOTATION_APPLIED_OVERLAYS,
+    ANNOTATION_RENDER_FACTS,
+    LABEL_CATEGORY_DOMAIN,
+    LABEL_CATEGORY_VARIANT,
+    LABEL_CERTIFICATION,
+    LABEL_WORKLOADRUN,
+)
 
 __all__ = [
     "UNCHANGED_PROVENANCE",
@@ -182,8 +188,8 @@ def _unreadable(key: str) -> list[str]:
 def overlay_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Overlays that started or stopped applying (or changed order) between two versions of an object."""
     try:
-        before = [str(o) for o in _annotation_json(old, OVERLAYS_ANNOTATION, [], list)]
-        after = [str(o) for o in _annotation_json(new, OVERLAYS_ANNOTATION, [], list)]
+        before = [str(o) for o in _annotation_json(old, ANNOTATION_APPLIED_OVERLAYS, [], list)]
+        after = [str(o) for o in _annotation_json(new, ANNOTATION_APPLIED_OVERLAYS, [], list)]
     except _Unreadable as exc:
         return _unreadable(str(exc))
     causes = [f"overlay {name} now applies" for name in after if name not in before]
@@ -196,8 +202,8 @@ def overlay_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 def fact_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Cluster facts whose value or source changed between two versions of an object."""
     try:
-        before = _annotation_json(old, FACTS_ANNOTATION, {}, dict)
-        after = _annotation_json(new, FACTS_ANNOTATION, {}, dict)
+        before = _annotation_json(old, ANNOTATION_RENDER_FACTS, {}, dict)
+        after = _annotation_json(new, ANNOTATION_RENDER_FACTS, {}, dict)
     except _Unreadable as exc:
         return _unreadable(str(exc))
     causes = []
@@ -214,8 +220,8 @@ def fact_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 def _provenance_summary(document: Mapping[str, Any]) -> tuple[str, ...]:
     """What an added object was rendered with: its overlays and facts."""
     try:
-        overlays = [str(o) for o in _annotation_json(document, OVERLAYS_ANNOTATION, [], list)]
-        facts = _annotation_json(document, FACTS_ANNOTATION, {}, dict)
+        overlays = [str(o) for o in _annotation_json(document, ANNOTATION_APPLIED_OVERLAYS, [], list)]
+        facts = _annotation_json(document, ANNOTATION_RENDER_FACTS, {}, dict)
     except _Unreadable as exc:
         return tuple(_unreadable(str(exc)))
     causes = [f"overlay {name} applies" for name in overlays]
@@ -397,9 +403,9 @@ def _reorders(old: Any, new: Any, parts: list[Any]) -> Iterator[tuple[list[Any],
 
 def _field_causes(parts: Sequence[Any], overlays: list[str], facts: list[str]) -> tuple[str, ...]:
     if parts[:2] == ["metadata", "annotations"] and len(parts) >= 3:
-        if parts[2] == OVERLAYS_ANNOTATION:
+        if parts[2] == ANNOTATION_APPLIED_OVERLAYS:
             return tuple(overlays) or (UNCHANGED_PROVENANCE,)
-        if parts[2] == FACTS_ANNOTATION:
+        if parts[2] == ANNOTATION_RENDER_FACTS:
             return tuple(facts) or (UNCHANGED_PROVENANCE,)
     return tuple(overlays + facts) or (UNCHANGED_PROVENANCE,)
 

@@ -66,11 +66,12 @@ def test_a_prior_naming_nodes_outside_the_run_is_ignored_for_them() -> None:
 
 
 def test_the_prior_annotation_is_read_into_the_options_and_a_malformed_one_is_refused_by_field() -> None:
-    from nvcre.compiler.diagnose.session import PRIOR_ANNOTATION, options_for
+    from nvcre.compiler.diagnose.session import options_for
     from nvcre.compiler.diagnostics import CompileError
+    from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PRIOR
 
     def workflow(value: str) -> dict[str, object]:
-        return {"metadata": {"annotations": {PRIOR_ANNOTATION: value}}, "spec": {}}
+        return {"metadata": {"annotations": {ANNOTATION_DIAGNOSE_PRIOR: value}}, "spec": {}}
 
     good = '{"groups": [{"nodes": ["n00", "n01"], "passed": false}, {"nodes": ["n02"], "passed": true}]}'
     options = options_for(workflow(good), 4, mnnvl=False)
@@ -85,5 +86,5 @@ def test_the_prior_annotation_is_read_into_the_options_and_a_malformed_one_is_re
         with pytest.raises(CompileError) as caught:
             options_for(workflow(bad), 4, mnnvl=False)
         (diagnostic,) = caught.value.diagnostics
-        assert diagnostic.path == f"metadata.annotations[{PRIOR_ANNOTATION}]" and message in diagnostic.message
+        assert diagnostic.path == f"metadata.annotations[{ANNOTATION_DIAGNOSE_PRIOR}]" and message in diagnostic.message
     assert options_for({"spec": {}}, 4, mnnvl=False).prior is None

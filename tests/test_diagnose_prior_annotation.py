@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from nvcre.compiler.diagnose.prior import MAX_PRIOR_BYTES, annotation_problems, prior_problems, read_prior
-from nvcre.compiler.diagnose.session import PRIOR_ANNOTATION, options_for, planner_of
+from nvcre.compiler.diagnose.session import options_for, planner_of
 from nvcre.compiler.diagnostics import CompileError
-from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER
+from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
 
 DEEP = "[" * 5000 + "]" * 5000
-PATH = f"metadata.annotations[{PRIOR_ANNOTATION}]"
+PATH = f"metadata.annotations[{ANNOTATION_DIAGNOSE_PRIOR}]"
 
 
 def certification(annotations: dict[str, str]) -> dict[str, object]:
@@ -40,7 +40,7 @@ def certification(annotations: dict[str, str]) -> dict[str, object]:
 
 
 def test_the_runtime_reader_refuses_deep_nesting_with_the_field_path() -> None:
-    workflow = {"metadata": {"annotations": {PRIOR_ANNOTATION: DEEP}}, "spec": {}}
+    workflow = {"metadata": {"annotations": {ANNOTATION_DIAGNOSE_PRIOR: DEEP}}, "spec": {}}
     with pytest.raises(CompileError) as caught:
         options_for(workflow, 4, mnnvl=False)
     (diagnostic,) = caught.value.diagnostics
@@ -63,12 +63,12 @@ def test_the_runtime_reader_refuses_deep_nesting_with_the_field_path() -> None:
 def test_every_problem_names_its_place_inside_the_prior(value: str, message: str) -> None:
     found = prior_problems(value)
     if not message:  # brackets inside a node name are text, not nesting
-        assert found == [] and read_prior({PRIOR_ANNOTATION: value}) is not None
+        assert found == [] and read_prior({ANNOTATION_DIAGNOSE_PRIOR: value}) is not None
         return
     assert found and all(d.path == PATH for d in found)
     assert any(message in d.message for d in found), [d.message for d in found]
     with pytest.raises(CompileError):
-        read_prior({PRIOR_ANNOTATION: value})
+        read_prior({ANNOTATION_DIAGNOSE_PRIOR: value})
 
 
 def test_a_prior_text_built_to_stall_a_string_scanner_is_measured_in_one_pass() -> None:
@@ -77,13 +77,13 @@ def test_a_prior_text_built_to_stall_a_string_scanner_is_measured_in_one_pass() 
 
 
 def test_validation_reports_the_annotations_of_the_reproducer() -> None:
-    found = annotation_problems(certification({PRIOR_ANNOTATION: DEEP, ANNOTATION_DIAGNOSE_PLANNER: "fastest"}))
+    found = annotation_problems(certification({ANNOTATION_DIAGNOSE_PRIOR: DEEP, ANNOTATION_DIAGNOSE_PLANNER: "fastest"}))
     assert [(d.code, d.path) for d in found] == [
         ("InvalidDiagnosePrior", PATH),
         ("InvalidDiagnosePlanner", f"metadata.annotations[{ANNOTATION_DIAGNOSE_PLANNER}]"),
     ]
     good = json.dumps({"groups": [{"nodes": ["a", "b"], "passed": False}]})
-    assert annotation_problems(certification({PRIOR_ANNOTATION: good, ANNOTATION_DIAGNOSE_PLANNER: "baseline"})) == []
+    assert annotation_problems(certification({ANNOTATION_DIAGNOSE_PRIOR: good, ANNOTATION_DIAGNOSE_PLANNER: "baseline"})) == []
     assert annotation_problems({"metadata": {}}) == [] and annotation_problems("not a document") == []
     assert planner_of({"metadata": {"annotations": {ANNOTATION_DIAGNOSE_PLANNER: "baseline"}}}) == "baseline"
 
@@ -91,7 +91,7 @@ def test_validation_reports_the_annotations_of_the_reproducer() -> None:
 def test_validate_refuses_the_reproducer_as_installed(tmp_path: Path) -> None:
     # The installed command, as a user runs it: exit 2, the field path inside the prior, no output.
     document = tmp_path / "dg.json"
-    document.write_text(json.dumps(certification({PRIOR_ANNOTATION: DEEP})))
+    document.write_text(json.dumps(certification({ANNOTATION_DIAGNOSE_PRIOR: DEEP})))
     nvcrectl = shutil.which("nvcrectl", path=str(Path(sys.executable).parent)) or "nvcrectl"
     done = subprocess.run([nvcrectl, "certification", "validate", str(document)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr

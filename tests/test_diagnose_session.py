@@ -9,7 +9,6 @@ import pytest
 from nvcre.compiler.diagnose import planner
 from nvcre.compiler.diagnose.model import Diagnosis, GroupResult, Options, Round
 from nvcre.compiler.diagnose.session import (
-    PLANNER_ANNOTATION,
     Outcome,
     options_for,
     planner_of,
@@ -19,12 +18,13 @@ from nvcre.compiler.diagnose.session import (
     status_stage,
 )
 from nvcre.compiler.diagnostics import CompileError
+from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER
 
 NODES = tuple(f"n{i}" for i in range(4))
 
 
 def workflow(planner_name: str | None = None, num_nodes: int = 1, **diagnose: Any) -> dict[str, Any]:
-    annotations = {PLANNER_ANNOTATION: planner_name} if planner_name is not None else {}
+    annotations = {ANNOTATION_DIAGNOSE_PLANNER: planner_name} if planner_name is not None else {}
     return {
         "metadata": {"name": "wf", "annotations": annotations},
         "spec": {
@@ -63,7 +63,7 @@ def test_the_planner_comes_from_the_annotation_and_defaults_to_adaptive() -> Non
     with pytest.raises(CompileError) as caught:
         planner_of(workflow("fastest"))
     (problem,) = caught.value.errors
-    assert problem.path == f"metadata.annotations[{PLANNER_ANNOTATION}]"
+    assert problem.path == f"metadata.annotations[{ANNOTATION_DIAGNOSE_PLANNER}]"
     assert "unknown diagnose planner 'fastest'" in problem.message
 
 

@@ -1,10 +1,13 @@
-"""The runtime, the CLI and the test harness use the vocabulary's names as the vocabulary spells them.
+"""Every package uses the vocabulary's names as the vocabulary spells them, and the vocabulary
+stays a leaf.
 
 A module that renames a vocabulary name (``JOB_LABEL = LABEL_JOB``, ``import LABEL_JOB as JOB``,
-``_X = vocabulary.GROUP``) makes a reader learn two names for one key and lets a second
-spelling grow beside the first. The check reads every module's syntax tree (the same module
-walk as tests/test_layers.py) and reports each module-level rename; the few that remain are
-listed, each with why, and an entry whose rename is gone fails too, so the list only shrinks.
+``_X = vocabulary.GROUP``) or copies one under its own name to pass it on
+(``LABEL_JOB = vocabulary.LABEL_JOB``) makes a reader learn two homes for one key and lets a
+second spelling grow beside the first. The check reads every module's syntax tree (the same
+module walk as tests/test_layers.py), the compiler's included, and reports each module-level
+rename; none is allowed. Because every layer imports the vocabulary, it may import nothing of
+its own: a second check holds it to ``from __future__`` and constant assignments.
 """
 
 from __future__ import annotations
@@ -14,41 +17,14 @@ import functools
 from pathlib import Path
 
 import pytest
-from test_layers import PACKAGES, REPO, Module, _tree
+from test_layers import REPO, Module, _tree, modules
 
 VOCABULARY = "nvcre.compiler.vocabulary"
-#: the packages held to the rule (the compiler's own renames are its own layer's business)
-CHECKED = ("nvcre.runtime", "nvcre.cli", "nvcre.testing")
-
-#: renames that remain, as ``module.NAME``, and why each still exists
-ALIASES_ALLOWED: dict[str, str] = {
-    "nvcre.runtime.reconcile.certification.FINALIZER": "tests/runtime/test_runtime_certification.py imports it",
-    "nvcre.runtime.reconcile.workflow.FINALIZER": "tests/runtime/test_reconcile_reclaim.py and test_reconcile_requests.py import it",
-    "nvcre.runtime.reconcile.job.FINALIZER": "tests/runtime/test_reconcile_requests.py and test_reconcile_create_race.py import it",
-    "nvcre.runtime.reconcile.workloadrun.FINALIZER": "tests/conformance/test_nvcre_reasons_and_events.py imports it",
-    "nvcre.runtime.reconcile.goodput_reads.STATE_ANNOTATION": "tests/runtime/test_goodput_sampling.py reads it",
-    "nvcre.runtime.judge.pods.JOB_LABEL": "tests/runtime/test_reconcile_requests.py and test_goodput_sampling.py import it",
-    "nvcre.runtime.ops.install.trainer.INSTALLED_VERSION": "tests/runtime/ops/install/test_trainer.py reads it",
-    "nvcre.runtime.measure.attempts.PRIOR_ANNOTATION": "tests/runtime/test_runtime_observations.py imports it",
-}
-
-
-def checked_modules(root: Path) -> list[Module]:
-    """The modules of the packages the rule holds, named as tests/test_layers.py names them."""
-    out = []
-    for folder, package in PACKAGES.items():
-        base = root / folder
-        if package not in CHECKED or not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*.py")):
-            parts = [p for p in path.relative_to(base).with_suffix("").parts if p != "__init__"]
-            out.append(Module(".".join([package, *parts]), path, ast.parse(path.read_text(encoding="utf-8"), str(path))))
-    return out
 
 
 @functools.cache
 def _repo_modules() -> tuple[Module, ...]:
-    return tuple(checked_modules(REPO))
+    return tuple(modules(REPO))
 
 
 def _target(module: Module, node: ast.ImportFrom) -> str:
@@ -95,20 +71,59 @@ def renames(module: Module) -> list[tuple[int, str, str]]:
 
 def offenders(root: Path, found: tuple[Module, ...] | None = None) -> list[str]:
     out = []
-    for module in checked_modules(root) if found is None else found:
+    for module in modules(root) if found is None else found:
         for line, local, original in renames(module):
-            if f"{module.name}.{local}" not in ALIASES_ALLOWED:
-                out.append(f"{module.path.relative_to(root)}:{line}: {local} renames the vocabulary's {original}")
+            out.append(f"{module.path.relative_to(root)}:{line}: {local} renames the vocabulary's {original}")
     return out
+
+
+def _constant(value: ast.expr) -> bool:
+    """A literal, an f-string, or a tuple of them, naming nothing but earlier constants."""
+    if isinstance(value, (ast.Constant, ast.Name)):
+        return True
+    if isinstance(value, ast.JoinedStr):
+        return all(_constant(part.value if isinstance(part, ast.FormattedValue) else part) for part in value.values)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return all(_constant(element) for element in value.elts)
+    return False
+
+
+def leaf_problems(module: Module) -> list[str]:
+    """Why ``module`` is not a constants-only leaf: each import (bar ``__future__``) or other statement."""
+    problems = []
+    for index, statement in enumerate(module.tree.body):
+        if index == 0 and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            continue
+        if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets) and _constant(statement.value):
+            continue
+        problems.append(f"line {statement.lineno}: {ast.unparse(statement).splitlines()[0]}")
+    return problems
 
 
 def test_no_module_renames_a_vocabulary_name() -> None:
     assert offenders(REPO, _repo_modules()) == []
 
 
-def test_every_remaining_rename_is_still_there() -> None:
-    present = {f"{m.name}.{local}" for m in _repo_modules() for _, local, _ in renames(m)}
-    assert set(ALIASES_ALLOWED) <= present, f"gone, drop from the list: {sorted(set(ALIASES_ALLOWED) - present)}"
+def test_the_vocabulary_imports_nothing_and_holds_only_constants() -> None:
+    (vocabulary,) = [m for m in _repo_modules() if m.name == VOCABULARY]
+    assert leaf_problems(vocabulary) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("from .naming import truncate_name\n", "line 1: from .naming import truncate_name"),
+        ("import os\nGROUP = 'g'\n", "line 1: import os"),
+        ("GROUP = 'g'\nKEY = GROUP.upper()\n", "line 2: KEY = GROUP.upper()"),
+        ("def group():\n    return 'g'\n", "line 1: def group():"),
+    ],
+)
+def test_a_vocabulary_that_is_not_a_leaf_is_reported(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "vocabulary.py"
+    path.write_text(text, encoding="utf-8")
+    assert leaf_problems(Module(VOCABULARY, path, ast.parse(text))) == [expected]
 
 
 @pytest.mark.parametrize(
@@ -119,6 +134,12 @@ def test_every_remaining_rename_is_still_there() -> None:
         ({"runtime/kube/x.py": "from ...compiler import vocabulary\n_GROUP: str = vocabulary.GROUP\n"}, "_GROUP renames"),
         ({"cli/x.py": "import nvcre.compiler.vocabulary as v\nKEY = v.LABEL_WORKFLOW\n"}, "KEY renames the vocabulary's LABEL_WORKFLOW"),
         ({"testing/x.py": "import nvcre.compiler.vocabulary\nKEY = nvcre.compiler.vocabulary.GROUP\n"}, "KEY renames"),
+        ({"compiler/expand/x.py": "from ..vocabulary import CONFIGMAP_FAILED_NODES_KEY as FAILED_KEY\n"}, "FAILED_KEY renames"),
+        (
+            {"compiler/expand/meta.py": "from .. import vocabulary\nLABEL_JOB = vocabulary.LABEL_JOB\n"},
+            "LABEL_JOB renames the vocabulary's LABEL_JOB",
+        ),
+        ({"compiler/api/rules.py": "from ..vocabulary import RESERVED_PREFIX\n_PREFIX = RESERVED_PREFIX\n"}, "_PREFIX renames"),
     ],
 )
 def test_a_rename_is_reported(tmp_path: Path, files: dict[str, str], expected: str) -> None:
@@ -132,7 +153,8 @@ def test_using_the_vocabulary_names_passes(tmp_path: Path) -> None:
         {
             "runtime/judge/x.py": "from nvcre.compiler.vocabulary import LABEL_JOB\nSELECTOR = f'{LABEL_JOB}=a'\nKEYS = (LABEL_JOB,)\n",
             "runtime/kube/y.py": "from nvcre.compiler import vocabulary\ndef f():\n    return vocabulary.GROUP\n",
-            "compiler/z.py": "from .vocabulary import LABEL_JOB\nJOB = LABEL_JOB\n",
+            "compiler/api/kinds.py": "from ..vocabulary import API_VERSION, GROUP\n__all__ = ['API_VERSION', 'GROUP']\n",
+            "compiler/z.py": "from .vocabulary import LABEL_JOB\nLABELS = {LABEL_JOB: 'j'}\n",
         },
     )
     assert offenders(root) == []

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
         CertificationStatus,
     )
     from .common import (
-        API_VERSION,
-        GROUP,
-        VERSION,
         ApiModel,
         ApiObject,
         BandwidthMeasurementConfig,
@@ -50,7 +47,7 @@ if TYPE_CHECKING:
     )
     from .crdgen import CRD_DIR, build_crd, render_crds, write_crds
     from .job import Job, JobSpec, JobStatus
-    from .kinds import KINDS, kind_class
+    from .kinds import API_VERSION, GROUP, KINDS, VERSION, kind_class
     from .logprofile import LogProfile, LogProfileSpec
     from .measurements import (
         BandwidthMeasurement,
@@ -78,9 +75,9 @@ _HOMES: dict[str, str] = {
     "Certification": "certification",
     "CertificationSpec": "certification",
     "CertificationStatus": "certification",
-    "API_VERSION": "common",
-    "GROUP": "common",
-    "VERSION": "common",
+    "API_VERSION": "kinds",
+    "GROUP": "kinds",
+    "VERSION": "kinds",
     "ApiModel": "common",
     "ApiObject": "common",
     "BandwidthMeasurementConfig": "common",

@@ -13,7 +13,7 @@ Only CEL that both the API server and cel-python understand is used: ``has``, ``
 
 from __future__ import annotations
 
-from ..vocabulary import RESERVED_PREFIX
+from ..vocabulary import GROUP, RESERVED_PREFIX
 from .markers import Rule
 from .patterns import LABEL_KEY, MAX_ENV, MAX_LABELS
 
@@ -54,15 +54,14 @@ VALUE_FROM_FORBIDDEN = Rule(
 MODEL_DECIDED_RULES = frozenset({VALUE_FROM_FORBIDDEN.rule})
 
 _RESERVED_KEY = "app.kubernetes.io/managed-by"
-_RESERVED_PREFIX = RESERVED_PREFIX
 #: Any subdomain of the reserved prefix (``team.nvcre.nvidia.com/x``) is reserved too.
-_RESERVED_SUBDOMAIN = "^[^/]*[.]nvcre[.]nvidia[.]com/"
+_RESERVED_SUBDOMAIN = "^[^/]*[.]" + GROUP.replace(".", "[.]") + "/"
 
 #: Rules on a ``labels`` map of workloadMetadata (map keys cannot carry an OpenAPI pattern).
 LABEL_KEY_RULES = (
     Rule(
-        rule=(f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{_RESERVED_PREFIX}') && !k.matches('{_RESERVED_SUBDOMAIN}'))"),
-        message=(f"label keys must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX} or a subdomain of it"),
+        rule=(f"self.all(k, k != '{_RESERVED_KEY}' && !k.startsWith('{RESERVED_PREFIX}') && !k.matches('{_RESERVED_SUBDOMAIN}'))"),
+        message=(f"label keys must not be {_RESERVED_KEY} or use the reserved prefix {RESERVED_PREFIX} or a subdomain of it"),
     ),
     Rule(
         rule=f"self.all(k, k.matches('{LABEL_KEY}'))",
@@ -81,8 +80,8 @@ QUEUE_LABEL_KEY_RULES = (
         message="queueLabelKey prefix (before '/') must be at most 253 characters",
     ),
     Rule(
-        rule=(f"self != '{_RESERVED_KEY}' && !self.startsWith('{_RESERVED_PREFIX}') && !self.matches('{_RESERVED_SUBDOMAIN}')"),
-        message=(f"queueLabelKey must not be {_RESERVED_KEY} or use the reserved prefix {_RESERVED_PREFIX} or a subdomain of it"),
+        rule=(f"self != '{_RESERVED_KEY}' && !self.startsWith('{RESERVED_PREFIX}') && !self.matches('{_RESERVED_SUBDOMAIN}')"),
+        message=(f"queueLabelKey must not be {_RESERVED_KEY} or use the reserved prefix {RESERVED_PREFIX} or a subdomain of it"),
     ),
 )
 

@@ -19,9 +19,6 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from .cel_rules import LABEL_KEY_RULES, QUEUE_LABEL_KEY_RULES, THRESHOLD_KEYS, THRESHOLD_KEYS_RULE, VALUE_FROM_FORBIDDEN
-from .kinds import API_VERSION as API_VERSION  # defined where no pydantic is needed; re-exported
-from .kinds import GROUP as GROUP
-from .kinds import VERSION as VERSION
 from .markers import Crd, Rule
 from .patterns import (
     CONDITION_REASON,

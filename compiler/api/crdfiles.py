@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..vocabulary import GROUP
+
 if TYPE_CHECKING:
     from .common import ApiObject
 
@@ -16,14 +18,12 @@ CRD_DIR = Path(__file__).resolve().parent / "crds"
 
 
 def crd_file_name(cls: type[ApiObject]) -> str:
-    from .kinds import GROUP
-
     return f"{cls.plural}.{GROUP}.yaml"
 
 
 def crd_file_of_kind(kind: str) -> str | None:
     """The CRD file name of a kind, read from the kind registry (no model is imported)."""
-    from .kinds import GROUP, kind_plural
+    from .kinds import kind_plural
 
     plural = kind_plural(kind)
     return f"{plural}.{GROUP}.yaml" if plural is not None else None

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..emit import dump_yaml
-from .common import GROUP, VERSION, ApiObject
+from ..vocabulary import GROUP, VERSION
+from .common import ApiObject
 from .crdfiles import CRD_DIR, crd_file_name
 from .kinds import KINDS
 from .schemagen import model_schema, type_schema

@@ -14,7 +14,8 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from ..diagnostics import Diagnostic, PathPart, error
-from .common import API_VERSION, ApiObject
+from ..vocabulary import API_VERSION
+from .common import ApiObject
 from .kinds import kind_class, kind_names
 
 __all__ = ["kind_of", "load_model", "pydantic_diagnostics"]

@@ -11,14 +11,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ..vocabulary import API_VERSION, GROUP, VERSION
+
 if TYPE_CHECKING:
     from .common import ApiObject
 
 __all__ = ["GROUP", "VERSION", "API_VERSION", "KINDS", "kind_class", "kind_names", "kind_plural"]
-
-GROUP = "nvcre.nvidia.com"
-VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
 
 #: kind name -> (module beside this one, class name, plural resource name), in registry order.
 #: The plural names the committed CRD file, so a schema is found without building the model.

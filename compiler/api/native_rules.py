@@ -26,9 +26,9 @@ import re
 from functools import cache
 from typing import Any, Callable
 
+from ..vocabulary import RESERVED_PREFIX
 from .cel_rules import (
     _RESERVED_KEY,
-    _RESERVED_PREFIX,
     _RESERVED_SUBDOMAIN,
     LABEL_KEY_RULES,
     MERGED_ENV_CAP,
@@ -177,7 +177,7 @@ def _keys(value: Any) -> list[str] | None:
 
 
 def _not_reserved(key: str) -> bool:
-    return key != _RESERVED_KEY and not key.startswith(_RESERVED_PREFIX) and _re2("reserved").search(key) is None
+    return key != _RESERVED_KEY and not key.startswith(RESERVED_PREFIX) and _re2("reserved").search(key) is None
 
 
 def _prefix_fits(key: str) -> bool:

@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..diagnose.prior import annotation_problems
 from ..diagnostics import Diagnostic, PathPart, error, format_path
+from ..vocabulary import API_VERSION
 from ..yamlio import DOCUMENT_LIMITS, load_documents, plain_data_problems
 from .cel_rules import MODEL_DECIDED_RULES
 from .crdfiles import CRD_DIR, crd_file_name, crd_file_of_kind
 from .env_counts import training_count_problems
 from .health_check import health_expression_problems
-from .kinds import API_VERSION
 from .markers import REASON_CODES
 from .native_rules import NATIVE_RULES
 from .patterns import LABEL_KEY, LABEL_VALUE

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..diagnostics import CompileError, error
-from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
+from ..vocabulary import ANNOTATION_DIAGNOSE_PLANNER
 from ..workflow_spec import read_workflow
 from . import planner as planner_named
 from .model import Diagnosis, GroupResult, Options, Prior, Round
@@ -26,7 +26,6 @@ from .prior import PLANNERS, read_prior
 
 __all__ = [
     "DEFAULT_PLANNER",
-    "PLANNER_ANNOTATION",
     "PLANNERS",
     "Outcome",
     "Replay",
@@ -39,9 +38,6 @@ __all__ = [
     "status_stage",
 ]
 
-PLANNER_ANNOTATION = ANNOTATION_DIAGNOSE_PLANNER
-#: the failed run that led to this diagnose, as JSON: {"groups": [{"nodes": [...], "passed": bool}, ...]}
-PRIOR_ANNOTATION = ANNOTATION_DIAGNOSE_PRIOR
 DEFAULT_PLANNER = "adaptive"
 
 #: the planner's stage -> the value ``status.orchestration.diagnose.stage`` may hold (NVCRE's enum)
@@ -63,7 +59,7 @@ def status_stage(stage: str) -> str:
 def planner_of(workflow: Mapping[str, Any]) -> str:
     """The planner the Workflow asks for; CompileError naming the annotation when it is unknown."""
     annotations = ((workflow.get("metadata") or {}).get("annotations")) or {}
-    value = annotations.get(PLANNER_ANNOTATION)
+    value = annotations.get(ANNOTATION_DIAGNOSE_PLANNER)
     if value is None or value == "":
         return DEFAULT_PLANNER
     if value not in PLANNERS:
@@ -71,7 +67,7 @@ def planner_of(workflow: Mapping[str, Any]) -> str:
             [
                 error(
                     "InvalidDiagnosePlanner",
-                    f"metadata.annotations[{PLANNER_ANNOTATION}]",
+                    f"metadata.annotations[{ANNOTATION_DIAGNOSE_PLANNER}]",
                     f"unknown diagnose planner {value!r}; choose {' or '.join(PLANNERS)}",
                 )
             ]

@@ -21,9 +21,6 @@ from ..vocabulary import LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT
 
 __all__ = ["ExpandContext", "effective_workflow", "expand_context", "run_expansion"]
 
-LABEL_DOMAIN = LABEL_CATEGORY_DOMAIN
-LABEL_VARIANT = LABEL_CATEGORY_VARIANT
-
 
 @dataclass(frozen=True)
 class ExpandContext(Context):
@@ -64,7 +61,11 @@ def expand_context(
         source_kind="Workflow",
         source_name=name,
         spec=workflow.get("spec") or {},
-        entry=EntryInfo(domain=str(labels.get(LABEL_DOMAIN) or "workflow"), variant=str(labels.get(LABEL_VARIANT) or name), launch=launch),
+        entry=EntryInfo(
+            domain=str(labels.get(LABEL_CATEGORY_DOMAIN) or "workflow"),
+            variant=str(labels.get(LABEL_CATEGORY_VARIANT) or name),
+            launch=launch,
+        ),
         cluster=cluster,
         path="spec.jobTemplate",
         workflow=workflow,

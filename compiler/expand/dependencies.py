@@ -25,11 +25,9 @@ from typing import Any
 
 from ..diagnostics import CompileError, error
 from ..plan.model import Plan, PlannedGroup
+from ..vocabulary import ANNOTATION_WORKFLOW_UID, LABEL_GROUP, LABEL_WORKFLOW
 from .context import effective_workflow
 from .meta import (
-    ANNOTATION_WORKFLOW_UID,
-    LABEL_GROUP,
-    LABEL_WORKFLOW,
     MAX_K8S_NAME_LEN,
     managed_labels,
     name_hash,

@@ -32,6 +32,7 @@ from ..diagnostics import CompileError, Diagnostic, error
 from ..pipeline import Pass
 from ..plan.model import Plan, PlannedGroup
 from ..unit import Context, Unit
+from ..vocabulary import ANNOTATION_GROUP_NODES, API_VERSION, JOB_FINALIZER, LABEL_GROUP, LABEL_WORKFLOW
 from .context import ExpandContext, effective_workflow, expand_context, run_expansion
 from .dependencies import (
     job_dependency_set,
@@ -39,11 +40,6 @@ from .dependencies import (
     workflow_dependencies,
 )
 from .meta import (
-    ANNOTATION_GROUP_NODES,
-    API_VERSION,
-    JOB_FINALIZER,
-    LABEL_GROUP,
-    LABEL_WORKFLOW,
     MAX_JOB_NAME_LEN,
     managed_labels,
     name_of,
@@ -104,7 +100,7 @@ def instantiate_job(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
         "namespace": workflow_namespace(workflow),
         "labels": labels,
         "ownerReferences": [owner_reference(workflow, "Workflow")],
-        "finalizers": [JOB_FINALIZER],
+        "finalizers": [JOB_FINALIZER],  # set at creation, so the Job tier orders its teardown from the start
     }
     if annotations:
         metadata["annotations"] = annotations

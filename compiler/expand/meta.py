@@ -11,23 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import vocabulary
 from ..diagnostics import CompileError, error
 from ..naming import fnv1a_32, truncate_name
-from ..vocabulary import GROUP
+from ..vocabulary import API_VERSION
 
 __all__ = [
-    "ANNOTATION_GROUP_NODES",
-    "ANNOTATION_JOB_UID",
-    "ANNOTATION_REQUESTED_TEST_SCALE",
-    "ANNOTATION_WORKFLOW_UID",
-    "API_VERSION",
-    "CONTROLLER_MANAGER",
-    "GROUP",
-    "JOB_FINALIZER",
-    "LABEL_GROUP",
-    "LABEL_JOB",
-    "LABEL_WORKFLOW",
     "MANAGED_BY",
     "MAX_JOB_NAME_LEN",
     "MAX_K8S_NAME_LEN",
@@ -43,18 +31,7 @@ __all__ = [
     "workflow_namespace",
 ]
 
-API_VERSION = f"{GROUP}/v1alpha1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "nvcre"}
-LABEL_WORKFLOW = vocabulary.LABEL_WORKFLOW
-LABEL_GROUP = vocabulary.LABEL_GROUP
-LABEL_JOB = vocabulary.LABEL_JOB
-ANNOTATION_GROUP_NODES = vocabulary.ANNOTATION_GROUP_NODES
-#: the Job tier's finalizer, set when the Job is created so its teardown is ordered from the start
-JOB_FINALIZER = vocabulary.JOB_FINALIZER
-ANNOTATION_JOB_UID = vocabulary.ANNOTATION_JOB_UID
-ANNOTATION_WORKFLOW_UID = vocabulary.ANNOTATION_WORKFLOW_UID
-ANNOTATION_REQUESTED_TEST_SCALE = vocabulary.ANNOTATION_REQUESTED_TEST_SCALE
-CONTROLLER_MANAGER = vocabulary.CONTROLLER_MANAGER
 
 MAX_K8S_NAME_LEN = 63
 #: a Job name leaves room for ``-workload``

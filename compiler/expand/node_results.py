@@ -14,10 +14,14 @@ from typing import Any
 
 from ..diagnostics import CompileError, Diagnostic, error
 from ..nodelists import decode_failed, decode_succeeded, encode_failed, encode_succeeded
-from ..vocabulary import CONFIGMAP_FAILED_NODES_KEY as FAILED_KEY
-from ..vocabulary import CONFIGMAP_SUCCEEDED_NODES_KEY as SUCCEEDED_KEY
-from .meta import (
+from ..vocabulary import (
+    CONFIGMAP_FAILED_NODES_KEY,
+    CONFIGMAP_SUCCEEDED_NODES_KEY,
+    FAILED_NODES_PREFIX,
     LABEL_WORKFLOW,
+    SUCCEEDED_NODES_PREFIX,
+)
+from .meta import (
     managed_labels,
     name_of,
     owner_reference,
@@ -25,7 +29,7 @@ from .meta import (
     workflow_namespace,
 )
 
-__all__ = ["FAILED_KEY", "SUCCEEDED_KEY", "decode_failed", "decode_succeeded", "expand_node_results"]
+__all__ = ["decode_failed", "decode_succeeded", "expand_node_results"]
 
 
 def _failed_entries(failed: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -70,8 +74,8 @@ def expand_node_results(workflow: Mapping[str, Any], succeeded: Sequence[str], f
     out = []
     names = sorted(set(succeeded))
     if names:
-        out.append(_config_map(workflow, f"succeeded-nodes-{uid8}", SUCCEEDED_KEY, encode_succeeded(names)))
+        out.append(_config_map(workflow, f"{SUCCEEDED_NODES_PREFIX}{uid8}", CONFIGMAP_SUCCEEDED_NODES_KEY, encode_succeeded(names)))
     entries = _failed_entries(failed)
     if entries:
-        out.append(_config_map(workflow, f"failed-nodes-{uid8}", FAILED_KEY, encode_failed(entries)))
+        out.append(_config_map(workflow, f"{FAILED_NODES_PREFIX}{uid8}", CONFIGMAP_FAILED_NODES_KEY, encode_failed(entries)))
     return out

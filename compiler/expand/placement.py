@@ -1,8 +1,8 @@
 """Where a Job's pods may run: the required node affinity and the tolerations, as runtime patches.
 
 A TrainJob has no pod template of its own, so placement reaches the pods through a
-``runtimePatches`` entry owned by :data:`~.meta.CONTROLLER_MANAGER`, applied to every replicated
-job of the runtime (workers and launcher alike):
+``runtimePatches`` entry owned by the vocabulary's ``CONTROLLER_MANAGER``, applied to every
+replicated job of the runtime (workers and launcher alike):
 
 * required node affinity with one term (terms OR, expressions AND): ``kubernetes.io/hostname In
   <group nodes>`` (Pinned; Unpinned only when the target lists nodeNames), each target
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..merge import merge
-from .meta import CONTROLLER_MANAGER
+from ..vocabulary import CONTROLLER_MANAGER
 
 __all__ = [
     "GPU_PRODUCT_LABEL",

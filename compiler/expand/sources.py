@@ -18,7 +18,8 @@ from typing import Any
 
 from ..diagnostics import CompileError, Diagnostic, error
 from ..facts import ClusterFacts
-from .meta import ANNOTATION_REQUESTED_TEST_SCALE, namespace_of, owner_reference, sub
+from ..vocabulary import ANNOTATION_REQUESTED_TEST_SCALE
+from .meta import namespace_of, owner_reference, sub
 
 __all__ = ["as_written", "expand_certification", "expand_workloadrun"]
 

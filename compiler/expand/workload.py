@@ -23,14 +23,10 @@ from typing import Any
 from ..diagnostics import CompileError, Diagnostic, error
 from ..pipeline import Pass
 from ..unit import Context, Unit
+from ..vocabulary import ANNOTATION_JOB_UID, API_VERSION, GROUP, LABEL_JOB, LABEL_WORKFLOW
 from .context import ExpandContext, expand_context, run_expansion
 from .dependencies import workflow_dependencies
 from .meta import (
-    ANNOTATION_JOB_UID,
-    API_VERSION,
-    GROUP,
-    LABEL_JOB,
-    LABEL_WORKFLOW,
     MAX_K8S_NAME_LEN,
     MAX_WORKLOAD_NAME_LEN,
     managed_labels,

@@ -36,10 +36,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..vocabulary import GROUP
+
 __all__ = ["POLICY_NAME", "admission_objects", "controller_username"]
 
 POLICY_NAME = "nvcre-author-rights"
-GROUP = "nvcre.nvidia.com"
 _API = "admissionregistration.k8s.io/v1"
 
 _VARIABLES: list[tuple[str, str]] = [

@@ -20,14 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.kinds import KINDS
-from ..compose import RUN_BINDING, RUN_ROLE, run_access_binding
+from ..compose import run_access_binding
+from ..vocabulary import GROUP, LEADER_ROLE, MANAGER_ROLE, RUN_BINDING, RUN_ROLE
 from .monitoring import metrics_rbac_objects
 
-__all__ = ["LEADER_ROLE", "MANAGER_ROLE", "RUN_BINDING", "RUN_ROLE", "manager_rules", "rbac_objects", "run_rules"]
-
-MANAGER_ROLE = "nvcre-manager-role"
-LEADER_ROLE = "nvcre-leader-election-role"
-GROUP = "nvcre.nvidia.com"
+__all__ = ["manager_rules", "rbac_objects", "run_rules"]
 
 _FULL = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _READ = ["get", "list", "watch"]

@@ -17,8 +17,9 @@ from typing import Any
 
 from nvcre import __version__
 
-from ..compose import CONTROLLER_NAMESPACE, CONTROLLER_SERVICE_ACCOUNT
+from ..compose import CONTROLLER_NAMESPACE
 from ..diagnostics import CompileError, Diagnostic, error, warning
+from ..vocabulary import CONTROLLER_SERVICE_ACCOUNT
 
 __all__ = ["DEFAULT_VALUES", "FREE_FORM", "LABEL_MAPS", "merge_values", "parse_set", "resolve_values"]
 

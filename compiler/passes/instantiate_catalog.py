@@ -14,7 +14,7 @@ from ..diagnostics import CompileError, Diagnostic
 from ..naming import truncate_name, workflow_name
 from ..templating import template_set
 from ..unit import Context, Unit
-from ..vocabulary import ANNOTATION_REQUESTED_TEST_SCALE, GROUP, LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION
+from ..vocabulary import ANNOTATION_REQUESTED_TEST_SCALE, API_VERSION, LABEL_CATEGORY_DOMAIN, LABEL_CATEGORY_VARIANT, LABEL_CERTIFICATION
 
 __all__ = ["instantiate_catalog", "template_values", "MANAGED_BY"]
 
@@ -97,5 +97,5 @@ def instantiate_catalog(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic
     if requested_scale == "diagnose" and ctx.diagnose_annotations:
         # the planner and the failed run's groups, as the user set them on the Certification
         metadata["annotations"].update(dict(ctx.diagnose_annotations))
-    workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
+    workflow = {"apiVersion": API_VERSION, "kind": "Workflow", "metadata": metadata, "spec": spec}
     return replace(unit, workflow=workflow).with_provenance({"decision": "catalogEntry", "value": entry.key}), []

@@ -30,7 +30,7 @@ from ..diagnostics import CompileError, Diagnostic, warning
 from ..naming import truncate_name
 from ..templating import template_set
 from ..unit import Context, Unit
-from ..vocabulary import GROUP, LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
+from ..vocabulary import API_VERSION, LABEL_NVCRE_WORKLOAD_RUN, LABEL_WORKLOADRUN
 from ..workflow_paths import keyed
 from .instantiate_catalog import MANAGED_BY, template_values
 
@@ -47,14 +47,9 @@ __all__ = [
     "GPU_RESOURCE",
     "BANDWIDTH_METRICS",
     "GOODPUT_METRICS",
-    "WORKLOADRUN_LABEL",
-    "NVCRE_WORKLOADRUN_LABEL",
     "MAX_LABEL_VALUE",
 ]
 
-WORKLOADRUN_LABEL = LABEL_WORKLOADRUN
-#: the label NVCRE gives a WorkloadRun's Workflow (``kubectl get workflows -l nvcre.nvidia.com/workload-run=X``)
-NVCRE_WORKLOADRUN_LABEL = LABEL_NVCRE_WORKLOAD_RUN
 MAX_LABEL_VALUE = 63
 WORKER_CONTAINER = "node"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -279,10 +274,10 @@ def instantiate_workloadrun(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagno
         "name": values["names"]["workflow"],
         "labels": {
             "app.kubernetes.io/managed-by": MANAGED_BY,
-            WORKLOADRUN_LABEL: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
-            NVCRE_WORKLOADRUN_LABEL: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
+            LABEL_WORKLOADRUN: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
+            LABEL_NVCRE_WORKLOAD_RUN: truncate_name(ctx.source_name, MAX_LABEL_VALUE),
         },
     }
-    workflow = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
+    workflow = {"apiVersion": API_VERSION, "kind": "Workflow", "metadata": metadata, "spec": spec}
     diags = _gpu_mismatch(ctx.spec, int(unit.options["gpusPerNode"]), ctx)
     return replace(unit, workflow=workflow).with_provenance({"decision": "framework", "value": entry.key}), diags

@@ -19,10 +19,7 @@ from ..diagnostics import Diagnostic
 from ..unit import Context, Unit
 from ..vocabulary import ANNOTATION_APPLIED_OVERLAYS, ANNOTATION_RENDER_FACTS
 
-__all__ = ["stamp_provenance", "OVERLAYS_ANNOTATION", "FACTS_ANNOTATION"]
-
-OVERLAYS_ANNOTATION = ANNOTATION_APPLIED_OVERLAYS
-FACTS_ANNOTATION = ANNOTATION_RENDER_FACTS
+__all__ = ["stamp_provenance"]
 
 
 def _compact(value: object) -> str:
@@ -36,7 +33,7 @@ def stamp_provenance(unit: Unit, ctx: Context) -> tuple[Unit, list[Diagnostic]]:
     metadata = workflow["metadata"] = dict(workflow.get("metadata", {}))
     annotations = metadata["annotations"] = dict(metadata.get("annotations", {}))
     overlays = [record["value"] for record in unit.provenance if record.get("decision") == "overlay"]
-    annotations[OVERLAYS_ANNOTATION] = _compact(overlays)
+    annotations[ANNOTATION_APPLIED_OVERLAYS] = _compact(overlays)
     facts = {name: {key: item[key] for key in ("value", "source") if key in item} for name, item in ctx.cluster.provenance.items()}
-    annotations[FACTS_ANNOTATION] = _compact(facts)
+    annotations[ANNOTATION_RENDER_FACTS] = _compact(facts)
     return replace(unit, workflow=workflow), []

@@ -13,7 +13,6 @@ from nvcre.compiler.vocabulary import LABEL_JOB
 
 __all__ = [
     "JOBSET_NAME_LABEL",
-    "JOB_LABEL",
     "REPLICATED_JOB_LABEL",
     "blocked_pods",
     "bound_nodes",
@@ -22,7 +21,6 @@ __all__ = [
     "scheduler_message",
 ]
 
-JOB_LABEL = LABEL_JOB
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 _FINISHED = ("Succeeded", "Failed")
@@ -37,7 +35,7 @@ def job_pods(pods: Iterable[Mapping[str, Any]], job_name: str, workload_name: st
     found: list[dict[str, Any]] = []
     for pod in pods:
         labels = _labels(pod)
-        if labels.get(JOB_LABEL) == job_name or (workload_name and labels.get(JOBSET_NAME_LABEL) == workload_name):
+        if labels.get(LABEL_JOB) == job_name or (workload_name and labels.get(JOBSET_NAME_LABEL) == workload_name):
             found.append(dict(pod))
     return sorted(found, key=lambda p: str((p.get("metadata") or {}).get("name") or ""))
 
@@ -55,7 +53,7 @@ def bound_nodes(pods: Iterable[Mapping[str, Any]], *, labelled_for: str | None =
     """Sorted node names of Pending/Running pods that have a node."""
     nodes: set[str] = set()
     for pod in pods:
-        if labelled_for is not None and _labels(pod).get(JOB_LABEL) != labelled_for:
+        if labelled_for is not None and _labels(pod).get(LABEL_JOB) != labelled_for:
             continue
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         if node and _phase(pod) in ("Pending", "Running"):

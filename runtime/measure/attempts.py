@@ -13,8 +13,9 @@ the measurement carries it forward as :class:`PriorAttempts`:
   to first step, checkpoint loading included) is resume time ``t_rm``. The formula stays
   NVCRE's: ``(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)``.
 
-The priors travel as one JSON annotation on the measurement; ``interruptions`` says how many
-restarts they include, so folding the same restart twice changes nothing.
+The priors travel as one JSON annotation on the measurement (the vocabulary's
+``ANNOTATION_GOODPUT_PRIOR_ATTEMPTS``); ``interruptions`` says how many restarts they include,
+so folding the same restart twice changes nothing.
 """
 
 from __future__ import annotations
@@ -25,15 +26,11 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
-
 from .profile import parse_rfc3339
 from .timefmt import rfc3339
 from .training import Goodput, TrainingParse
 
-__all__ = ["PRIOR_ANNOTATION", "PriorAttempts", "combine", "combine_from", "fold", "has_steps", "logged_steps", "pending_interruption"]
-
-PRIOR_ANNOTATION = ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
+__all__ = ["PriorAttempts", "combine", "combine_from", "fold", "has_steps", "logged_steps", "pending_interruption"]
 
 
 def _seconds(value: Any) -> float:

@@ -34,11 +34,10 @@ from .owned_names import WORKFLOW_NAME_TAKEN, create_owned_workflow, taken_messa
 from .render_events import tier_render_events
 from .tier import StatusTier
 
-__all__ = ["FINALIZER", "CertificationReconciler", "waiting_for_nodes_message"]
+__all__ = ["CertificationReconciler", "waiting_for_nodes_message"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.certification")
 
-FINALIZER = CERTIFICATION_FINALIZER
 TERMINAL = ("Succeeded", "Failed")
 
 

@@ -37,12 +37,10 @@ from ..measure.windows import LogWindows
 from .common import annotations_of, name_of, namespace_of, uid_of
 from .context import Context
 
-__all__ = ["PERSIST_SECONDS", "SAMPLE_WINDOWS", "STATE_ANNOTATION", "GoodputRead", "GoodputReading", "GoodputReads", "log_identity"]
+__all__ = ["PERSIST_SECONDS", "SAMPLE_WINDOWS", "GoodputRead", "GoodputReading", "GoodputReads", "log_identity"]
 
 log = logging.getLogger("nvcre.runtime.reconcile.goodput_reads")
 
-#: the annotation that carries a running GoodputMeasurement's tail across controller restarts
-STATE_ANNOTATION = ANNOTATION_GOODPUT_SAMPLING
 #: the tail is written to the annotation at most this often (a restart re-reads at most this much)
 PERSIST_SECONDS = 30.0
 #: windows one provisional read may take (8 MiB each by default: 128 MiB)

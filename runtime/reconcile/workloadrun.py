@@ -40,9 +40,8 @@ from .owned_names import WORKFLOW_NAME_TAKEN, create_owned_workflow, taken_messa
 from .render_events import tier_render_events
 from .tier import StatusTier
 
-__all__ = ["BUILD_FAILED_STATUS_UPDATE_FAILED", "FINALIZER", "WorkloadRunReconciler"]
+__all__ = ["BUILD_FAILED_STATUS_UPDATE_FAILED", "WorkloadRunReconciler"]
 
-FINALIZER = WORKLOADRUN_FINALIZER
 #: what NVCRE writes on a WorkloadRun's lifecycle types that are not the current one
 SUPERSEDED = "Superseded"
 #: the Warning when a failed build's Failed condition could not be written either

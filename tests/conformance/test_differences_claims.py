@@ -167,8 +167,8 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         "tests/test_judge_verdict.py::test_detector_message_reaches_failed_node_details",
     ),
     "| Extra Events on restarts and teardown; a WorkloadRun finalizer": (
-        "tests/runtime/test_runtime_restarts.py::test_a_restart_counts_once_clears_the_workload_clocks_and_says_so_in_nvcre_words",
-        "tests/runtime/test_runtime_restarts.py::test_the_attempt_failure_names_pod_node_and_exit_code",
+        "tests/runtime/test_judge_restart_status.py::test_a_restart_counts_once_clears_the_workload_clocks_and_says_so_in_nvcre_words",
+        "tests/runtime/test_judge_restart_status.py::test_the_attempt_failure_names_pod_node_and_exit_code",
         f"{HERE}::test_the_workloadrun_finalizer_holds_while_its_workflow_is_torn_down_then_says_why_it_let_go",
     ),
     "| An unknown threshold key": ("tests/test_api_validate.py::test_threshold_keys_are_known_metrics",),

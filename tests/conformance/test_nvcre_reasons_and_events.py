@@ -24,6 +24,7 @@ import pytest
 
 from nvcre.compiler.detect.nics import detect_nic_resource
 from nvcre.compiler.diagnostics import warning
+from nvcre.compiler.vocabulary import WORKLOADRUN_FINALIZER
 from nvcre.runtime.clock import Clock
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import ApiError, NotFound
@@ -31,7 +32,7 @@ from nvcre.runtime.kube.events import event_body
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.runtime.reconcile.render_events import tier_render_events
-from nvcre.runtime.reconcile.workloadrun import FINALIZER, WorkloadRunReconciler
+from nvcre.runtime.reconcile.workloadrun import WorkloadRunReconciler
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -78,7 +79,7 @@ def _run(spec_extra: dict[str, Any] | None = None, status: dict[str, Any] | None
     run = {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
         "kind": "WorkloadRun",
-        "metadata": {"name": "adhoc", "namespace": "ns", "uid": "u-1", "finalizers": [FINALIZER], "resourceVersion": "1"},
+        "metadata": {"name": "adhoc", "namespace": "ns", "uid": "u-1", "finalizers": [WORKLOADRUN_FINALIZER], "resourceVersion": "1"},
         "spec": spec,
     }
     if status is not None:

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_SAMPLING, LABEL_JOB
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock, format_time
 from nvcre.runtime.judge import conditions as cond
-from nvcre.runtime.judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from nvcre.runtime.judge.pods import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.judge.stall import stall_message
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import GOODPUT_MEASUREMENTS, JOBS, LOGPROFILES, PODS
@@ -162,7 +163,7 @@ def _setup() -> tuple[Cluster, Context, MeasurementReconciler]:
         JOBS.plural: Store(),
         GOODPUT_MEASUREMENTS.plural: Store(),
         LOGPROFILES.plural: Store(),
-        PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL)),
+        PODS.plural: Store(indexed_labels=(LABEL_JOB, JOBSET_NAME_LABEL)),
     }
     stores[JOBS.plural].put(job)
     stores[GOODPUT_MEASUREMENTS.plural].put(measurement)
@@ -256,7 +257,7 @@ def test_a_restarted_controller_goes_on_from_the_annotation_and_the_final_read_i
         cluster.text = "".join(lines[:part])
         cluster.now += INTERVAL
         _reconcile(cluster, ctx, reconciler)
-    tail = GoodputTail.from_json(cluster.goodput()["metadata"]["annotations"][goodput_reads.STATE_ANNOTATION])
+    tail = GoodputTail.from_json(cluster.goodput()["metadata"]["annotations"][ANNOTATION_GOODPUT_SAMPLING])
     assert tail is not None and tail.cursor.stamp is not None and tail.state.steps > 0
     # the controller restarts: a new reconciler, nothing in memory, the annotation on the object
     reconciler = MeasurementReconciler(ctx)
@@ -278,7 +279,7 @@ def test_a_restarted_controller_goes_on_from_the_annotation_and_the_final_read_i
     profile = ctx.stores[LOGPROFILES.plural].get("megatron-training", None)
     expected = GoodputKind().fields(profile["spec"], whole, done, {}, lambda: cluster.wall())
     assert expected and {k: status.get(k) for k in expected} == expected
-    assert goodput_reads.STATE_ANNOTATION not in (cluster.goodput()["metadata"].get("annotations") or {})
+    assert ANNOTATION_GOODPUT_SAMPLING not in (cluster.goodput()["metadata"].get("annotations") or {})
 
 
 def test_an_unreadable_log_is_reported_once_and_holds_the_stall_clock(monkeypatch: pytest.MonkeyPatch) -> None:

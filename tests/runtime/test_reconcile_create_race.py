@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from nvcre.compiler.vocabulary import JOB_FINALIZER
 from nvcre.runtime.kube.errors import Conflict
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, GOODPUT_MEASUREMENTS, JOBS, PODS, TRAINJOBS
 from nvcre.runtime.reconcile.context import Context, Settings
-from nvcre.runtime.reconcile.job import FINALIZER, JobReconciler
+from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.testing.fakekube import Call, MemoryKube
 
 
@@ -74,7 +75,7 @@ def test_two_writes_in_a_row_while_the_job_cache_trails_both_do_not_create_the_w
     unfinalized = server.get(JOBS, "j", "ns")
     jobs.reconcile("ns", "j")  # the finalizer is added (a write the cache has not seen)
     finalized = server.get(JOBS, "j", "ns")
-    assert FINALIZER in finalized["metadata"]["finalizers"]
+    assert JOB_FINALIZER in finalized["metadata"]["finalizers"]
     jobs.reconcile("ns", "j")  # the workload and measurement are created, workloadRef written
     assert _creates(server) == {"trainjobs": 1, "bandwidthmeasurements": 1}
     # the TrainJob's event wakes the Job while its own cache still shows the version before both writes

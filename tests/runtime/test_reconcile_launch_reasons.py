@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from nvcre.compiler.diagnose.session import PRIOR_ANNOTATION
-from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER
+from nvcre.compiler.vocabulary import ANNOTATION_DIAGNOSE_PLANNER, ANNOTATION_DIAGNOSE_PRIOR
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock
 from nvcre.runtime.judge import conditions as cond
@@ -75,7 +74,7 @@ def _partition(wf: dict[str, Any]) -> tuple[str, str]:
 @pytest.mark.parametrize(
     ("annotations", "path", "code"),
     [
-        ({PRIOR_ANNOTATION: "[[["}, f"metadata.annotations[{PRIOR_ANNOTATION}]", "InvalidDiagnosePrior"),
+        ({ANNOTATION_DIAGNOSE_PRIOR: "[[["}, f"metadata.annotations[{ANNOTATION_DIAGNOSE_PRIOR}]", "InvalidDiagnosePrior"),
         ({ANNOTATION_DIAGNOSE_PLANNER: "quickest"}, f"metadata.annotations[{ANNOTATION_DIAGNOSE_PLANNER}]", "InvalidDiagnosePlanner"),
     ],
 )

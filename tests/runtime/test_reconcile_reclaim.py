@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID
+from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID, WORKFLOW_FINALIZER
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import JOBS, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, WORKFLOWS, Resource
 from nvcre.runtime.reconcile.context import Context
 from nvcre.runtime.reconcile.job import JobReconciler
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID
-from nvcre.runtime.reconcile.workflow import FINALIZER, WorkflowReconciler
+from nvcre.runtime.reconcile.workflow import WorkflowReconciler
 from nvcre.runtime.reconcile.workflow.delete import RECLAIM_POLL_SECONDS
 from nvcre.testing.fakekube import MemoryKube
 
@@ -49,7 +49,7 @@ def _workflow(claims: list[str]) -> dict[str, Any]:
             "namespace": "ns",
             "uid": WF_UID,
             "resourceVersion": "5",
-            "finalizers": [FINALIZER],
+            "finalizers": [WORKFLOW_FINALIZER],
             "deletionTimestamp": "2026-01-01T00:00:00Z",
         },
         "status": {"dependencyRefs": refs},
@@ -111,7 +111,7 @@ def _setup(claims: list[str], dependencies: list[dict[str, Any]] | None = None) 
 def _finalizer_kept(cluster: MemoryKube) -> bool:
     """The Workflow is still held (without its finalizer the server lets a deleted object go)."""
     found = cluster.find(WORKFLOWS, "wf", "ns")
-    return found is not None and FINALIZER in found["metadata"].get("finalizers", [])
+    return found is not None and WORKFLOW_FINALIZER in found["metadata"].get("finalizers", [])
 
 
 def test_an_owned_claims_volume_is_stamped_waited_for_while_bound_then_switched_to_delete():

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
+from nvcre.compiler.vocabulary import JOB_FINALIZER, LABEL_JOB, WORKFLOW_FINALIZER
 from nvcre.runtime import compile as compiler
 from nvcre.runtime.clock import Clock, format_time
 from nvcre.runtime.judge import conditions as cond
-from nvcre.runtime.judge.pods import JOB_LABEL, JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
+from nvcre.runtime.judge.pods import JOBSET_NAME_LABEL, REPLICATED_JOB_LABEL
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, JOBS, LOGPROFILES, PODS, WORKFLOWS
 from nvcre.runtime.reconcile import measurement as measurement_module
 from nvcre.runtime.reconcile.common import create_or_adopt
 from nvcre.runtime.reconcile.context import Context, Result, Settings
-from nvcre.runtime.reconcile.job import FINALIZER as JOB_FINALIZER
 from nvcre.runtime.reconcile.job import LAUNCH_POLL_SECONDS, LAUNCH_WAIT_SECONDS, JobReconciler
 from nvcre.runtime.reconcile.measurement import MeasurementReconciler
 from nvcre.runtime.reconcile.workflow import WorkflowReconciler
@@ -97,7 +97,7 @@ def _sampling_setup(phase: str) -> tuple[MemoryKube, Context, MeasurementReconci
         JOBS.plural: Store(),
         BANDWIDTH_MEASUREMENTS.plural: Store(),
         LOGPROFILES.plural: Store(),
-        PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL)),
+        PODS.plural: Store(indexed_labels=(LABEL_JOB, JOBSET_NAME_LABEL)),
     }
     stores[JOBS.plural].put(job)
     stores[BANDWIDTH_MEASUREMENTS.plural].put(measurement)
@@ -299,7 +299,7 @@ def _running_job(spec: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[Memo
         "status": {},
     }  # fmt: skip
     kube = MemoryKube()
-    stores = {JOBS.plural: Store(), TRAINJOBS.plural: Store(), PODS.plural: Store(indexed_labels=(JOB_LABEL, JOBSET_NAME_LABEL))}
+    stores = {JOBS.plural: Store(), TRAINJOBS.plural: Store(), PODS.plural: Store(indexed_labels=(LABEL_JOB, JOBSET_NAME_LABEL))}
     stores[JOBS.plural].put(kube.put(job))
     stores[TRAINJOBS.plural].put(kube.put(trainjob))
     for pod in pods:
@@ -313,7 +313,7 @@ def _workload_pod(scheduled: bool) -> dict[str, Any]:
     if not scheduled:
         condition |= {"reason": "Unschedulable", "message": "0/4 nodes are available"}
     return {
-        "metadata": {"name": "j-workload-node-0-0", "namespace": "ns", "labels": {JOB_LABEL: "j", JOBSET_NAME_LABEL: "j-workload"}},
+        "metadata": {"name": "j-workload-node-0-0", "namespace": "ns", "labels": {LABEL_JOB: "j", JOBSET_NAME_LABEL: "j-workload"}},
         "spec": {"nodeName": "gpu-0"} if scheduled else {},
         "status": {"phase": "Running" if scheduled else "Pending", "conditions": [condition]},
     }
@@ -339,8 +339,6 @@ def test_a_running_job_keeps_the_poll_while_stall_detection_or_a_scheduling_stal
 
 
 def _spaced_workflow(groups: int) -> tuple[WorkflowReconciler, list[str]]:
-    from nvcre.runtime.reconcile.workflow import FINALIZER as WORKFLOW_FINALIZER
-
     workflow = {
         "metadata": {"name": "wf", "namespace": "ns", "uid": "uw", "resourceVersion": "2", "finalizers": [WORKFLOW_FINALIZER]},
         "status": {

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from nvcre.compiler.vocabulary import CERTIFICATION_FINALIZER
 from nvcre.runtime.clock import Clock, format_time
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.kube.resources import CERTIFICATIONS
-from nvcre.runtime.reconcile.certification import FINALIZER, CertificationReconciler
+from nvcre.runtime.reconcile.certification import CertificationReconciler
 from nvcre.runtime.reconcile.context import Context, Settings
 from nvcre.testing.fakekube import MemoryKube
 
@@ -29,7 +30,7 @@ def cert(categories: list[dict[str, str]], age: timedelta) -> dict[str, Any]:
             "name": "c",
             "namespace": "ns",
             "uid": "u-1",
-            "finalizers": [FINALIZER],
+            "finalizers": [CERTIFICATION_FINALIZER],
             "creationTimestamp": format_time(NOW - age),
         },
         "spec": {"target": {"nodeSelector": {"pool": "gpu"}}, "categories": categories},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from nvcre.compiler.vocabulary import ANNOTATION_GOODPUT_PRIOR_ATTEMPTS
 from nvcre.runtime.clock import Clock
 from nvcre.runtime.kube.informers import Store
 from nvcre.runtime.reconcile.context import Context
@@ -63,7 +64,7 @@ def test_a_final_attempt_with_no_step_left_reports_the_runs_goodput() -> None:
     with the earlier attempts' numbers (it used to raise on the missing last step, then say "no data")."""
     from nvcre.compiler.logprofiles import builtin_logprofiles
     from nvcre.runtime.kube.resources import GOODPUT_MEASUREMENTS
-    from nvcre.runtime.measure.attempts import PRIOR_ANNOTATION, PriorAttempts
+    from nvcre.runtime.measure.attempts import PriorAttempts
     from nvcre.runtime.measure.timefmt import rfc3339
     from nvcre.runtime.reconcile.measurement import MeasurementReconciler
 
@@ -78,7 +79,7 @@ def test_a_final_attempt_with_no_step_left_reports_the_runs_goodput() -> None:
         checkpoint_step=200,
         interrupted_at=start + timedelta(seconds=90),
     )
-    measurement = {"metadata": {"annotations": {PRIOR_ANNOTATION: prior.to_json()}}}
+    measurement = {"metadata": {"annotations": {ANNOTATION_GOODPUT_PRIOR_ATTEMPTS: prior.to_json()}}}
     reconciler = MeasurementReconciler.__new__(MeasurementReconciler)  # _fields needs no context with a completion time
     log = "[after Megatron is loaded] loading checkpoint from /mnt/workspace/checkpoints at iteration 200\n"
     fields = reconciler._fields(KINDS[GOODPUT_MEASUREMENTS.plural], profile, log, rfc3339(start + timedelta(seconds=110)), measurement)

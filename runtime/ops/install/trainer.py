@@ -5,11 +5,12 @@ The objects come from the Kubeflow Trainer Helm chart, rendered with ``helm temp
 chart version), else from the chart inside the pinned Trainer Go module on this machine, with
 the JobSet chart of the pinned JobSet module in place of its remote dependency, so nothing is
 downloaded. nvcrectl applies them itself (server-side apply, CRDs first and waited for) and
-marks each one with the :data:`INSTALLED_BY` label and the :data:`INSTALLED_VERSION`
-annotation. ``setup reset`` deletes only objects that carry the label, and of those not the ones
-others depend on (:mod:`.holdings`): a Trainer CRD holding objects nvcrectl did not create keeps
-the whole Trainer install (unless the CRD is named with ``--delete-crd``), the JobSet CRD stays
-while JobSets exist, and the namespace stays while it holds anything nvcrectl did not create.
+marks each one with the :data:`INSTALLED_BY` label and the vocabulary's
+``ANNOTATION_INSTALLED_VERSION`` annotation. ``setup reset`` deletes only objects that carry
+the label, and of those not the ones others depend on (:mod:`.holdings`): a Trainer CRD
+holding objects nvcrectl did not create keeps the whole Trainer install (unless the CRD is
+named with ``--delete-crd``), the JobSet CRD stays while JobSets exist, and the namespace
+stays while it holds anything nvcrectl did not create.
 
 A JobSet CRD that is on the cluster without our label belongs to someone else: Trainer is then
 installed without its bundled JobSet (``jobset.install=false``) and that JobSet is never touched.
@@ -39,7 +40,6 @@ from .holdings import foreign_in_namespace, foreign_instances, summary
 
 __all__ = [
     "INSTALLED_BY",
-    "INSTALLED_VERSION",
     "NVCRE_CHART_OCI",
     "TRAINER_CHART_OCI",
     "TRAINER_NAMESPACE",
@@ -60,9 +60,9 @@ TRAINER_RELEASE = "kubeflow-trainer"
 #: NVCRE's defaults for ``--trainer-chart-ref`` and ``--chart-ref`` (the published charts).
 TRAINER_CHART_OCI = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
 NVCRE_CHART_OCI = "oci://ghcr.io/nvidia/cluster-readiness-engine"
-#: The label on every object the deps phase applied, and the annotation naming the Trainer version.
+#: The label (key, value) on every object the deps phase applied; the vocabulary's
+#: ``ANNOTATION_INSTALLED_VERSION`` beside it names the Trainer version.
 INSTALLED_BY = (LABEL_INSTALLED_BY, "nvcrectl-setup-deps")
-INSTALLED_VERSION = ANNOTATION_INSTALLED_VERSION
 _NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 
@@ -180,7 +180,7 @@ def _marked_copy(kube: Kube, obj: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     meta = out.setdefault("metadata", {})
     meta.setdefault("labels", {})[INSTALLED_BY[0]] = INSTALLED_BY[1]
-    meta.setdefault("annotations", {})[INSTALLED_VERSION] = TRAINER_VERSION
+    meta.setdefault("annotations", {})[ANNOTATION_INSTALLED_VERSION] = TRAINER_VERSION
     if out.get("kind") != "CustomResourceDefinition" and not meta.get("namespace"):
         if kube.resource_for(str(out["apiVersion"]), str(out["kind"])).namespaced:
             meta["namespace"] = TRAINER_NAMESPACE
@@ -216,7 +216,8 @@ def _ensure_namespace(kube: Kube, say: Say, timeout: float = 120.0) -> None:
     if live is None:
         labels = {INSTALLED_BY[0]: INSTALLED_BY[1]}
         kube.create(
-            {"metadata": {"name": TRAINER_NAMESPACE, "labels": labels, "annotations": {INSTALLED_VERSION: TRAINER_VERSION}}}, _NAMESPACES
+            {"metadata": {"name": TRAINER_NAMESPACE, "labels": labels, "annotations": {ANNOTATION_INSTALLED_VERSION: TRAINER_VERSION}}},
+            _NAMESPACES,
         )
     elif not _marked(live):
         say(f"Namespace {TRAINER_NAMESPACE} already exists and was not created by nvcrectl: it is used as it is and reset keeps it.")
@@ -239,7 +240,7 @@ def install_trainer(
         return 0
     if set(trainer.values()) == {"ours"}:
         live = _live(kube, CRDS, TRAINER_CRDS[0]) or {}
-        if ((live.get("metadata") or {}).get("annotations") or {}).get(INSTALLED_VERSION) == TRAINER_VERSION:
+        if ((live.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_INSTALLED_VERSION) == TRAINER_VERSION:
             say(f"Kubeflow Trainer {TRAINER_VERSION} (installed by nvcrectl) is already there; skipping.")
             return 0
     jobset = owner_of(kube, JOBSET_CRD)

@@ -50,7 +50,6 @@ from .running import RunningClock
 from .validation import Validation
 
 __all__ = [
-    "FINALIZER",
     "LAUNCH_POLL_SECONDS",
     "LAUNCH_WAIT_SECONDS",
     "RUNNING_RESYNC_POLLS",
@@ -61,7 +60,6 @@ __all__ = [
     "workload_name",
 ]
 
-FINALIZER = JOB_FINALIZER
 #: A running Job is woken by the events of its TrainJob, pods, nodes and measurements; without
 #: a clock of its own to watch (a scheduling stall, stall detection) it comes back only on the
 #: safety-net timer. The Workflow keeps the timeout clock.

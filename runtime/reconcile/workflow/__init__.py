@@ -48,9 +48,7 @@ from .iterations import Iterations
 from .launch import Launcher
 from .results import NodeResults
 
-__all__ = ["FINALIZER", "WorkflowReconciler"]
-
-FINALIZER = WORKFLOW_FINALIZER
+__all__ = ["WorkflowReconciler"]
 
 
 class WorkflowReconciler(StatusTier):

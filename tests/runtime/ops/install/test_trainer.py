@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nvcre.compiler.vocabulary import ANNOTATION_INSTALLED_VERSION
 from nvcre.runtime.kube.resources import Resource, split_api_version
 from nvcre.runtime.ops.install import deps, lifecycle, trainer
 from nvcre.testing.fakekube import MemoryKube
@@ -104,7 +105,7 @@ def test_a_bare_cluster_gets_trainer_and_jobset_marked_and_a_rerun_changes_nothi
     assert rendered == [True]
     assert {*deps.TRAINER_CRDS, deps.JOBSET_CRD, "kubeflow-trainer-controller-manager", "kubeflow-system"} <= _labelled(kube)
     deployment = kube.get(Resource("apps", "v1", "deployments", "Deployment"), "kubeflow-trainer-controller-manager", "kubeflow-system")
-    assert deployment["metadata"]["annotations"][trainer.INSTALLED_VERSION] == "v2.2.1"
+    assert deployment["metadata"]["annotations"][ANNOTATION_INSTALLED_VERSION] == "v2.2.1"
     assert not lifecycle.missing_dependencies(kube)
 
     writes = _writes(kube)
