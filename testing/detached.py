@@ -13,6 +13,7 @@ recorded.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -22,12 +23,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import binaries
 
 __all__ = [
+    "SUPERVISOR_LOCK",
     "alive",
+    "claim_supervisor",
     "clear_state_file",
     "is_recorded",
     "kill_components",
@@ -48,6 +51,30 @@ State = dict[str, Any]
 def run_dir() -> Path:
     """Where supervisors keep their state files, logs and working directories."""
     return binaries.cache_root() / "run"
+
+
+#: the lock a development environment's supervisor holds for its whole life (one at a time)
+SUPERVISOR_LOCK = "supervisor.lock"
+
+
+def claim_supervisor() -> IO[bytes] | None:
+    """This process's hold on the machine's one development environment, or None when another
+    supervisor holds it.
+
+    The state file is written only once an environment is ready, so two ``dev up`` started
+    together both found none and both started, and ``dev down`` later stopped only the one the
+    state file named. The lock closes that window: an exclusive ``flock`` on a file in the run
+    directory, taken before anything starts and released by the kernel when the holder exits,
+    however it exits. Keep the returned file open while the environment runs.
+    """
+    run_dir().mkdir(parents=True, exist_ok=True)
+    handle = open(run_dir() / SUPERVISOR_LOCK, "ab")  # noqa: SIM115 - held open for the process's life
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
 
 
 def alive(pid: int) -> bool:
