@@ -28,13 +28,21 @@ MAX_RSS_MB = 500
 ADDRESS_SPACE_BYTES = 3 * 1024**3
 
 # Runs the CLI under an address-space cap and writes its peak RSS (KiB) to the file in argv[1].
+# The peak is the process's own memory map's high-water mark (VmHWM), not getrusage's ru_maxrss:
+# that one keeps, across exec, the peak of the memory the child was forked from, which is the
+# test runner's own (a long serial run grows past the limit, and every child then "used" it).
 _CHILD = textwrap.dedent(
     """
     import atexit, resource, sys
     cap = int(sys.argv[2])
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     report = sys.argv[1]
-    atexit.register(lambda: open(report, "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+
+    def peak_kib():
+        with open("/proc/self/status") as status:
+            return next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+
+    atexit.register(lambda: open(report, "w").write(peak_kib()))
     sys.argv = ["nvcrectl", *sys.argv[3:]]
     from nvcre.cli.main import run
     run()
