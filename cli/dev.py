@@ -40,8 +40,11 @@ def _invalid(message: str) -> "typer.Exit":
 # ---------------------------------------------------------------- simulated cluster
 
 
-def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]) -> Dict[str, str]:
-    """Validate ``dev up`` options before anything is built or started (exit 2 on error)."""
+def _check_up_options(
+    profile: str, nodes: int, platform: str, faults: List[str], parse: Optional[Callable[[str], Tuple[str, object]]] = None
+) -> Dict[str, str]:
+    """Validate ``dev up`` options before anything is built or started (exit 2 on error); the
+    faults at start by node, each spec read by ``parse`` (the simulated cluster's by default)."""
     from nvcre.testing.simfaults import parse_assignment
     from nvcre.testing.simprofiles import PLATFORMS, PROFILE_NAMES, ProfileError, check_platform
 
@@ -53,7 +56,7 @@ def _check_up_options(profile: str, nodes: int, platform: str, faults: List[str]
         platform = check_platform(platform)
     except ProfileError:
         raise _invalid(f"--platform: unknown platform {platform!r}; choose from {', '.join(p for p in PLATFORMS if p)}") from None
-    return _check_faults([f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)], faults, parse_assignment)
+    return _check_faults([f"{profile}-{platform or 'onprem'}-{i}" for i in range(nodes)], faults, parse or parse_assignment)
 
 
 def _check_faults(names: List[str], faults: List[str], parse: Callable[[str], Tuple[str, object]]) -> Dict[str, str]:
@@ -212,9 +215,9 @@ def _check_real_options(profile: str, nodes: int, platform: str, faults: List[st
     """What ``dev up --real`` does not take (exit 2, nothing started); the faults at start by node."""
     from nvcre.testing.realnodes.cluster import MAX_NODES
     from nvcre.testing.realnodes.faults import parse_real_assignment
-    from nvcre.testing.simprofiles import DRA_SUFFIX, check_platform
+    from nvcre.testing.simprofiles import DRA_SUFFIX
 
-    _check_up_options(profile, nodes, platform, [])
+    at_start = _check_up_options(profile, nodes, platform, faults, parse_real_assignment)
     if profile.endswith(DRA_SUFFIX):
         raise _invalid(
             f"--profile: {profile} publishes GPUs through DRA, which real nodes do not serve yet; use {profile[: -len(DRA_SUFFIX)]}"
@@ -223,7 +226,7 @@ def _check_real_options(profile: str, nodes: int, platform: str, faults: List[st
         raise _invalid(f"--nodes: at most {MAX_NODES} real nodes, got {nodes}")
     if extras:
         raise _invalid("--with-prometheus and --system-nodes are not available with --real yet")
-    return _check_faults([f"{profile}-{check_platform(platform) or 'onprem'}-{i}" for i in range(nodes)], faults, parse_real_assignment)
+    return at_start
 
 
 def _build_real_missing(with_controller: bool = False) -> None:
@@ -291,7 +294,7 @@ def _real_up(profile: str, nodes: int, platform: str, faults: List[str], detach:
         raise _fail("a simulated cluster is running; stop it first with `nvcrectl dev down`")
     if with_controller and not simsession.controller_available():
         raise _invalid("--with-controller: the nvcre controller (nvcre.runtime) is not importable here")
-    system = [p for p in toolchain.problems() if not p.startswith("not built")]
+    system = toolchain.machine_problems()
     if system:
         raise _fail("; ".join(system))
     _build_real_missing(with_controller)

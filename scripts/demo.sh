@@ -16,8 +16,7 @@ mode=${NVCRE_DEMO:-auto}
 case "$mode" in
   auto)
     # what stops real nodes here; what is only not built yet, `dev up --real` builds
-    blockers=$("$PYTHON" -c 'from nvcre.testing.realnodes import toolchain
-print("; ".join(p for p in toolchain.problems() if not p.startswith("not built")))')
+    blockers=$("$PYTHON" -c 'from nvcre.testing.realnodes import toolchain; print("; ".join(toolchain.machine_problems()))')
     if [ -z "$blockers" ]; then
       mode=real
       echo "# real nodes: this machine has root, a cgroup hierarchy and the tools they need (NVCRE_DEMO=sim for the simulated cluster)"

@@ -46,15 +46,20 @@ def repo_root() -> Path | None:
 
 
 @lru_cache(maxsize=1)
-def build_module() -> ModuleType:
-    """Import ``tests/controlplane/build.py`` by path."""
+def build_script() -> Path:
+    """Where ``tests/controlplane/build.py`` is; FileNotFoundError, saying what to set, without a checkout."""
     root = repo_root()
     if root is None:
         raise FileNotFoundError(
             f"cannot find {BUILD_SCRIPT} (set {REPO_ROOT_ENV} to the nvcre source checkout, "
             f"or {BIN_DIR_ENV} to a directory of prebuilt binaries)"
         )
-    path = root / BUILD_SCRIPT
+    return root / BUILD_SCRIPT
+
+
+def build_module() -> ModuleType:
+    """Import ``tests/controlplane/build.py`` by path."""
+    path = build_script()
     spec = importlib.util.spec_from_file_location("nvcre_controlplane_build", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -220,7 +220,7 @@ def _ensure_real_built(request: pytest.FixtureRequest) -> None:
 
     _ensure_built(request, binaries.CORE + binaries.CONTROLLERS)
     _ensure_third_party_crds(request)
-    system = [p for p in toolchain.problems() if not p.startswith("not built")]
+    system = toolchain.machine_problems()
     if system:
         _unavailable("; ".join(system))
     build_module = binaries.build_module()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import detached
-from .detached import alive, claim_supervisor, clear_state_file, is_recorded, read_state_file, run_dir, started_at, write_json_atomic
+from .detached import alive, clear_state_file, is_recorded, read_state_file, run_dir, started_at, write_json_atomic
 from .errors import ControlPlaneError
 from .processes import free_port
 from .simfaults import FaultError, parse_assignment
@@ -125,10 +125,9 @@ def serve(
         )
     if with_controller and not controller_available():
         raise SimSessionError(f"--with-controller: {CONTROLLER_MODULE} cannot be imported here")
-    hold = claim_supervisor()
+    hold = detached.claim_supervisor()  # makes the run directory too
     if hold is None:
         raise SimSessionError("another development cluster is starting on this machine; wait for it, or stop it with `nvcrectl dev down`")
-    run_dir().mkdir(parents=True, exist_ok=True)
     shutil.rmtree(requests_dir(), ignore_errors=True)
     requests_dir().mkdir(parents=True)
     cluster = SimCluster(profile=profile, nodes=nodes, platform=platform, faults=faults, root_dir=run_dir(), system_nodes=system_nodes)

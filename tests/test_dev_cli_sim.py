@@ -230,7 +230,7 @@ def test_a_foreground_dev_up_is_seen_by_status_env_and_stopped_by_down(no_dev_cl
 def test_dev_up_real_without_what_real_nodes_need_says_so_and_starts_nothing(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from nvcre.testing.realnodes import toolchain
 
-    monkeypatch.setattr(toolchain, "problems", lambda: ["real nodes need root (the kubelet, containerd and the namespaces)"])
+    monkeypatch.setattr(toolchain, "machine_problems", lambda: ["real nodes need root (the kubelet, containerd and the namespaces)"])
     result = invoke("up", "--real", "--nodes", "2")
     assert result.exit_code == 1, result.output
     assert "error: real nodes need root" in result.output and "Traceback" not in result.output

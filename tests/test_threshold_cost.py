@@ -100,7 +100,7 @@ def test_a_finaliser_that_runs_out_the_budget_cannot_swallow_the_stop(monkeypatc
     monkeypatch.setattr(cel_threshold, "threshold_cost_problem", lambda expression: None)
 
     def spin() -> None:
-        pass
+        """One Python call, for the budget's hook to count."""
 
     class Finalised:
         def __init__(self) -> None:

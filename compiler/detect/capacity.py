@@ -16,6 +16,7 @@ advertises nothing for a moment.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
@@ -51,10 +52,14 @@ def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
     if not isinstance(capacity, Mapping) or GPU_RESOURCE not in capacity:
         return None
     try:
-        qty = parse_quantity(capacity[GPU_RESOURCE])
+        return _whole_gpus(parse_quantity(capacity[GPU_RESOURCE]))
     except (TypeError, ValueError):
         return None
-    return int(qty) if qty > 0 and qty.denominator == 1 else None
+
+
+def _whole_gpus(qty: Fraction | None) -> int | None:
+    """A GPU quantity as a count: a whole number above zero, else None."""
+    return int(qty) if qty is not None and qty > 0 and qty.denominator == 1 else None
 
 
 def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> dict[str, GPUCount]:
@@ -63,9 +68,9 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
     out: dict[str, GPUCount] = {}
     for node in sorted(nodes, key=name_of):
         name = name_of(node)
-        qty = allocatable(node).get(GPU_RESOURCE)
-        if qty is not None and qty > 0 and qty.denominator == 1:
-            out[name] = GPUCount(name, int(qty), ALLOCATABLE)
+        from_allocatable = _whole_gpus(allocatable(node).get(GPU_RESOURCE))
+        if from_allocatable is not None:
+            out[name] = GPUCount(name, from_allocatable, ALLOCATABLE)
             continue
         from_capacity = _capacity_without_allocatable(node)
         if from_capacity is not None:

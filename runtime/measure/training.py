@@ -163,11 +163,10 @@ class TrainingParse:
     iteration_lines: int = 0
     #: of those, lines with no step time that no timestamps could give one
     untimed_lines: int = 0
-    #: the progress those lines show, timed or not: the first and last iteration, the last
-    #: line's loss (None when it printed none) and how many printed a TFLOP/s figure
-    first_line_iteration: int | None = None
-    last_line_iteration: int | None = None
-    last_line_loss: float | None = None
+    #: the progress those lines show, timed or not: the first and the last of them, and how many
+    #: printed a TFLOP/s figure
+    first_line: TrainingStep | None = None
+    last_line: TrainingStep | None = None
     tflops_lines: int = 0
     #: lines that showed a diverged run (non-finite loss or nan iterations)
     diverged_lines: int = 0
@@ -176,6 +175,21 @@ class TrainingParse:
     #: the last iteration line that carried a timestamp: (iteration, time); the next line without
     #: a step time is timed from it
     anchor: tuple[int, datetime] | None = None
+
+    @property
+    def first_line_iteration(self) -> int | None:
+        """The iteration the first iteration line showed, timed or not."""
+        return self.first_line.iteration if self.first_line is not None else None
+
+    @property
+    def last_line_iteration(self) -> int | None:
+        """The iteration the last iteration line showed, timed or not: how far the run got."""
+        return self.last_line.iteration if self.last_line is not None else None
+
+    @property
+    def last_line_loss(self) -> float | None:
+        """The last iteration line's loss (None when it printed none)."""
+        return self.last_line.loss if self.last_line is not None else None
 
     @property
     def skipped_iterations(self) -> int:
@@ -484,9 +498,8 @@ def parse_training(
         log_interval=_setting(spec, "logInterval"),
         iteration_lines=matched,
         untimed_lines=untimed,
-        first_line_iteration=first_line.iteration if first_line is not None else None,
-        last_line_iteration=last_line.iteration if last_line is not None else None,
-        last_line_loss=last_line.loss if last_line is not None else None,
+        first_line=first_line,
+        last_line=last_line,
         tflops_lines=tflops_lines,
         diverged_lines=diverged,
         first_diverged=first_diverged,

@@ -91,9 +91,7 @@ def pids(top: str) -> set[int]:
     """Every process in ``top`` (any hierarchy, any depth)."""
     found: set[int] = set()
     for hierarchy in hierarchies():
-        directory = hierarchy / top.strip("/")
-        if directory.is_dir():
-            found |= _pids(directory)
+        found |= pids_under(hierarchy / top.strip("/"))
     return found
 
 

@@ -125,7 +125,7 @@ class RealCluster:
         self._proxy: ConnectProxy | None = None
         self._record: dict[str, Any] = {}
         self.faults: dict[str, RealFault] = {}
-        #: the killed-rank watchers, by node; each kills one rank and stays until cleared
+        #: the killed-rank watchers, by node; each kills every rank that starts there until cleared
         self.rank_killers: dict[str, RankKiller] = {}
         self._started = False
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import detached
-from ..detached import claim_supervisor
 from ..errors import ControlPlaneError
 from ..session import _alive, _is_recorded, _started, _tail, clear_state_file, read_state_file, run_dir, write_json_atomic
 from .cluster import RealCluster, teardown_from_record
@@ -98,12 +97,11 @@ def serve(
         raise RealSessionError(
             f"a real-node environment is already running (pid {existing['supervisor_pid']}); stop it with `nvcrectl dev down`"
         )
-    hold = claim_supervisor()
+    hold = detached.claim_supervisor()  # makes the run directory too
     if hold is None:
         raise RealSessionError(
             "another development environment is starting on this machine; wait for it, or stop it with `nvcrectl dev down`"
         )
-    run_dir().mkdir(parents=True, exist_ok=True)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # a SIGTERM unwinds like Ctrl-C, through the teardown
         signal.signal(signal.SIGTERM, _interrupt)
     cluster = RealCluster(

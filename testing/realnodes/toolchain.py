@@ -41,8 +41,10 @@ def missing_system() -> list[str]:
     return [c for c in SYSTEM_COMMANDS if shutil.which(c) is None]
 
 
-def problems() -> list[str]:
-    """Everything that stops a real-node environment here, each with what to do (empty: none)."""
+def machine_problems() -> list[str]:
+    """What this machine lacks for real nodes, each with what to do (empty: none): root, a cgroup
+    hierarchy, the system tools, the build script. What is only not built yet is not among them:
+    ``dev up --real`` builds it."""
     found = []
     if os.geteuid() != 0:
         found.append("real nodes need root (the kubelet, containerd and the namespaces)")
@@ -52,10 +54,20 @@ def problems() -> list[str]:
     if system:
         found.append(f"missing {', '.join(system)}: apt-get install --no-install-recommends {PACKAGES} (scripts/test-tools.sh does)")
     try:
-        module = binaries.build_module()
+        binaries.build_script()
     except FileNotFoundError as exc:
-        return [*found, str(exc)]
-    built = module.real_missing()
+        found.append(str(exc))
+    return found
+
+
+def problems() -> list[str]:
+    """Everything that stops a real-node environment here, each with what to do (empty: none):
+    :func:`machine_problems` and the real-node binaries not built yet."""
+    found = machine_problems()
+    try:
+        built = binaries.build_module().real_missing()
+    except FileNotFoundError:
+        return found
     if built:
         found.append(f"not built: {', '.join(built)}: run `python tests/controlplane/build.py --real`")
     return found
