@@ -174,8 +174,9 @@ def check_bundle(root: Path, public_key: Any = None) -> Checked:
         raise EvidenceError(f"{str(root)[:200]}: cannot read the bundle: {exc.strerror or type(exc).__name__}") from None
 
 
-# Long: the checks in the order that makes each failure the cheapest possible (a hostile bundle fails before the expensive steps).
 def _check(root: Path, public_key: Any) -> Checked:
+    """The checks in the order that makes each failure the cheapest possible: a hostile bundle fails
+    before the expensive steps (signature, then every file's digest)."""
     if not root.is_dir():
         raise EvidenceError(f"{root}: not a directory" if root.exists() else f"{root}: no such bundle directory")
     statement_path = root / STATEMENT_FILE
@@ -185,6 +186,16 @@ def _check(root: Path, public_key: Any) -> Checked:
         if (root / name).is_symlink():
             raise Mismatch(f"{name} is a symbolic link, not a file of the bundle")
     statement_bytes = read_limited(statement_path, MAX_STATEMENT_BYTES, "statement")
+    envelopes = _envelopes(root, statement_bytes)
+    statement = parse_statement(statement_bytes, str(statement_path))
+    manifest = _manifest(statement, str(statement_path))
+    key_id = _verified_key(root, envelopes, public_key) if public_key is not None else ""
+    _check_files(root, manifest, {name for name, _ in manifest} | {STATEMENT_FILE} | set(envelopes))
+    return Checked(statement, bool(envelopes), public_key is not None, len(manifest), key_id)
+
+
+def _envelopes(root: Path, statement_bytes: bytes) -> dict[str, dsse.Envelope]:
+    """The bundle's signature envelopes (both or neither), each signing exactly the Statement."""
     envelopes: dict[str, dsse.Envelope] = {}
     for name, parse in ((dsse.ENVELOPE_FILE, dsse.parse_envelope), (dsse.SIGSTORE_FILE, dsse.parse_sigstore_bundle)):
         path = root / name
@@ -197,19 +208,23 @@ def _check(root: Path, public_key: Any) -> Checked:
     for name, envelope in envelopes.items():
         if envelope.payload != statement_bytes:
             raise Mismatch(f"{STATEMENT_FILE} differs from the payload signed in {name}")
-    statement = parse_statement(statement_bytes, str(statement_path))
-    manifest = _manifest(statement, str(statement_path))
-    key_id = ""
-    if public_key is not None:
-        if not envelopes:
-            raise Mismatch(f"{root}: the bundle is not signed (no {dsse.ENVELOPE_FILE})")
-        for name, envelope in envelopes.items():
-            try:
-                dsse.verify(envelope, public_key)
-            except Mismatch as exc:
-                raise Mismatch(f"{name}: {exc}") from None
-        key_id = dsse.key_id(public_key)
-    expected = {name for name, _ in manifest} | {STATEMENT_FILE} | set(envelopes)
+    return envelopes
+
+
+def _verified_key(root: Path, envelopes: Mapping[str, dsse.Envelope], public_key: Any) -> str:
+    """The id of ``public_key`` once it verifies every envelope; Mismatch when it does not or there is none."""
+    if not envelopes:
+        raise Mismatch(f"{root}: the bundle is not signed (no {dsse.ENVELOPE_FILE})")
+    for name, envelope in envelopes.items():
+        try:
+            dsse.verify(envelope, public_key)
+        except Mismatch as exc:
+            raise Mismatch(f"{name}: {exc}") from None
+    return dsse.key_id(public_key)
+
+
+def _check_files(root: Path, manifest: list[tuple[str, str]], expected: set[str]) -> None:
+    """Every file the Statement lists is there, regular and of its digest; nothing else is."""
     for name, digest in manifest:
         path = root / name
         if not path.exists() and not path.is_symlink():
@@ -222,7 +237,6 @@ def _check(root: Path, public_key: Any) -> Checked:
     extra = sorted(_present(root) - expected)
     if extra:
         raise Mismatch(f"{extra[0]} is in the bundle but not covered by the Statement")
-    return Checked(statement, bool(envelopes), public_key is not None, len(manifest), key_id)
 
 
 @dataclass(frozen=True)

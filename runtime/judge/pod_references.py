@@ -100,39 +100,34 @@ def _pod_specs(templates: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
                 yield spec
 
 
+def _names_at(shapes: Iterable[Any], paths: tuple[tuple[str, str, str], ...]) -> Iterator[Reference]:
+    """``(kind, name)`` for every ``shape`` holding a non-empty name at ``shape[key][field]``,
+    for each ``(key, kind, field)`` of ``paths``."""
+    for shape in shapes:
+        for key, kind, field in paths:
+            name = _at(shape, key, field)
+            if isinstance(name, str) and name:
+                yield kind, name
+
+
+_VOLUMES = (("secret", SECRET, "secretName"), ("configMap", CONFIG_MAP, "name"), ("persistentVolumeClaim", CLAIM, "claimName"))
+_PROJECTED = (("secret", SECRET, "name"), ("configMap", CONFIG_MAP, "name"))
+_ENV_VALUES = (("secretKeyRef", SECRET, "name"), ("configMapKeyRef", CONFIG_MAP, "name"))
+_ENV_SOURCES = (("secretRef", SECRET, "name"), ("configMapRef", CONFIG_MAP, "name"))
+
+
 def _checked_in(pod: Mapping[str, Any]) -> Iterator[Reference]:
     """The references of one pod spec in exactly the shapes the admission policy reads."""
     for key in ("serviceAccountName", "serviceAccount"):
         name = pod.get(key)
         if isinstance(name, str) and name and name != DEFAULT_ACCOUNT:
             yield SERVICE_ACCOUNT, name
-    for volume in _list(pod.get("volumes")):
-        if not isinstance(volume, Mapping):
-            continue
-        for key, kind, field in (
-            ("secret", SECRET, "secretName"),
-            ("configMap", CONFIG_MAP, "name"),
-            ("persistentVolumeClaim", CLAIM, "claimName"),
-        ):
-            name = _at(volume, key, field)
-            if isinstance(name, str) and name:
-                yield kind, name
-        for source in _list(_at(volume, "projected", "sources")):
-            for key, kind in (("secret", SECRET), ("configMap", CONFIG_MAP)):
-                name = _at(source, key, "name")
-                if isinstance(name, str) and name:
-                    yield kind, name
-    for container in [*_list(pod.get("containers")), *_list(pod.get("initContainers"))]:
-        for env in _list(_at(container, "env")):
-            for key, kind in (("secretKeyRef", SECRET), ("configMapKeyRef", CONFIG_MAP)):
-                name = _at(env, "valueFrom", key, "name")
-                if isinstance(name, str) and name:
-                    yield kind, name
-        for source in _list(_at(container, "envFrom")):
-            for key, kind in (("secretRef", SECRET), ("configMapRef", CONFIG_MAP)):
-                name = _at(source, key, "name")
-                if isinstance(name, str) and name:
-                    yield kind, name
+    volumes = [volume for volume in _list(pod.get("volumes")) if isinstance(volume, Mapping)]
+    yield from _names_at(volumes, _VOLUMES)
+    yield from _names_at((source for volume in volumes for source in _list(_at(volume, "projected", "sources"))), _PROJECTED)
+    containers = [*_list(pod.get("containers")), *_list(pod.get("initContainers"))]
+    yield from _names_at((_at(env, "valueFrom") for c in containers for env in _list(_at(c, "env"))), _ENV_VALUES)
+    yield from _names_at((source for c in containers for source in _list(_at(c, "envFrom"))), _ENV_SOURCES)
 
 
 def _runtime_templates(job_spec: Any) -> Iterator[Any]:

@@ -27,6 +27,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from prometheus_client.metrics_core import Metric
@@ -221,75 +222,83 @@ class JobEventSeries(Collector):
                 for workflow, series in sorted(per_workflow.items())
             ]
 
-    # Long: the table of families is data: one row per NVCRE family with its type, its samples and when it shows.
     def collect(self) -> Iterator[Metric]:
         rows = self._snapshot()
-        if not rows:
-            return
-
-        def reconciles() -> Iterator[Sample]:
-            for key, series in rows:
-                for result in RESULTS:
-                    if result in series.reconciles:
-                        yield Sample("nvcre_reconcile_total", _labels(key, result=result), float(series.reconciles[result]))
-
-        def counter(name: str, read: Callable[[_Series], int | None]) -> Callable[[], Iterator[Sample]]:
-            def make() -> Iterator[Sample]:
-                for key, series in rows:
-                    value = read(series)
-                    if value is not None:
-                        yield Sample(f"{name}_total", _labels(key), float(value))
-
-            return make
-
-        def histogram(name: str, read: Callable[[_Series], _Histogram | None]) -> Callable[[], Iterator[Sample]]:
-            def make() -> Iterator[Sample]:
-                for key, series in rows:
-                    hist = read(series)
-                    if hist is not None:
-                        yield from _histogram_samples(name, key, hist)
-
-            return make
-
-        def failures() -> Iterator[Sample]:
-            for key, series in rows:
-                for node, count in sorted(series.hardware_failures.items()):
-                    yield Sample("nvcre_hardware_failures_detected_total", _labels(key, node=node), float(count))
-
-        families: list[tuple[str, str, Callable[[], Iterator[Sample]], Callable[[_Series], bool]]] = [
-            ("nvcre_reconcile", "counter", reconciles, lambda s: bool(s.reconciles)),
-            (
-                "nvcre_reconcile_duration_seconds",
-                "histogram",
-                histogram("nvcre_reconcile_duration_seconds", lambda s: s.reconcile_seconds),
-                lambda s: s.reconcile_seconds is not None,
-            ),
-            (
-                "nvcre_workload_created",
-                "counter",
-                counter("nvcre_workload_created", lambda s: s.workloads_created),
-                lambda s: s.workloads_created is not None,
-            ),
-            (
-                "nvcre_node_health_check_duration_seconds",
-                "histogram",
-                histogram("nvcre_node_health_check_duration_seconds", lambda s: s.health_seconds),
-                lambda s: s.health_seconds is not None,
-            ),
-            (
-                "nvcre_nodes_evaluated",
-                "counter",
-                counter("nvcre_nodes_evaluated", lambda s: s.nodes_evaluated),
-                lambda s: s.nodes_evaluated is not None,
-            ),
-            (
-                "nvcre_hardware_failed_jobs",
-                "counter",
-                counter("nvcre_hardware_failed_jobs", lambda s: s.hardware_failed_jobs),
-                lambda s: s.hardware_failed_jobs is not None,
-            ),
-            ("nvcre_hardware_failures_detected", "counter", failures, lambda s: bool(s.hardware_failures)),
-        ]
-        for name, kind, make, present in families:
+        for name, kind, make, present in _FAMILIES:
             if any(present(series) for _, series in rows):  # a family with no series is left out
-                yield _Family(name, kind, make)
+                yield _Family(name, kind, partial(make, rows))
+
+
+def _reconcile_samples(rows: list[_Row]) -> Iterator[Sample]:
+    for key, series in rows:
+        for result in RESULTS:
+            if result in series.reconciles:
+                yield Sample("nvcre_reconcile_total", _labels(key, result=result), float(series.reconciles[result]))
+
+
+def _counter(name: str, read: Callable[[_Series], int | None]) -> Callable[[list[_Row]], Iterator[Sample]]:
+    """The samples of the per-Job counter ``name`` whose value ``read`` takes from a Job's series."""
+
+    def make(rows: list[_Row]) -> Iterator[Sample]:
+        for key, series in rows:
+            value = read(series)
+            if value is not None:
+                yield Sample(f"{name}_total", _labels(key), float(value))
+
+    return make
+
+
+def _histogram(name: str, read: Callable[[_Series], _Histogram | None]) -> Callable[[list[_Row]], Iterator[Sample]]:
+    """The samples of the per-Job histogram ``name`` that ``read`` takes from a Job's series."""
+
+    def make(rows: list[_Row]) -> Iterator[Sample]:
+        for key, series in rows:
+            hist = read(series)
+            if hist is not None:
+                yield from _histogram_samples(name, key, hist)
+
+    return make
+
+
+def _failure_samples(rows: list[_Row]) -> Iterator[Sample]:
+    for key, series in rows:
+        for node, count in sorted(series.hardware_failures.items()):
+            yield Sample("nvcre_hardware_failures_detected_total", _labels(key, node=node), float(count))
+
+
+#: One row per NVCRE per-Job family: its name, its type, its samples over the rows, and whether a
+#: Job's series shows in it (a family with no series is left out of the answer).
+_FAMILIES: list[tuple[str, str, Callable[[list[_Row]], Iterator[Sample]], Callable[[_Series], bool]]] = [
+    ("nvcre_reconcile", "counter", _reconcile_samples, lambda s: bool(s.reconciles)),
+    (
+        "nvcre_reconcile_duration_seconds",
+        "histogram",
+        _histogram("nvcre_reconcile_duration_seconds", lambda s: s.reconcile_seconds),
+        lambda s: s.reconcile_seconds is not None,
+    ),
+    (
+        "nvcre_workload_created",
+        "counter",
+        _counter("nvcre_workload_created", lambda s: s.workloads_created),
+        lambda s: s.workloads_created is not None,
+    ),
+    (
+        "nvcre_node_health_check_duration_seconds",
+        "histogram",
+        _histogram("nvcre_node_health_check_duration_seconds", lambda s: s.health_seconds),
+        lambda s: s.health_seconds is not None,
+    ),
+    (
+        "nvcre_nodes_evaluated",
+        "counter",
+        _counter("nvcre_nodes_evaluated", lambda s: s.nodes_evaluated),
+        lambda s: s.nodes_evaluated is not None,
+    ),
+    (
+        "nvcre_hardware_failed_jobs",
+        "counter",
+        _counter("nvcre_hardware_failed_jobs", lambda s: s.hardware_failed_jobs),
+        lambda s: s.hardware_failed_jobs is not None,
+    ),
+    ("nvcre_hardware_failures_detected", "counter", _failure_samples, lambda s: bool(s.hardware_failures)),
+]

@@ -249,8 +249,6 @@ class MeasurementReconciler:
         cap = self.ctx.settings.max_sample_interval
         return max(1.0, min(interval, cap) if cap else interval)
 
-    # Long: the pass's pacing entry (``_sampled``) is read, advanced by what the read found and
-    # read again for the requeue around one status write; split, that state would be handed around.
     def _sample_running(self, kind: MeasurementKind, measurement: dict[str, Any], job: Mapping[str, Any]) -> Result:
         """While the Job runs: every sampleInterval, read what the log added and record provisional
         numbers (the final read replaces them; thresholds never read them, stall detection
@@ -258,7 +256,6 @@ class MeasurementReconciler:
         key = (namespace_of(measurement), name_of(measurement))
         interval = self._sample_interval(measurement)
         now = time.monotonic()
-        message = f"Job {name_of(job)} is running"
         fields: dict[str, Any] = {}
         note: _Note | None = None
         read: GoodputRead | None = None
@@ -269,33 +266,8 @@ class MeasurementReconciler:
             has_workload = False  # the restart is not folded into this measurement yet
         last, gap = self._sampled.get(key, (float("-inf"), interval))
         if has_workload and now - last >= gap:
-            profile = self._profile(measurement)
-            pod = self._log_pod(job, profile, kind.training_log, _attempt_start(measurement)) if profile is not None else None
-            # A pod that has not started has no log: reading it would only be refused.
-            started = pod is not None and str((pod.get("status") or {}).get("phase") or "Pending") != "Pending"
-            self._sampled[key] = (now, interval) if started else (float("-inf"), interval)
-            if started and kind.budgeted:
-                self._reading.add(key)
-            if started and pod is not None and profile is not None:
-                try:
-                    if isinstance(kind, GoodputKind):
-                        fields, note, read = self._sample_goodput(kind, key, profile, pod, measurement, interval)
-                    else:
-                        fields = self._sample_bandwidth(key, profile, pod)
-                except PatternError:
-                    fields = {}
-            if started and kind.budgeted:
-                # Provisional bandwidth rows only feed the gauges: while a sample adds nothing
-                # to what status holds, wait twice as long for the next one (at most 8x).
-                status = measurement.get("status") or {}
-                unchanged = not fields or _merged(status, fields) == status
-                self._sampled[key] = (now, max(min(gap * 2, interval * 8) if unchanged else interval, self._budget_gap()))
-            if note is not None and note.hurry:
-                self._sampled[key] = (now, 0.0)  # behind the log: go on reading at once
-            if fields.get("results"):
-                message = f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
-            elif fields.get("currentStep"):
-                message = f"Job {name_of(job)} is running; step {fields['currentStep']} seen"
+            fields, note, read = self._sample_now(kind, key, measurement, job, (now, interval, gap))
+        message = _running_message(job, fields)
         stamp = self.ctx.clock.stamp()
 
         def mutate(status: dict[str, Any]) -> dict[str, Any] | None:
@@ -323,6 +295,46 @@ class MeasurementReconciler:
             return Result(self.ctx.settings.safety_net)
         # the next sample is due a gap after this one began, however long its read took
         return Result(max(1.0, last + gap - time.monotonic()) if gap > 0 else 0.1)
+
+    def _sample_now(
+        self,
+        kind: MeasurementKind,
+        key: tuple[str, str],
+        measurement: dict[str, Any],
+        job: Mapping[str, Any],
+        pace: tuple[float, float, float],
+    ) -> tuple[dict[str, Any], _Note | None, GoodputRead | None]:
+        """One provisional read of the running Job's log, and the pacing entry (``_sampled``) it
+        leaves: ``pace`` is this pass's start, the sample interval and the gap that was due."""
+        now, interval, gap = pace
+        fields: dict[str, Any] = {}
+        note: _Note | None = None
+        read: GoodputRead | None = None
+        profile = self._profile(measurement)
+        pod = self._log_pod(job, profile, kind.training_log, _attempt_start(measurement)) if profile is not None else None
+        # A pod that has not started has no log: reading it would only be refused.
+        if profile is None or pod is None or str((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
+            self._sampled[key] = (float("-inf"), interval)
+            return fields, note, read
+        self._sampled[key] = (now, interval)
+        if kind.budgeted:
+            self._reading.add(key)
+        try:
+            if isinstance(kind, GoodputKind):
+                fields, note, read = self._sample_goodput(kind, key, profile, pod, measurement, interval)
+            else:
+                fields = self._sample_bandwidth(key, profile, pod)
+        except PatternError:
+            fields = {}
+        if kind.budgeted:
+            # Provisional bandwidth rows only feed the gauges: while a sample adds nothing
+            # to what status holds, wait twice as long for the next one (at most 8x).
+            status = measurement.get("status") or {}
+            unchanged = not fields or _merged(status, fields) == status
+            self._sampled[key] = (now, max(min(gap * 2, interval * 8) if unchanged else interval, self._budget_gap()))
+        if note is not None and note.hurry:
+            self._sampled[key] = (now, 0.0)  # behind the log: go on reading at once
+        return fields, note, read
 
     # ------------------------------------------------------------------ reading
 
@@ -617,3 +629,12 @@ def _final_read_message(text: LogWindows | GoodputReading) -> str:
     return (
         f"Final read of the first {read} MiB of the log only: it is longer than the controller reads, or could not be read past that point"
     )
+
+
+def _running_message(job: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+    """The Measuring condition's message while the Job runs: what the last sample saw."""
+    if fields.get("results"):
+        return f"Job {name_of(job)} is running; {len(fields['results'])} message sizes sampled"
+    if fields.get("currentStep"):
+        return f"Job {name_of(job)} is running; step {fields['currentStep']} seen"
+    return f"Job {name_of(job)} is running"
