@@ -124,7 +124,6 @@ def cluster_info(facts: ClusterFacts, *, topology_key: str | None = None) -> tup
     return summary, diags
 
 
-# Long: one line per summary field, then the optional GCP, NIC, excluded and topology sections.
 def render_text(summary: dict[str, Any]) -> str:
     """The human-readable form of :func:`cluster_info`'s summary."""
     known = [d["gpus"] for d in summary["nodeDetails"] if d["gpus"] is not None]

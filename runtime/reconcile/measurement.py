@@ -338,8 +338,6 @@ class MeasurementReconciler:
 
     # ------------------------------------------------------------------ reading
 
-    # Long: one sample, then the three things it can say about the reads (caught up, behind,
-    # unreadable), each with the moment the log is read through.
     def _sample_goodput(
         self,
         kind: GoodputKind,

@@ -149,7 +149,6 @@ class GoodputKind(MeasurementKind):
         state = goodput_state.fold(goodput_state.RunningGoodput(), text, spec)
         return self.fields_of(state, completed_at, measurement, now)
 
-    # Long: one status field per line, each from the running sums or the attempts before a restart.
     def fields_of(
         self,
         state: goodput_state.RunningGoodput,

@@ -151,7 +151,6 @@ def cni_config(layout: NodeLayout) -> str:
     return json.dumps(conf, indent=2) + "\n"
 
 
-# Long: a KubeletConfiguration written out field by field; each line is a setting and its reason.
 def kubelet_config(layout: NodeLayout, *, ca: Path, serving_cert: Path, serving_key: Path, cgroup_v1: bool) -> str:
     """The kubelet's configuration file for one node."""
     config = {
