@@ -33,12 +33,12 @@ demo-offline: setup
 # --real: kubelet, kube-proxy, the CNI plugins, CoreDNS, the sandbox program and the GPU device
 # plugin that the real-node tests run (docs/simcluster.md, "Real nodes").
 controlplane: setup
-	$(BIN)/python tests/controlplane/build.py --optional --sim --real
+	$(BIN)/python -m nvcre.testing.gobuild.build --optional --sim --real
 
 # The tools some tests run, each built from its Go module into the same cache: helm (chart
 # tests), prometheus and promtool (alert rules, the scrape test), cosign (evidence bundles).
 go-tools: setup
-	$(BIN)/python tests/controlplane/build.py --optional --tools-only --tools helm,prometheus,cosign
+	$(BIN)/python -m nvcre.testing.gobuild.build --optional --tools-only --tools helm,prometheus,cosign
 
 # The controller image, built without a registry: a Debian base (mmdebstrap), the Containerfile
 # (buildah), an OCI layout in build/image/oci (skopeo) and its SBOM. Needs root; prints the digest.

@@ -35,7 +35,7 @@ Prints a Markdown table and the totals in the reliability audit's terms.
 
     python benchmarks/fault_campaign.py [--only NAME ...] [--log-mib 300] [--training-log-mib 1024]
 
-Needs the simulated cluster's binaries (``python tests/controlplane/build.py --sim``). Everything
+Needs the simulated cluster's binaries (``python -m nvcre.testing.gobuild.build --sim``). Everything
 it starts is stopped when it ends, on Ctrl-C too.
 """
 

@@ -11,7 +11,7 @@ Measures, and prints as JSON (``--json``) or a table:
 4. ``--scale`` nodes (default 2,000) registered and Ready: time to create them,
    time until all are Ready, and the API server's and kwok's memory afterwards.
 
-Needs the binaries built (``python tests/controlplane/build.py --sim``). It is a
+Needs the binaries built (``python -m nvcre.testing.gobuild.build --sim``). It is a
 benchmark, not a test: run it by hand on a quiet machine.
 """
 

@@ -82,10 +82,7 @@ def _build_missing(with_prometheus: bool = False) -> None:
 
     from nvcre.testing import binaries
 
-    try:
-        module = binaries.build_module()
-    except FileNotFoundError as exc:
-        raise _fail(str(exc)) from None
+    module = binaries.build_module()
     wanted = list(binaries.CORE + binaries.CONTROLLERS)
     prometheus = with_prometheus and module.tool_missing("prometheus")
     if not module.missing_components(wanted) and not module.missing_sim_components() and not prometheus:
@@ -237,10 +234,7 @@ def _build_real_missing(with_controller: bool = False) -> None:
 
     from nvcre.testing import binaries
 
-    try:
-        module = binaries.build_module()
-    except FileNotFoundError as exc:
-        raise _fail(str(exc)) from None
+    module = binaries.build_module()
     sim = with_controller and bool(module.missing_sim_components())
     if not module.missing_components(list(binaries.CORE + binaries.CONTROLLERS)) and not module.real_missing() and not sim:
         return
@@ -600,10 +594,7 @@ def build(
     """Build the control-plane binaries from Go modules (a no-op when up to date)."""
     from nvcre.testing import binaries
 
-    try:
-        module = binaries.build_module()
-    except FileNotFoundError as exc:
-        raise _fail(str(exc)) from None
+    module = binaries.build_module()
     components = module.REQUIRED_COMPONENTS if minimal else module.DEFAULT_COMPONENTS
     try:
         module.build(list(components), force=force)

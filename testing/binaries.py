@@ -1,26 +1,23 @@
 """Locate (and on request build) the etcd / Kubernetes binaries of the test control plane.
 
-The pinned versions, the cache layout and the build itself live in the
-stand-alone script ``tests/controlplane/build.py`` of a source checkout; this
-module imports that script by path so there is one source of truth. A
-directory of ready-made binaries can be supplied instead with
-``NVCRE_CONTROLPLANE_BIN_DIR`` (then no checkout is needed).
+The pinned versions, the cache layout and the build itself live in
+:mod:`nvcre.testing.gobuild.build`, the one source of truth. A directory of
+ready-made binaries can be supplied instead with ``NVCRE_CONTROLPLANE_BIN_DIR``.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
 BIN_DIR_ENV = "NVCRE_CONTROLPLANE_BIN_DIR"
 REPO_ROOT_ENV = "NVCRE_REPO_ROOT"
-BUILD_SCRIPT = Path("tests") / "controlplane" / "build.py"
+#: What a source checkout of nvcre holds at its root.
+CHECKOUT_MARKER = Path("compiler") / "api"
 
 CORE = ("etcd", "kube-apiserver")
 CONTROLLERS = ("kube-scheduler", "kube-controller-manager")
@@ -35,38 +32,19 @@ class BinariesMissing(RuntimeError):
 
 
 def repo_root() -> Path | None:
-    """The source checkout holding the build script, if there is one."""
+    """The nvcre source checkout this runs from or in, if there is one (``NVCRE_REPO_ROOT`` first)."""
     explicit = os.environ.get(REPO_ROOT_ENV)
     candidates = [Path(explicit)] if explicit else []
     candidates += [Path(__file__).resolve().parent.parent, Path.cwd(), *Path.cwd().parents]
     for candidate in candidates:
-        if (candidate / BUILD_SCRIPT).is_file():
+        if (candidate / "pyproject.toml").is_file() and (candidate / CHECKOUT_MARKER).is_dir():
             return candidate
     return None
 
 
-@lru_cache(maxsize=1)
-def build_script() -> Path:
-    """Where ``tests/controlplane/build.py`` is; FileNotFoundError, saying what to set, without a checkout."""
-    root = repo_root()
-    if root is None:
-        raise FileNotFoundError(
-            f"cannot find {BUILD_SCRIPT} (set {REPO_ROOT_ENV} to the nvcre source checkout, "
-            f"or {BIN_DIR_ENV} to a directory of prebuilt binaries)"
-        )
-    return root / BUILD_SCRIPT
-
-
 def build_module() -> ModuleType:
-    """Import ``tests/controlplane/build.py`` by path."""
-    path = build_script()
-    spec = importlib.util.spec_from_file_location("nvcre_controlplane_build", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses resolve annotations through sys.modules while executing.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The control-plane build, :mod:`nvcre.testing.gobuild.build` (standard library only)."""
+    return importlib.import_module("nvcre.testing.gobuild.build")
 
 
 @dataclass(frozen=True)
@@ -92,17 +70,8 @@ def bin_dir() -> Path:
 
 
 def cache_root() -> Path:
-    """Root of the control-plane cache (the build script decides; this mirrors it
-    when only prebuilt binaries are available)."""
-    try:
-        return Path(build_module().cache_root())
-    except FileNotFoundError:
-        override = os.environ.get("NVCRE_CONTROLPLANE_CACHE")
-        if override:
-            return Path(override).expanduser()
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-        return base / "nvcre" / "controlplane"
+    """Root of the control-plane cache (``NVCRE_CONTROLPLANE_CACHE``, else under ``XDG_CACHE_HOME``)."""
+    return Path(build_module().cache_root())
 
 
 def _executable(path: Path) -> Path | None:
@@ -123,7 +92,7 @@ def locate(*, require_controllers: bool = False) -> Binaries:
     if absent:
         raise BinariesMissing(
             f"control-plane binaries not built: {', '.join(absent)} (expected in {bin_dir()}); "
-            "run `python tests/controlplane/build.py` or `nvcrectl dev controlplane build`",
+            "run `python -m nvcre.testing.gobuild.build` or `nvcrectl dev controlplane build`",
             absent,
         )
     directory = bin_dir()
@@ -137,13 +106,10 @@ def locate(*, require_controllers: bool = False) -> Binaries:
 
 
 def go_available() -> bool:
-    """Whether a Go toolchain the build script can use is installed."""
+    """Whether a Go toolchain the build can use is installed."""
     if os.environ.get(BIN_DIR_ENV):
         return False
-    try:
-        return build_module().find_go() is not None
-    except FileNotFoundError:
-        return False
+    return build_module().find_go() is not None
 
 
 def build(components: tuple[str, ...] = CORE + CONTROLLERS) -> Path:

@@ -35,11 +35,7 @@ def project_crd_dir() -> Path:
 
 def sim_crd_dir(component: str | None = None) -> Path:
     """CRDs copied out of the pinned JobSet / Trainer / kwok modules into the build cache."""
-    try:
-        return Path(binaries.build_module().sim_crd_dir(component))
-    except FileNotFoundError:
-        root = binaries.cache_root() / "crds"
-        return root if component is None else root / component
+    return Path(binaries.build_module().sim_crd_dir(component))
 
 
 def third_party_crd_dirs() -> list[Path]:
@@ -47,7 +43,7 @@ def third_party_crd_dirs() -> list[Path]:
 
     ``NVCRE_THIRD_PARTY_CRDS`` names one directory instead; otherwise they are the
     copies the build script takes from the same Go modules the controllers are
-    built from (``tests/controlplane/build.py --sim``, or only the CRDs through
+    built from (``testing/gobuild/build.py --sim``, or only the CRDs through
     :func:`ensure_third_party_crds`).
     """
     explicit = os.environ.get(THIRD_PARTY_CRDS_ENV)
@@ -85,7 +81,7 @@ def default_crd_files() -> list[Path]:
         if not files:
             raise ControlPlaneError(
                 f"no third-party CRDs (Kubeflow Trainer, JobSet) found in {directory}; run "
-                f"`python tests/controlplane/build.py --sim` or set {THIRD_PARTY_CRDS_ENV}"
+                f"`python -m nvcre.testing.gobuild.build --sim` or set {THIRD_PARTY_CRDS_ENV}"
             )
         third_party.extend(files)
     return crd_files(project_crd_dir()) + third_party

@@ -59,10 +59,7 @@ def _unavailable(reason: str) -> NoReturn:
 
 def _ensure_built(request: pytest.FixtureRequest, components: tuple[str, ...]) -> None:
     """Build ``components`` if absent, or skip/fail when that is impossible."""
-    try:
-        absent = binaries.missing(components)
-    except FileNotFoundError as exc:
-        _unavailable(str(exc))
+    absent = binaries.missing(components)
     if not absent:
         return
     if not binaries.go_available():

@@ -133,7 +133,7 @@ def locate_sim() -> SimBinaries:
     if absent:
         raise SimClusterError(
             f"simulated-cluster controllers not built: {', '.join(absent)}; run "
-            "`python tests/controlplane/build.py --sim` (or `nvcrectl dev up`, which builds them)"
+            "`python -m nvcre.testing.gobuild.build --sim` (or `nvcrectl dev up`, which builds them)"
         )
     return SimBinaries(
         jobset=Path(module.sim_binary_path("jobset")),

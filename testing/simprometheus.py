@@ -34,7 +34,7 @@ TOKEN_SECONDS = 24 * 3600
 
 
 def prometheus_binary() -> Path:
-    """The Prometheus build of tests/controlplane/build.py, built first when it is missing."""
+    """The Prometheus build of testing/gobuild/build.py, built first when it is missing."""
     from . import binaries
 
     module = binaries.build_module()

@@ -95,7 +95,7 @@ def upstream_stages(directory: Path, names: Sequence[str] = UPSTREAM_STAGES) -> 
         try:
             doc = yaml.safe_load(path.read_text())
         except OSError as exc:
-            raise FileNotFoundError(f"kwok stage {name} missing at {path}; run `python tests/controlplane/build.py --sim`") from exc
+            raise FileNotFoundError(f"kwok stage {name} missing at {path}; run `python -m nvcre.testing.gobuild.build --sim`") from exc
         if not isinstance(doc, dict) or doc.get("kind") != "Stage":
             raise ValueError(f"{path} is not a kwok Stage")
         out.append(doc)

@@ -1,6 +1,6 @@
 """The Go tools some tests run (helm, prometheus and promtool, cosign), found or built once.
 
-Each is built from its Go module into the control-plane cache by ``tests/controlplane/build.py``
+Each is built from its Go module into the control-plane cache by ``testing/gobuild/build.py``
 (``make go-tools``). A test asking for one gets its path; when it is not built yet and Go is
 there, it is built now (the build's output shown, not captured); without Go the test skips with
 the command that builds it, except under ``CI=true``, where a missing tool is an error.
@@ -31,7 +31,7 @@ def go_tool(request: pytest.FixtureRequest, name: str, binary: str | None = None
         if build.find_go() is None:
             unavailable(
                 f"{name} is not built and there is no Go toolchain to build it "
-                f"(`python tests/controlplane/build.py --tools-only --tools {name}`)"
+                f"(`python -m nvcre.testing.gobuild.build --tools-only --tools {name}`)"
             )
         capture = request.config.pluginmanager.getplugin("capturemanager")
         try:

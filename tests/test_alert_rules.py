@@ -1,7 +1,7 @@
 """The shipped alert rules: NVCRE's names and expressions, our additions explained, and promtool's
 ``check rules`` and ``test rules`` (tests/rules/*.yaml) on the very file the install ships.
 
-promtool comes from the Prometheus build of tests/controlplane/build.py (``--tools-only --tools
+promtool comes from the Prometheus build of testing/gobuild/build.py (``--tools-only --tools
 prometheus``; built here when Go is there). Without it and without Go the promtool tests skip,
 except under CI=true, where they fail.
 """

@@ -1,6 +1,6 @@
 """What a real-node environment runs, found before anything starts: the binaries built from source
 (kubelet, kube-proxy, CoreDNS, the CNI plugins, the sandbox program, the GPU device plugin, by
-``tests/controlplane/build.py --real``) and Debian's containerd, ctr and runc, with the
+``testing/gobuild/build.py --real``) and Debian's containerd, ctr and runc, with the
 util-linux and iproute2 commands that make the namespaces. It also needs root and a cgroup
 hierarchy under /sys/fs/cgroup.
 """
@@ -43,7 +43,7 @@ def missing_system() -> list[str]:
 
 def machine_problems() -> list[str]:
     """What this machine lacks for real nodes, each with what to do (empty: none): root, a cgroup
-    hierarchy, the system tools, the build script. What is only not built yet is not among them:
+    hierarchy, the system tools. What is only not built yet is not among them:
     ``dev up --real`` builds it."""
     found = []
     if os.geteuid() != 0:
@@ -53,10 +53,6 @@ def machine_problems() -> list[str]:
     system = missing_system()
     if system:
         found.append(f"missing {', '.join(system)}: apt-get install --no-install-recommends {PACKAGES} (scripts/test-tools.sh does)")
-    try:
-        binaries.build_script()
-    except FileNotFoundError as exc:
-        found.append(str(exc))
     return found
 
 
@@ -64,12 +60,9 @@ def problems() -> list[str]:
     """Everything that stops a real-node environment here, each with what to do (empty: none):
     :func:`machine_problems` and the real-node binaries not built yet."""
     found = machine_problems()
-    try:
-        built = binaries.build_module().real_missing()
-    except FileNotFoundError:
-        return found
+    built = binaries.build_module().real_missing()
     if built:
-        found.append(f"not built: {', '.join(built)}: run `python tests/controlplane/build.py --real`")
+        found.append(f"not built: {', '.join(built)}: run `python -m nvcre.testing.gobuild.build --real`")
     return found
 
 

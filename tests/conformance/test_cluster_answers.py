@@ -11,7 +11,7 @@ second node fails its Job), then:
   certification``, ``category-domain``/``category-variant``, ``workflow``, ``job``) returns
   exactly the run's Workflows, Jobs and ConfigMaps, and each Job's pods while they run (they go
   with the workload). kubectl is built from the same
-  Kubernetes source as the test API server (``tests/controlplane/build.py``).
+  Kubernetes source as the test API server (``testing/gobuild/build.py``).
 
 The controller runs in this process and is stopped, and the MCP server and every kubectl are
 child processes that end with their call, whatever happens.
@@ -306,7 +306,7 @@ def test_an_unknown_certification_is_a_tool_error_not_a_crash(mcp_answers: dict[
 @pytest.fixture(scope="module")
 def kubectl(kubectl_binary: str | None, run: Run) -> Callable[..., list[dict[str, Any]]]:
     if kubectl_binary is None:
-        message = "kubectl is not built and there is no Go toolchain (`python tests/controlplane/build.py --components kubectl`)"
+        message = "kubectl is not built and there is no Go toolchain (`python -m nvcre.testing.gobuild.build --components kubectl`)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)

@@ -54,7 +54,7 @@ def controller(simcluster, sim_namespace) -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def cosign(request: pytest.FixtureRequest) -> Path:
-    """cosign built from its Go module by tests/controlplane/build.py."""
+    """cosign built from its Go module by testing/gobuild/build.py."""
     return go_tool(request, "cosign")
 
 

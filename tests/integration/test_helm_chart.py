@@ -1,6 +1,6 @@
 """The Helm chart under charts/nvcre: `helm lint` is clean and `helm template` gives exactly the objects of `setup render`.
 
-Needs helm v4.3.2 built from its Go module (`python tests/controlplane/build.py --helm`, which the
+Needs helm v4.3.2 built from its Go module (`python -m nvcre.testing.gobuild.build --helm`, which the
 fixture runs itself when Go is there); without helm and Go the tests skip, except under CI=true,
 where they fail.
 """

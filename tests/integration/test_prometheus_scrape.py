@@ -6,7 +6,7 @@ rack as topology key, Prometheus itself holds every family docs/metrics.md lists
 exactly the label names listed there.
 
 Prometheus and the controller (``python -m nvcre.runtime``) run as their own processes and are
-stopped whatever happens. Prometheus comes from tests/controlplane/build.py (``--tools-only
+stopped whatever happens. Prometheus comes from testing/gobuild/build.py (``--tools-only
 --tools prometheus``, built here when Go is there; without both the tests skip, except under
 CI=true, where they fail).
 """

@@ -61,7 +61,7 @@ def helm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Pat
 
     binary = go_tool(request, "helm")
     if pinned_module(TRAINER_MODULE, TRAINER_VERSION) is None or pinned_module(JOBSET_MODULE, JOBSET_VERSION) is None:
-        unavailable("the pinned Trainer and JobSet Go modules are not in the module cache (tests/controlplane/build.py --sim fetches them)")
+        unavailable("the pinned Trainer and JobSet Go modules are not in the module cache (testing/gobuild/build.py --sim fetches them)")
     monkeypatch.setenv("NVCRE_HELM", str(binary))
     return binary
 

@@ -7,9 +7,8 @@ two throw-away wrapper modules are written into the cache, one depending on
 ``k8s.io/kubernetes`` and one on ``go.etcd.io/etcd/server/v3``, and the
 commands are compiled from them with ``go build -trimpath``.
 
-The script uses the standard library only, so it runs with any Python 3.11+
-(``python tests/controlplane/build.py --help``). The test harness imports it
-by path to find or build the binaries.
+The module uses the standard library only (``python -m nvcre.testing.gobuild.build
+--help``); the test harness and ``nvcrectl dev`` import it to find or build the binaries.
 
 Layout of the cache (``NVCRE_CONTROLPLANE_CACHE`` overrides the root, else
 ``$XDG_CACHE_HOME/nvcre/controlplane``, else ``~/.cache/nvcre/controlplane``)::
@@ -72,6 +71,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import Any
 
 KUBERNETES_VERSION = "v1.36.3"
 STAGING_VERSION = "v0.36.3"
@@ -181,11 +181,18 @@ def _inputs_digest() -> str:
     return h.hexdigest()
 
 
-def read_manifest() -> dict:
+def _object(value: Any) -> dict[str, Any]:
+    """A decoded JSON document that must be an object; ValueError otherwise."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def read_manifest() -> dict[str, Any]:
     """The manifest of the current build directory, or an empty dict."""
     path = build_dir() / MANIFEST_NAME
     try:
-        return json.loads(path.read_text())
+        return _object(json.loads(path.read_text()))
     except (OSError, ValueError):
         return {}
 
@@ -324,18 +331,18 @@ def _go_env(go: str) -> dict[str, str]:
     return env
 
 
-def _go_json(go: str, args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> dict:
+def _go_json(go: str, args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run a go subcommand that prints one JSON object and decode it."""
     proc = subprocess.run([go, *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise BuildError(f"`go {' '.join(args)}` failed (exit {proc.returncode}):\n{proc.stderr.strip() or proc.stdout.strip()}")
     try:
-        return json.loads(proc.stdout)
+        return _object(json.loads(proc.stdout))
     except ValueError as exc:
         raise BuildError(f"`go {' '.join(args)}` printed no JSON: {exc}") from exc
 
 
-def _module_gomod(go: str, module: str, version: str, *, env: dict[str, str]) -> dict:
+def _module_gomod(go: str, module: str, version: str, *, env: dict[str, str]) -> dict[str, Any]:
     """Download ``module@version`` and return its go.mod as ``go mod edit -json`` sees it."""
     with tempfile.TemporaryDirectory(prefix="nvcre-gomod-") as scratch:
         info = _go_json(go, ["mod", "download", "-json", f"{module}@{version}"], cwd=Path(scratch), env=env)
@@ -344,11 +351,11 @@ def _module_gomod(go: str, module: str, version: str, *, env: dict[str, str]) ->
         return _go_json(go, ["mod", "edit", "-json", info["GoMod"]], cwd=Path(scratch), env=env)
 
 
-def _go_directive(gomod: dict, fallback: str = "1.24") -> str:
+def _go_directive(gomod: dict[str, Any], fallback: str = "1.24") -> str:
     return gomod.get("Go") or fallback
 
 
-def staging_replacements(kube_gomod: dict) -> list[str]:
+def staging_replacements(kube_gomod: dict[str, Any]) -> list[str]:
     """``k8s.io/*`` modules that k8s.io/kubernetes requires and serves from ./staging.
 
     Only modules that are also required get a replacement: the others (the
@@ -367,7 +374,7 @@ def staging_replacements(kube_gomod: dict) -> list[str]:
     return sorted(staged)
 
 
-def etcd_siblings(etcd_gomod: dict) -> list[str]:
+def etcd_siblings(etcd_gomod: dict[str, Any]) -> list[str]:
     """etcd modules that server/v3 resolves through relative replace directives."""
     siblings = []
     for rep in etcd_gomod.get("Replace") or []:
@@ -463,7 +470,7 @@ def _build_lock() -> contextlib.AbstractContextManager[None]:
     return _directory_lock(build_dir(), "this control plane")
 
 
-def _build_group(go: str, group: str, names: list[str], env: dict[str, str], manifest: dict) -> None:
+def _build_group(go: str, group: str, names: list[str], env: dict[str, str], manifest: dict[str, Any]) -> None:
     """Resolve and compile the components of one wrapper module, recording costs."""
     src = build_dir() / "src" / group
     packages = [COMPONENTS[n].package for n in names]
@@ -525,6 +532,7 @@ def _go_cache_was_empty(go: str, env: dict[str, str]) -> bool:
     return cache is None or not cache.is_dir() or not any(cache.iterdir())
 
 
+# Long: one build in the order it happens (check, lock, re-check, stamp, compile per group, record), under one lock.
 def build(components: Sequence[str] = DEFAULT_COMPONENTS, *, force: bool = False) -> Path:
     """Build the requested components unless they are already built; return bin dir.
 
@@ -681,10 +689,10 @@ def _sim_inputs_digest() -> str:
     return h.hexdigest()
 
 
-def read_sim_manifest() -> dict:
+def read_sim_manifest() -> dict[str, Any]:
     """The manifest of the simulated cluster's build directory, or an empty dict."""
     try:
-        return json.loads((sim_build_dir() / MANIFEST_NAME).read_text())
+        return _object(json.loads((sim_build_dir() / MANIFEST_NAME).read_text()))
     except (OSError, ValueError):
         return {}
 
@@ -788,7 +796,8 @@ def fetch_sim_data(components: Sequence[str] = tuple(SIM_COMPONENTS)) -> Path:
     return sim_crd_dir()
 
 
-def _build_sim_component(go: str, component: SimComponent, env: dict[str, str], manifest: dict) -> None:
+# Long: download, copy, resolve, compile and record one controller in order; each step needs the last one's paths.
+def _build_sim_component(go: str, component: SimComponent, env: dict[str, str], manifest: dict[str, Any]) -> None:
     """Download, copy and compile one controller; copy its CRDs (and stages)."""
     with tempfile.TemporaryDirectory(prefix="nvcre-sim-") as scratch:
         started = time.monotonic()
@@ -1028,10 +1037,10 @@ def _tool_inputs_digest(tool: GoTool) -> str:
     return h.hexdigest()
 
 
-def read_tool_manifest(name: str) -> dict:
+def read_tool_manifest(name: str) -> dict[str, Any]:
     """The manifest of a tool's build directory, or an empty dict."""
     try:
-        return json.loads((tool_build_dir(name) / MANIFEST_NAME).read_text())
+        return _object(json.loads((tool_build_dir(name) / MANIFEST_NAME).read_text()))
     except (OSError, ValueError):
         return {}
 
@@ -1044,6 +1053,7 @@ def tool_missing(name: str) -> bool:
     return not all(os.access(tool_binary_path(name, b), os.X_OK) for b, _ in tool.binaries)
 
 
+# Long: download, overlay, resolve, compile and record one tool in order, under its directory lock.
 def build_tool(name: str, *, force: bool = False) -> Path:
     """Build a tool's binaries from its module unless they are built; return the first one's path.
 
@@ -1318,7 +1328,7 @@ def helm_binary_path() -> Path:
     return tool_binary_path("helm")
 
 
-def read_helm_manifest() -> dict:
+def read_helm_manifest() -> dict[str, Any]:
     return read_tool_manifest("helm")
 
 
@@ -1334,6 +1344,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"received signal {signum}")
 
 
+# Long: the command line is data: one argument per line, then one branch per mode.
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=(
