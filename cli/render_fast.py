@@ -47,6 +47,13 @@ def _loader() -> Any:
     base = getattr(yaml, "CSafeLoader", None)
     if base is None:
         return None
+    return _with_ruamel_rules(_strict_loader(base), implicit_resolvers)
+
+
+def _strict_loader(base: Any) -> Any:
+    """A subclass of libyaml's safe loader that refuses, as :class:`_Unusual`, every shape this
+    reader leaves to the project's reader (merge keys, repeated or non-string keys, long integers,
+    y/n booleans, tags beyond the plain ones)."""
 
     class Loader(base):  # type: ignore[misc, valid-type]
         yaml_implicit_resolvers: dict[Any, list[tuple[str, Any]]] = {}
@@ -85,10 +92,15 @@ def _loader() -> Any:
     Loader.yaml_constructors["tag:yaml.org,2002:int"] = Loader.construct_yaml_int
     Loader.yaml_constructors["tag:yaml.org,2002:bool"] = Loader.construct_yaml_bool
     Loader.yaml_constructors["tag:yaml.org,2002:map"] = Loader.construct_yaml_map
+    return Loader
+
+
+def _with_ruamel_rules(loader: Any, implicit_resolvers: Any) -> Any:
+    """``loader`` resolving plain scalars by ruamel's YAML 1.1 rules."""
     for versions, tag, regexp, first in implicit_resolvers:
         if (1, 1) in versions:  # ruamel's own expression, compiled afresh (ruamel hands out a lazy wrapper)
-            Loader.add_implicit_resolver(tag, re.compile(regexp.pattern, regexp.flags), first)
-    return Loader
+            loader.add_implicit_resolver(tag, re.compile(regexp.pattern, regexp.flags), first)
+    return loader
 
 
 _LOADER = _loader()
