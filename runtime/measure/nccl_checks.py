@@ -13,12 +13,14 @@ in this order:
 
 * ``CollectiveDataCorrupted``: a ``#wrong`` cell above zero, or an ``Out of bounds values``
   count above zero (or marked ``FAILED``);
-* ``CollectiveRunFailed``: a nccl-tests failure line anywhere, or, in a log whose table never
-  finished, an ``NCCL WARN`` line that says something failed or an NCCL error return
-  (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code unwinds);
+* ``CollectiveRunFailed``: a nccl-tests failure line anywhere, an ``Avg bus bandwidth : X
+  FAILED`` trailer (the test's own ``NCCL_TESTS_MIN_BW`` check failed and it exits non-zero),
+  or, in a log whose table never finished, an ``NCCL WARN`` line that says something failed or
+  an NCCL error return (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code
+  unwinds);
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
-  test starting``, ``nThread ... minBytes``, the ``out-of-place  in-place`` line) after which no
-  ``Avg bus bandwidth`` line came.
+  test starting``, ``nThread ... minBytes``, the ``out-of-place  in-place`` line, the column
+  header's ``(B)  (elements)`` units line) after which no ``Avg bus bandwidth`` line came.
 
 Only plain string operations run here (no pattern), so the cost is linear in the line.
 """
@@ -136,8 +138,9 @@ def _is_error_return(body: str) -> bool:
 
 
 def _starts_run(body: str) -> bool:
-    """A line nccl-tests prints before a table: the run's announcement or parameters, or the
-    ``out-of-place  in-place`` line above the column header."""
+    """A line nccl-tests prints before a table: the run's announcement or parameters, the
+    ``out-of-place  in-place`` line above the column header, or the units line below it
+    (``(B)  (elements)  (us)  (GB/s)``; a piece pasted from there on still shows a table begun)."""
     text = body.strip()
     if text[:1] == "#":
         text = text[1:].lstrip()
@@ -145,6 +148,7 @@ def _starts_run(body: str) -> bool:
         text.startswith("Collective test starting")
         or (text.startswith("nThread ") and "minBytes" in text)
         or (text.startswith("out-of-place") and text.endswith("in-place"))
+        or (text.startswith("(B)") and text[3:4].isspace() and text[3:].split()[:1] == ["(elements)"])
     )
 
 
@@ -156,6 +160,7 @@ class RunChecks:
     """The health of the run(s) a log shows, line by line (see the module docstring)."""
 
     __slots__ = (
+        "avg_failed_line",
         "failure_line",
         "header_open",
         "last_size",
@@ -180,6 +185,8 @@ class RunChecks:
         self.oob_count = 0
         self.oob_failed = False
         self.failure_line: str | None = None
+        #: an ``Avg bus bandwidth : X FAILED`` trailer: the test's own bandwidth floor failed
+        self.avg_failed_line: str | None = None
         self.warn_line: str | None = None
         #: the last ``NCCL WARN`` line, quoted when an error return follows it
         self.last_warn: str | None = None
@@ -218,6 +225,8 @@ class RunChecks:
             self.trailers += 1
             self.open_rows = 0
             self.header_open = False
+            if self.avg_failed_line is None and body.split()[-1:] == ["FAILED"]:
+                self.avg_failed_line = _quote(body)
             return
         if "size" in body:
             columns = _header_columns(body)
@@ -248,6 +257,8 @@ class RunChecks:
             return RunFailure(CORRUPTED, self._corruption())
         if self.failure_line is not None:
             return RunFailure(RUN_FAILED, _cap(f"nccl-tests failed: {self.failure_line}"))
+        if self.avg_failed_line is not None:
+            return RunFailure(RUN_FAILED, _cap(f"nccl-tests failed its own NCCL_TESTS_MIN_BW check: {self.avg_failed_line}"))
         if self.warn_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"NCCL failed and no result table finished: {self.warn_line}"))
         if self.open_rows:
