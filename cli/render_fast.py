@@ -55,7 +55,7 @@ def _strict_loader(base: Any) -> Any:
     reader leaves to the project's reader (merge keys, repeated or non-string keys, long integers,
     y/n booleans, tags beyond the plain ones)."""
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(base):  # type: ignore[misc]
         yaml_implicit_resolvers: dict[Any, list[tuple[str, Any]]] = {}
 
         def flatten_mapping(self, node: Any) -> None:

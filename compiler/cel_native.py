@@ -217,51 +217,71 @@ def _scalar(value: Any) -> Any:
 
 
 def _evaluate(node: Node, activation: Mapping[str, Any]) -> Any:
-    tag = node[0]
-    if tag == "lit":
-        return node[1]
-    if tag == "var":
-        value = activation[node[1]]
-        if value is None:
-            raise _Undecided("null")
-        return value
-    if tag == "select":
-        target = _evaluate(node[1], activation)
-        if type(target) is not dict:
-            raise _Undecided("selection on a value that is not a map")
-        if node[2] not in target:
-            raise _Missing(node[2])
-        value = target[node[2]]
-        if value is None:
-            raise _Undecided("null")
-        return value
-    if tag == "has":
-        target = _evaluate(node[1], activation)
-        if type(target) is not dict:
-            raise _Undecided("has() on a value that is not a map")
-        if target.get(node[2], False) is None:
-            raise _Undecided("null")
-        return node[2] in target
-    if tag == "not":
-        value = _evaluate(node[1], activation)
-        if type(value) is not bool:
-            raise _Undecided("! of a value that is not a boolean")
-        return not value
-    if tag == "and" or tag == "or":
-        return _logical(tag == "and", node[1], node[2], activation)
-    if tag == "rel":
-        return _relation(node[1], node[2], node[3], activation)
-    if tag == "call":
-        target = _evaluate(node[2], activation)
-        argument = _evaluate(node[3], activation)
-        if type(target) is not str or type(argument) is not str:
-            raise _Undecided("string method on a value that is not a string")
-        if node[1] == "startsWith":
-            return target.startswith(argument)
-        if node[1] == "endsWith":
-            return target.endswith(argument)
-        return argument in target
-    raise _Undecided(tag)
+    step = _STEPS.get(node[0])
+    if step is None:
+        raise _Undecided(node[0])
+    return step(node, activation)
+
+
+def _variable(node: Node, activation: Mapping[str, Any]) -> Any:
+    value = activation[node[1]]
+    if value is None:
+        raise _Undecided("null")
+    return value
+
+
+def _select(node: Node, activation: Mapping[str, Any]) -> Any:
+    target = _evaluate(node[1], activation)
+    if type(target) is not dict:
+        raise _Undecided("selection on a value that is not a map")
+    if node[2] not in target:
+        raise _Missing(node[2])
+    value = target[node[2]]
+    if value is None:
+        raise _Undecided("null")
+    return value
+
+
+def _has(node: Node, activation: Mapping[str, Any]) -> bool:
+    target = _evaluate(node[1], activation)
+    if type(target) is not dict:
+        raise _Undecided("has() on a value that is not a map")
+    if target.get(node[2], False) is None:
+        raise _Undecided("null")
+    return node[2] in target
+
+
+def _negate(node: Node, activation: Mapping[str, Any]) -> bool:
+    value = _evaluate(node[1], activation)
+    if type(value) is not bool:
+        raise _Undecided("! of a value that is not a boolean")
+    return not value
+
+
+def _string_call(node: Node, activation: Mapping[str, Any]) -> bool:
+    target = _evaluate(node[2], activation)
+    argument = _evaluate(node[3], activation)
+    if type(target) is not str or type(argument) is not str:
+        raise _Undecided("string method on a value that is not a string")
+    if node[1] == "startsWith":
+        return target.startswith(argument)
+    if node[1] == "endsWith":
+        return target.endswith(argument)
+    return argument in target
+
+
+#: How each node of the tree evaluates, by its tag.
+_STEPS: dict[str, Callable[[Node, Mapping[str, Any]], Any]] = {
+    "lit": lambda node, _: node[1],
+    "var": _variable,
+    "select": _select,
+    "has": _has,
+    "not": _negate,
+    "and": lambda node, activation: _logical(True, node[1], node[2], activation),
+    "or": lambda node, activation: _logical(False, node[1], node[2], activation),
+    "rel": lambda node, activation: _relation(node[1], node[2], node[3], activation),
+    "call": _string_call,
+}
 
 
 def _logical(conjunction: bool, left: Node, right: Node, activation: Mapping[str, Any]) -> bool:

@@ -202,9 +202,15 @@ def _check_list_type(schema: dict[str, Any], value: list[Any], path: tuple[PathP
 
 def _check_object(schema: dict[str, Any], value: dict[str, Any], path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
     properties = schema.get("properties", {})
-    extra = schema.get("additionalProperties")
-    preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
     present = {key for key, item in value.items() if item is not None or properties.get(key, {}).get("nullable")}
+    yield from _object_shape(schema, value, present, path)
+    for key, item in value.items():
+        yield from _check_member(schema, key, item, key in present, path)
+
+
+def _object_shape(schema: dict[str, Any], value: dict[str, Any], present: set[str], path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
+    """What the object as a whole must hold: its required keys, an embedded object's type, its size."""
+    properties = schema.get("properties", {})
     for key in schema.get("required", []):
         if key not in present:
             yield error("FieldRequired", path + (key,), "Required value")
@@ -216,20 +222,25 @@ def _check_object(schema: dict[str, Any], value: dict[str, Any], path: tuple[Pat
         yield error("FieldTooMany", path, f"Too many: {len(present)}: must have at most {schema['maxProperties']} properties")
     if "minProperties" in schema and len(present) < schema["minProperties"]:
         yield error("FieldInvalid", path, f"should have at least {schema['minProperties']} properties")
-    for key, item in value.items():
-        if not isinstance(key, str):
-            yield error("FieldTypeInvalid", path + (str(key),), f"keys must be strings, got {_type_name(key)}: quote the key")
-        elif key == "metadata" and (not path or schema.get("x-kubernetes-embedded-resource")):
-            # Object metadata follows ObjectMeta, which the schema leaves as a bare object.
-            if item is not None and not isinstance(item, dict):
-                yield error("FieldTypeInvalid", path + (key,), f"must be of type object, got {_type_name(item)}")
-        elif key in properties:
-            if key in present:
-                yield from _check(properties[key], item, path + (key,))
-        elif isinstance(extra, dict):
-            yield from _check(extra, item, path + (key,))
-        elif not preserve:
-            yield error("FieldUnknown", path + (key,), f'unknown field "{key}"')
+
+
+def _check_member(schema: dict[str, Any], key: Any, item: Any, present: bool, path: tuple[PathPart, ...]) -> Iterator[Diagnostic]:
+    """One key of an object against the schema's properties, its additionalProperties or neither."""
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties")
+    if not isinstance(key, str):
+        yield error("FieldTypeInvalid", path + (str(key),), f"keys must be strings, got {_type_name(key)}: quote the key")
+    elif key == "metadata" and (not path or schema.get("x-kubernetes-embedded-resource")):
+        # Object metadata follows ObjectMeta, which the schema leaves as a bare object.
+        if item is not None and not isinstance(item, dict):
+            yield error("FieldTypeInvalid", path + (key,), f"must be of type object, got {_type_name(item)}")
+    elif key in properties:
+        if present:
+            yield from _check(properties[key], item, path + (key,))
+    elif isinstance(extra, dict):
+        yield from _check(extra, item, path + (key,))
+    elif not schema.get("x-kubernetes-preserve-unknown-fields", False):
+        yield error("FieldUnknown", path + (key,), f'unknown field "{key}"')
 
 
 def _compiled(pattern: str) -> Any:

@@ -244,13 +244,29 @@ def _type_name(value: Any) -> str:
 
 
 def _rules(values: dict[str, Any]) -> list[Diagnostic]:
+    """Every value rule the types alone do not say, in the order of the values file."""
+    return [
+        *_identity_rules(values),
+        *_rbac_rules(values["rbac"]),
+        *_image_rules(values["manager"]),
+        *_manager_rules(values["manager"]),
+        *_metrics_rules(values["metrics"]),
+        *_label_problems(values),
+    ]
+
+
+def _identity_rules(values: dict[str, Any]) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
-    manager, rbac = values["manager"], values["rbac"]
     namespace, account = values["namespace"]["name"], values["serviceAccount"]["name"]
     if not _DNS_LABEL.fullmatch(namespace):
         problems.append(error("FieldValueInvalid", "namespace.name", f"{namespace!r} is not a DNS-1123 label"))
     if not _DNS_SUBDOMAIN.fullmatch(account):
         problems.append(error("FieldValueInvalid", "serviceAccount.name", f"{account!r} is not a DNS-1123 subdomain"))
+    return problems
+
+
+def _rbac_rules(rbac: dict[str, Any]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
     if rbac["scope"] not in RBAC_SCOPES:
         problems.append(error("FieldValueNotSupported", "rbac.scope", f"{rbac['scope']!r}: expected cluster or namespaced"))
     seen: set[str] = set()
@@ -273,6 +289,11 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
         problems.append(
             warning("RunNamespacesIgnored", "rbac.runNamespaces", "cluster scope already grants every namespace; the list is not used")
         )
+    return problems
+
+
+def _image_rules(manager: dict[str, Any]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
     image = manager["image"]
     if not _REPOSITORY.fullmatch(image["repository"]):
         problems.append(error("FieldValueInvalid", "manager.image.repository", f"{image['repository']!r} is not an image repository"))
@@ -285,6 +306,11 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
     for index, secret in enumerate(manager["imagePullSecrets"]):
         if not isinstance(secret, str) or not _DNS_SUBDOMAIN.fullmatch(secret):
             problems.append(error("FieldValueInvalid", f"manager.imagePullSecrets[{index}]", "expected a Secret name"))
+    return problems
+
+
+def _manager_rules(manager: dict[str, Any]) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
     for key, low in MINIMUMS.items():
         if manager[key] < low:
             problems.append(error("FieldValueInvalid", f"manager.{key}", f"must be at least {low}"))
@@ -295,10 +321,14 @@ def _rules(values: dict[str, Any]) -> list[Diagnostic]:
     for key in ("namespaceAccessTimeout", "neverSchedulableTimeout", "computeDomainTimeout"):
         if not _DURATION.fullmatch(manager[key]):
             problems.append(error("FieldValueInvalid", f"manager.{key}", "expected a duration such as 10m or 90s"))
-    secret = values["metrics"]["certSecret"]
+    return problems
+
+
+def _metrics_rules(metrics: dict[str, Any]) -> list[Diagnostic]:
+    secret = metrics["certSecret"]
     if secret and not _DNS_SUBDOMAIN.fullmatch(secret):
-        problems.append(error("FieldValueInvalid", "metrics.certSecret", f"{secret!r} is not a Secret name"))
-    return problems + _label_problems(values)
+        return [error("FieldValueInvalid", "metrics.certSecret", f"{secret!r} is not a Secret name")]
+    return []
 
 
 def _label_problems(values: dict[str, Any]) -> list[Diagnostic]:
