@@ -151,7 +151,7 @@ def _check_training(reading: Mapping[str, Any], expect: Mapping[str, Any]) -> No
 
 # ------------------------------------------------------------------ nodes
 
-_SECTION = re.compile(r"^([A-Z][A-Za-z]*):(\s*)(.*)$")
+_SECTION = re.compile(r"^([A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)*):(\s*)(.*)$")
 _PAIR_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._/-]*)([=:])\s*(.*)$")
 _DESCRIBE_MAPS = {"Labels": "=", "Annotations": ":", "Capacity": ":", "Allocatable": ":"}
 

@@ -3,7 +3,9 @@
 A node without a providerID is placed by its labels: the label prefixes each managed
 Kubernetes writes (``eks.amazonaws.com/``, ``kubernetes.azure.com/``...), then a GPU instance
 type only one cloud sells. The rules are data (``detection/platforms.yaml``); each node's
-reading records what decided it. A user-supplied ``--platform`` replaces detection entirely;
+reading records what decided it. A node that no rule places, but whose CSI node-id annotation
+names a cloud's own block-storage driver (``ebs.csi.aws.com`` runs only on EC2), is placed on
+that cloud before the default applies. A user-supplied ``--platform`` replaces detection entirely;
 otherwise every target node is classified and all of them must agree.
 """
 
@@ -14,7 +16,7 @@ from collections import defaultdict
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, error, info
-from ..facts import labels_of, name_of, provider_id
+from ..facts import annotations_of, labels_of, name_of, provider_id
 from .hints import instance_type
 from .model import DEFAULTED, DETECTED, SUPPLIED, Fact, name_list, plural
 from .tables import table
@@ -22,6 +24,15 @@ from .tables import table
 __all__ = ["platform_names", "PlatformReading", "read_platform", "node_platform", "validate_platform_flag", "detect_platform"]
 
 PROVIDER_ID = "spec.providerID"
+#: the annotation the kubelet writes with each CSI driver's id for the node (a JSON object)
+CSI_NODE_ID = "csi.volume.kubernetes.io/nodeid"
+#: CSI drivers only one cloud runs: their node id is that cloud's instance id
+_CSI_DRIVER_PLATFORMS = {
+    "ebs.csi.aws.com": "aws",
+    "pd.csi.storage.gke.io": "gcp",
+    "disk.csi.azure.com": "azure",
+    "blockvolume.csi.oraclecloud.com": "oci",
+}
 
 
 def platform_names() -> tuple[str, ...]:
@@ -32,8 +43,9 @@ def platform_names() -> tuple[str, ...]:
 class PlatformReading(NamedTuple):
     """One node's platform and what decided it.
 
-    ``basis`` is ``spec.providerID``, ``label <key>``, ``instance type <value> (<label>)``, or
-    ``no spec.providerID`` when the node carries nothing that names a cloud.
+    ``basis`` is ``spec.providerID``, ``label <key>``, ``instance type <value> (<label>)``,
+    ``annotation <key> (<driver>)``, or ``no spec.providerID`` when the node carries nothing
+    that names a cloud.
     """
 
     platform: str
@@ -43,7 +55,29 @@ class PlatformReading(NamedTuple):
     @property
     def from_labels(self) -> bool:
         """The platform came from a label rather than the providerID or the default."""
-        return self.basis.startswith(("label ", "instance type "))
+        return self.basis.startswith(_READ_FROM_METADATA)
+
+
+#: the bases that read a node's metadata rather than its providerID
+_READ_FROM_METADATA = ("label ", "instance type ", "annotation ")
+
+
+def _csi_platform(node: Mapping[str, Any]) -> PlatformReading | None:
+    """The cloud whose own block-storage CSI driver registered the node, if exactly one did."""
+    raw = annotations_of(node).get(CSI_NODE_ID, "")
+    try:
+        drivers = json.loads(raw) if isinstance(raw, str) and raw.startswith("{") else {}
+    except (ValueError, RecursionError):
+        return None
+    found = sorted(
+        {(_CSI_DRIVER_PLATFORMS[d], d) for d in drivers if isinstance(d, str) and d in _CSI_DRIVER_PLATFORMS}
+        if isinstance(drivers, dict)
+        else set()
+    )
+    if len({platform for platform, _ in found}) != 1:
+        return None
+    platform, driver = found[0]
+    return PlatformReading(platform, f"annotation {CSI_NODE_ID} ({driver})")
 
 
 def _label_basis(rule: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
@@ -94,8 +128,17 @@ def read_platform(node: Mapping[str, Any]) -> PlatformReading:
     """The platform one node belongs to (first matching rule, else the table default), and why."""
     for rule in table("platforms")["rules"]:
         basis = _rule_basis(rule, node)
+        if basis == f"no {PROVIDER_ID}":
+            # a rule that holds for any node without a providerID (the on-prem fallback): a
+            # cloud's own storage driver, when it registered the node, says more
+            csi = _csi_platform(node)
+            if csi is not None:
+                return csi
         if basis is not None:
             return PlatformReading(str(rule["platform"]), basis, str(rule.get("note") or ""))
+    csi = None if provider_id(node) else _csi_platform(node)
+    if csi is not None:
+        return csi
     return PlatformReading(str(table("platforms")["default"]), PROVIDER_ID if provider_id(node) else f"no {PROVIDER_ID}")
 
 
@@ -180,7 +223,7 @@ def detect_platform(
     for note, noted in sorted(notes.items()):
         diags.append(info("PlatformDetectionNote", target_path, f"{note} (nodes: {name_list(noted)})"))
     for basis, named in sorted(bases.items()):
-        if basis.startswith(("label ", "instance type ")):
+        if basis.startswith(_READ_FROM_METADATA):
             diags.append(
                 info(
                     "PlatformFromLabel",

@@ -195,6 +195,8 @@ _JSON_STATUS = re2.compile(r'"status"\s*:\s*"([A-Za-z]{1,20})"')
 _JSON_RESULT_ID = re2.compile(r'"(?:gpu_id|entity_id)"\s*:')
 #: the key of a DCGM failure-reason code in a result's warnings: a result piece shows it
 _DCGM_ERROR_KEY = '"error_id"'
+#: the per-test verdict DCGM 4 writes after a test's per-entity results: a pasted test object shows it
+_DCGM4_SUMMARY_KEY = '"test_summary"'
 #: the most loose failures a cut JSON piece gives (one already fails it)
 _MAX_LOOSE = 64
 
@@ -321,7 +323,7 @@ def _is_border(line: str) -> bool:
     return len(text) > 10 and text[0] == "+" and text[-1] == "+" and not text.strip("+-")
 
 
-# Long: one pass over the box table; every kind of row (header, section, test, entity result,
+# One pass over the box table; every kind of row (header, section, test, entity result,
 # message, metadata) is one short branch of the same loop, sharing the current test and section.
 def _from_table(lines: list[str]) -> tuple[tuple[DcgmTest, ...], bool]:
     """The tests of the box table and whether the table was closed by its last rule."""
@@ -363,6 +365,19 @@ def _from_table(lines: list[str]) -> tuple[tuple[DcgmTest, ...], bool]:
     return tuple(tests), closed or not started
 
 
+def _json_piece(body: str) -> bool:
+    """The text is a JSON report, or a piece of one, rather than a table or a refusal.
+
+    A report opens with ``test_categories``; a pasted piece shows a result's entity key beside a
+    failure-reason code, or (DCGM 4) beside the ``test_summary`` that closes each test object.
+    """
+    if _JSON_STARTED in body:
+        return True
+    if _DCGM_ERROR_KEY not in body and _DCGM4_SUMMARY_KEY not in body:
+        return False
+    return _JSON_RESULT_ID.search(body) is not None
+
+
 def parse_dcgm(text: str) -> DcgmResult:
     """The tests and overall status in a ``dcgmi diag`` log; never raises on odd input."""
     lines = [matched_part(split_line(raw)[1]) for raw in text.splitlines()]
@@ -375,7 +390,7 @@ def parse_dcgm(text: str) -> DcgmResult:
     complete = True
     if not tests:
         tests, complete = _from_table(lines)
-    if not tests and (_JSON_STARTED in body or (_DCGM_ERROR_KEY in body and _JSON_RESULT_ID.search(body) is not None)):
+    if not tests and _json_piece(body):
         # a JSON report (or a piece of one) that never closed: what it shows whole is read, a
         # status no whole object holds still counts when it fails, and nothing in it is a pass
         tests, complete = _from_cut_json(body), False
