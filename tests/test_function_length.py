@@ -46,6 +46,39 @@ def long_functions_without_reason(source: str) -> list[tuple[str, int, int]]:
     return found
 
 
+def stale_reasons(source: str) -> list[tuple[str, int, int]]:
+    """``(name, line, length)`` of every function of at most the limit that still carries a
+    ``# Long:`` comment (a reason left behind when the function was shortened)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assert node.end_lineno is not None
+        length = node.end_lineno - node.lineno + 1
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        if length <= LIMIT and any(line.startswith(MARK) for line in _comment_above(lines, first)):
+            found.append((node.name, node.lineno, length))
+    return found
+
+
+def test_no_short_function_keeps_a_long_reason() -> None:
+    offenders = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for name, line, length in stale_reasons(path.read_text(encoding="utf-8")):
+                offenders.append(f"{path.relative_to(ROOT)}:{line} {name} ({length} lines)")
+    assert not offenders, "functions of 60 lines or fewer with a stale '# Long:' comment:\n" + "\n".join(offenders)
+
+
+def test_a_stale_reason_is_found() -> None:
+    short = "# Long: it was long once.\ndef f() -> None:\n    pass\n"
+    assert stale_reasons(short) == [("f", 2, 2)]
+    body = "".join(f"    x{i} = {i}\n" for i in range(LIMIT))
+    assert stale_reasons("# Long: a table.\ndef g() -> None:\n" + body) == []
+
+
 def test_every_long_function_says_why() -> None:
     offenders = []
     for package in PACKAGES:
