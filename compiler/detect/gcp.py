@@ -213,14 +213,8 @@ def installer_tag(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-# Long: reads the installer pods, votes on the plugin tag and explains each way the vote can fail, one diagnostic per case.
-def detect_tcpxo_profile(
-    facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]], *, path: str = "spec.target"
-) -> tuple[Fact, list[Diagnostic]]:
-    """The TCPXO profile (``Fact.value``) for the plugin version installed on ``nodes``."""
-    namespace = str(table("tcpxo")["installer"]["namespace"])
-    names = sorted(name_of(n) for n in nodes)
-    target = set(names)
+def _installer_tags(facts: ClusterFacts, namespace: str, target: set[str]) -> dict[str, set[str]]:
+    """The TCPXO installer image tags each target node runs (running, not deleted pods of ``namespace``)."""
     tags: dict[str, set[str]] = defaultdict(set)
     for pod in facts.pods:
         meta = pod.get("metadata") or {}
@@ -232,27 +226,38 @@ def detect_tcpxo_profile(
         tag = installer_tag(pod)
         if tag is not None:
             tags[spec["nodeName"]].add(tag)
+    return tags
 
-    reason = ""
+
+def _undecided(facts: ClusterFacts, namespace: str, names: list[str], tags: dict[str, set[str]]) -> str:
+    """Why the installer tags do not name one version ("" when they do)."""
     distinct = sorted(set().union(*tags.values())) if tags else []
     missing = [n for n in names if n not in tags]
     if not names:
-        reason = "there are no target nodes"
-    elif not facts.pods:
-        reason = f"the cluster facts hold no Pods; add the {namespace} pods (kubectl get pods -n {namespace} -o yaml)"
-    elif missing:
-        reason = f"no running TCPXO installer on {len(missing)} of {plural(len(names), 'target node')} ({name_list(missing)})"
-    elif len(distinct) > 1:
+        return "there are no target nodes"
+    if not facts.pods:
+        return f"the cluster facts hold no Pods; add the {namespace} pods (kubectl get pods -n {namespace} -o yaml)"
+    if missing:
+        return f"no running TCPXO installer on {len(missing)} of {plural(len(names), 'target node')} ({name_list(missing)})"
+    if len(distinct) > 1:
         per_tag = defaultdict(list)
         for node, node_tags in tags.items():
             for t in node_tags:
                 per_tag[t or "untagged"].append(node)
-        reason = "the target nodes run different versions: " + ", ".join(
-            f"{t} on {plural(len(per_tag[t]), 'node')}" for t in sorted(per_tag)
-        )
-    elif distinct == [""]:
-        reason = "the installer image is untagged"
+        return "the target nodes run different versions: " + ", ".join(f"{t} on {plural(len(per_tag[t]), 'node')}" for t in sorted(per_tag))
+    if distinct == [""]:
+        return "the installer image is untagged"
+    return ""
 
+
+def detect_tcpxo_profile(
+    facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]], *, path: str = "spec.target"
+) -> tuple[Fact, list[Diagnostic]]:
+    """The TCPXO profile (``Fact.value``) for the plugin version installed on ``nodes``."""
+    namespace = str(table("tcpxo")["installer"]["namespace"])
+    names = sorted(name_of(n) for n in nodes)
+    tags = _installer_tags(facts, namespace, set(names))
+    reason = _undecided(facts, namespace, names, tags)
     if reason:
         profile = default_tcpxo_profile()
         return Fact(profile, DEFAULTED, "TCPXO plugin version not detected"), [
@@ -264,6 +269,7 @@ def detect_tcpxo_profile(
             )
         ]
 
+    distinct = sorted(set().union(*tags.values()))
     tag = distinct[0]
     profile, kind = tcpxo_profile_for(tag)
     if kind == "exact":

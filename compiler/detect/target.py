@@ -267,58 +267,82 @@ def _looks_like_gpu_node(node: Mapping[str, Any], labels: Mapping[str, str], dra
 
 
 def _validate(target: Mapping[str, Any], path: str) -> list[Diagnostic]:
-    diags: list[Diagnostic] = []
+    problems = [
+        *_selector_problems(target.get("nodeSelector")),
+        *_expression_problems(target.get("matchExpressions")),
+        *_name_problems(target.get("nodeNames")),
+        *_taint_problems(target.get("taintSelectors")),
+    ]
+    return [error("InvalidTarget", f"{path}.{where}", message) for where, message in problems]
 
-    def bad(where: str, message: str) -> None:
-        diags.append(error("InvalidTarget", f"{path}.{where}", message))
 
-    selector = target.get("nodeSelector")
-    if selector is not None:
-        if not isinstance(selector, Mapping):
-            bad("nodeSelector", "expected a mapping of label keys to values")
-        else:
-            for key, value in selector.items():
-                if not isinstance(value, str):
-                    bad(f"nodeSelector.{key}", "label values must be strings (quote true, false and numbers)")
-    expressions = target.get("matchExpressions")
-    if expressions is not None:
-        if not isinstance(expressions, list):
-            bad("matchExpressions", "expected a list")
-        else:
-            for i, expr in enumerate(expressions):
-                where = f"matchExpressions[{i}]"
-                if not isinstance(expr, Mapping) or not isinstance(expr.get("key"), str) or not expr.get("key"):
-                    bad(where, "each expression needs a key")
-                    continue
-                op = expr.get("operator")
-                values = expr.get("values")
-                if op not in _OPERATORS:
-                    bad(f"{where}.operator", f"operator {op!r} is not supported: use {', '.join(_OPERATORS)}")
-                elif values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
-                    bad(f"{where}.values", "expected a list of strings")
-                elif op in ("In", "NotIn") and not values:
-                    bad(f"{where}.values", f"operator {op} needs at least one value")
-                elif op in ("Exists", "DoesNotExist") and values:
-                    bad(f"{where}.values", f"operator {op} takes no values")
-                elif op in ("Gt", "Lt"):
-                    problem = _comparison_problem(str(op), values or [])
-                    if problem:
-                        bad(f"{where}.{problem[0]}", problem[1])
-    names = target.get("nodeNames")
+#: A problem of the target: the field under the target, and what is wrong with it.
+_Problem = tuple[str, str]
+
+
+def _selector_problems(selector: Any) -> list[_Problem]:
+    if selector is None:
+        return []
+    if not isinstance(selector, Mapping):
+        return [("nodeSelector", "expected a mapping of label keys to values")]
+    return [
+        (f"nodeSelector.{key}", "label values must be strings (quote true, false and numbers)")
+        for key, value in selector.items()
+        if not isinstance(value, str)
+    ]
+
+
+def _expression_problems(expressions: Any) -> list[_Problem]:
+    if expressions is None:
+        return []
+    if not isinstance(expressions, list):
+        return [("matchExpressions", "expected a list")]
+    problems: list[_Problem] = []
+    for i, expr in enumerate(expressions):
+        where = f"matchExpressions[{i}]"
+        if not isinstance(expr, Mapping) or not isinstance(expr.get("key"), str) or not expr.get("key"):
+            problems.append((where, "each expression needs a key"))
+            continue
+        problem = _operator_problem(expr.get("operator"), expr.get("values"))
+        if problem:
+            problems.append((f"{where}.{problem[0]}", problem[1]))
+    return problems
+
+
+def _operator_problem(op: Any, values: Any) -> _Problem | None:
+    """What is wrong with one expression's operator and values (the field under the expression)."""
+    if op not in _OPERATORS:
+        return "operator", f"operator {op!r} is not supported: use {', '.join(_OPERATORS)}"
+    if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+        return "values", "expected a list of strings"
+    if op in ("In", "NotIn") and not values:
+        return "values", f"operator {op} needs at least one value"
+    if op in ("Exists", "DoesNotExist") and values:
+        return "values", f"operator {op} takes no values"
+    if op in ("Gt", "Lt"):
+        return _comparison_problem(str(op), values or [])
+    return None
+
+
+def _name_problems(names: Any) -> list[_Problem]:
     if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n for n in names)):
-        bad("nodeNames", "expected a list of node names")
-    selectors = target.get("taintSelectors")
-    if selectors is not None:
-        if not isinstance(selectors, list):
-            bad("taintSelectors", "expected a list")
-        else:
-            for i, sel in enumerate(selectors):
-                where = f"taintSelectors[{i}]"
-                if not isinstance(sel, Mapping) or not isinstance(sel.get("key"), str) or not sel.get("key"):
-                    bad(where, "each taint selector needs a key")
-                    continue
-                if sel.get("value") is not None and not isinstance(sel.get("value"), str):
-                    bad(f"{where}.value", "expected a string")
-                if (sel.get("effect") or "") not in _EFFECTS:
-                    bad(f"{where}.effect", f"effect must be one of {', '.join(e for e in _EFFECTS if e)} (or empty for any)")
-    return diags
+        return [("nodeNames", "expected a list of node names")]
+    return []
+
+
+def _taint_problems(selectors: Any) -> list[_Problem]:
+    if selectors is None:
+        return []
+    if not isinstance(selectors, list):
+        return [("taintSelectors", "expected a list")]
+    problems: list[_Problem] = []
+    for i, sel in enumerate(selectors):
+        where = f"taintSelectors[{i}]"
+        if not isinstance(sel, Mapping) or not isinstance(sel.get("key"), str) or not sel.get("key"):
+            problems.append((where, "each taint selector needs a key"))
+            continue
+        if sel.get("value") is not None and not isinstance(sel.get("value"), str):
+            problems.append((f"{where}.value", "expected a string"))
+        if (sel.get("effect") or "") not in _EFFECTS:
+            problems.append((f"{where}.effect", f"effect must be one of {', '.join(e for e in _EFFECTS if e)} (or empty for any)"))
+    return problems
