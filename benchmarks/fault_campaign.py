@@ -85,8 +85,10 @@ class Scenario:
 SCENARIOS = (
     Scenario("healthy", "none", "nccl-all-reduce"),
     Scenario("nccl-crash", "NCCL error on node 0, every attempt", "nccl-loopback", node_fault="nccl-crash", expect="FAILED", blamed=(0,)),
-    # A crash during certification is a finding even if a retry would pass (the loopback's
-    # workload does not retry): the node is blamed, and only that node.
+    # kwok ends a crashed pod Failed (it cannot restart a container in place), and the Job
+    # controller's replacement pod belongs to the same crashing attempt, so the node fails twice
+    # the same way and the repeat rule ends the run (NVCRE would end it at the Job's backoffLimit):
+    # the node is blamed, and only that node.
     Scenario(
         "crash-once", "NCCL error on node 0, first attempt only", "nccl-loopback", node_fault="crash-once", expect="FAILED", blamed=(0,)
     ),

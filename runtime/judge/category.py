@@ -51,6 +51,7 @@ from .reading import (
     status_of,
     true_condition,
 )
+from .retry_note import retries_of_job
 from .thresholds import bandwidth_is_final, evaluate_one
 
 __all__ = ["NEXT_STEP_DIAGNOSE", "bandwidth_rows", "category_verdict", "is_diagnose"]
@@ -337,6 +338,7 @@ def _group_verdict(
         node_count=len(nodes) or unpinned_size,
         restarts=_restarts(job, evidence.goodput_by_job.get(job_key)),
         measurement_failure=measured,
+        retries=None if failed else retries_of_job(job),
     )
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "DiagnoseTest",
     "DiagnosisVerdict",
     "DomainTraining",
+    "FailedAttempt",
     "FailedNode",
     "FailureLog",
     "GroupVerdict",
@@ -27,6 +28,7 @@ __all__ = [
     "MeasurementState",
     "NodeResult",
     "RestartVerdict",
+    "RetryVerdict",
     "TrainingMetrics",
     "WorkflowState",
 ]
@@ -91,6 +93,68 @@ class RestartVerdict:
     resume_seconds: float | None = None
 
 
+#: what Linux's ``strsignal`` calls the signals a workload is usually ended by
+SIGNAL_NAMES = {
+    1: "Hangup",
+    2: "Interrupt",
+    3: "Quit",
+    4: "Illegal instruction",
+    6: "Aborted",
+    7: "Bus error",
+    8: "Floating point exception",
+    9: "Killed",
+    10: "User defined signal 1",
+    11: "Segmentation fault",
+    12: "User defined signal 2",
+    13: "Broken pipe",
+    14: "Alarm clock",
+    15: "Terminated",
+}
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """One failed run of a workload container before the run that counted (``judge.retries``)."""
+
+    #: the attempt of the container's slot this run was (1 for the first)
+    attempt: int
+    node: str
+    pod: str
+    container: str
+    #: the replicated job the pod belongs to (``launcher``, ``node``), else the container's name
+    role: str
+    exit_code: int
+    #: the kubelet's reason (``Error``, ``OOMKilled``...)
+    reason: str
+    #: the signal that ended it (reported, or read from an exit code of 128 + N), 0 when none
+    signal: int = 0
+    #: True when the container status named the signal itself, False when read from the exit code
+    signal_reported: bool = False
+    #: when it ended (RFC 3339, as the API wrote it), "" when unknown
+    finished_at: str = ""
+
+    @property
+    def signal_name(self) -> str:
+        """The signal as Linux names it (``Killed`` for 9), "" when no signal ended the run."""
+        if not self.signal:
+            return ""
+        return SIGNAL_NAMES.get(self.signal, f"signal {self.signal}")
+
+
+@dataclass(frozen=True)
+class RetryVerdict:
+    """A group whose workload passed only after earlier attempts of it failed and were retried
+    (a container restarted in place, or a pod its Job controller replaced). The group still passed."""
+
+    #: the attempt that counted (the earlier ones failed)
+    attempt: int
+    #: the failed runs whose termination is known, oldest first
+    failed: tuple[FailedAttempt, ...] = ()
+    #: failed runs of which nothing is known but that they happened (the kubelet keeps only the
+    #: last termination of a container), or that the record left out to stay short
+    undetailed: int = 0
+
+
 @dataclass(frozen=True)
 class GroupVerdict:
     """One node group (one Job per iteration)."""
@@ -114,6 +178,8 @@ class GroupVerdict:
     restarts: RestartVerdict | None = None
     #: the reason the group's bandwidth measurement failed its Job (``CollectiveDataCorrupted``...), "" when none
     measurement_failure: str = ""
+    #: set when the group's workload passed only after failed attempts were retried
+    retries: RetryVerdict | None = None
 
 
 @dataclass(frozen=True)
@@ -262,6 +328,11 @@ class CategoryVerdict:
     @property
     def restarted_groups(self) -> tuple[GroupVerdict, ...]:
         return tuple(group for group in self.groups if group.restarts is not None)
+
+    @property
+    def retried_groups(self) -> tuple[GroupVerdict, ...]:
+        """Groups that passed only after failed attempts of their workload were retried."""
+        return tuple(group for group in self.groups if group.retries is not None and not group.failed)
 
     @property
     def key(self) -> str:

@@ -13,6 +13,9 @@ are left out when empty. Failure-log tails keep their raw text. ``dumps`` writes
 
 Ours adds fields, never renames one: ``diagnosis`` (the planner's view: confirmed nodes with
 reasons, unresolved nodes, the planner), ``restartedGroups[]`` (checkpoint restarts),
+``retriedGroups[]`` (groups that passed only after failed runs of their workload were retried:
+the attempt that passed and each earlier run's node, pod, container, exit code, reason, signal
+and end),
 ``training`` (the category's averages), ``nextStep``, ``envNames``, ``statusDetail``.
 """
 
@@ -27,9 +30,11 @@ from ..judge.model import (
     CategoryVerdict,
     CertificationVerdict,
     DiagnosisVerdict,
+    FailedAttempt,
     FailureLog,
     GroupVerdict,
     RestartVerdict,
+    RetryVerdict,
 )
 from . import format as fmt
 
@@ -147,6 +152,38 @@ def _diagnosis(diagnosis: DiagnosisVerdict) -> dict[str, Any]:
     return out
 
 
+def _failed_attempt(failure: FailedAttempt) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "attempt": failure.attempt,
+        "node": failure.node,
+        "pod": failure.pod,
+        "container": failure.container,
+        "role": failure.role,
+        "exitCode": failure.exit_code,
+        "reason": failure.reason,
+    }
+    if failure.signal:
+        out["signal"] = failure.signal
+        out["signalName"] = failure.signal_name
+    if failure.finished_at:
+        out["finishedAt"] = failure.finished_at
+    return out
+
+
+def _retried_group(group: GroupVerdict, retries: RetryVerdict) -> dict[str, Any]:
+    """A group that passed on a later attempt: which, and every earlier failed run it knows."""
+    out: dict[str, Any] = {"name": group.name}
+    if group.nodes:
+        out["nodes"] = list(group.nodes)
+    if group.job_name:
+        out["job"] = group.job_name
+    out["passedOnAttempt"] = retries.attempt
+    out["failedRuns"] = [_failed_attempt(f) for f in retries.failed]
+    if retries.undetailed:
+        out["undetailedFailedRuns"] = retries.undetailed
+    return out
+
+
 def _diagnose(category: CategoryVerdict, diagnosis: DiagnosisVerdict) -> dict[str, Any]:
     """NVCRE's ``diagnose`` block: counts, the confirmed node names, faults, extremes and every test."""
     terminal = category.status in ("Succeeded", "Failed")
@@ -246,6 +283,7 @@ def _category(category: CategoryVerdict) -> dict[str, Any]:
             else [],
         ),
         ("restartedGroups", [_restarted_group(g) for g in category.restarted_groups]),
+        ("retriedGroups", [_retried_group(g, g.retries) for g in category.retried_groups if g.retries is not None]),
         ("nextStep", category.next_step),
         ("diagnose", _diagnose(category, category.diagnosis) if category.diagnosis is not None else {}),
         ("diagnosis", _diagnosis(category.diagnosis) if category.diagnosis is not None else {}),

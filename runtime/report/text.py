@@ -7,7 +7,9 @@ run set; Failed Groups; Cliques for topology-aware runs; NVCRE's Diagnosis secti
 infrastructure faults, max/min bandwidth, test results per stage), then ours: each confirmed
 node's reason, the links, the unresolved nodes; training metrics per topology domain in
 sub-boxes; one ``↻`` line per group that restarted from a checkpoint: restarts used of those
-allowed, lost work and reschedule time) and, per certification, a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
+allowed, lost work and reschedule time; and, per group that passed only after failed runs of its
+workload were retried, the attempt that passed and how each earlier run ended,
+``text_retries``) and, per certification, a Summary card. Every box line is exactly 66 display cells (``│`` + 64 + ``│``);
 content that would not fit is cut with ``...`` or, for blocked messages, hints and log tails,
 hard-wrapped. Failure-log tails are sanitised (no control or bidi characters reach the
 terminal) and limited to the last 4 KiB and 20 rendered lines; the JSON report keeps the raw text.
@@ -28,6 +30,7 @@ from . import format as fmt
 from .card import BOX_WIDTH, CONTENT, INNER, MARK_FAIL, MARK_PASS, MARK_PROVISIONAL, MARK_RESTART, Card, clean
 from .cells import fit, sanitize, width, wrap
 from .text_diagnosis import diagnosis_section
+from .text_retries import retries_section
 
 __all__ = ["BOX_WIDTH", "render", "render_many"]
 
@@ -305,6 +308,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
         card.blank()
         card.wrapped("Next step:", category.next_step, words=True)
     _restarts(card, category)
+    retries_section(card, category)
     _training(card, category)
     if not category.cliques:
         _group_bandwidth(card, category)

@@ -126,6 +126,7 @@ class RealCluster:
         self._record: dict[str, Any] = {}
         self.faults: dict[str, RealFault] = {}
         #: the killed-rank watchers, by node; each kills every rank that starts there until cleared
+        #: (``killed-rank-once``: those of the first attempt only)
         self.rank_killers: dict[str, RankKiller] = {}
         self._started = False
 
@@ -448,12 +449,13 @@ class RealCluster:
             self.set_unhealthy_gpus(node, min(fault.count, self.profile.gpus) if fault.kind != "none" else 0)
         if fault.kind in ("none", "stopped-kubelet") and target.kubelet is not None and target.kubelet.running():
             os.kill(target.kubelet.pid, signal.SIGSTOP if fault.kind == "stopped-kubelet" else signal.SIGCONT)
-        if fault.kind in ("none", "killed-rank"):
+        if fault.kind in ("none", "killed-rank", "killed-rank-once"):
             watching = self.rank_killers.pop(node, None)
             if watching is not None:
                 watching.stop()
-            if fault.kind == "killed-rank":
-                self.rank_killers[node] = RankKiller(target.layout.pods_cgroup).start()
+            if fault.kind != "none":
+                once = fault.kind == "killed-rank-once"
+                self.rank_killers[node] = RankKiller(target.layout.pods_cgroup, once=once).start()
         if fault.kind == "slow-link":
             bridge = target.layout.bridge
             if namespaces.run_in(self.netns, ["ip", "link", "show", bridge], check=False).returncode != 0:

@@ -12,6 +12,9 @@
                           training worker) that starts in one of the node's pods is sent SIGKILL
                           while the fault is on: its launcher sees a rank die mid-collective, on
                           each retry too
+``killed-rank-once``      like ``killed-rank`` for the first attempt only: the ranks the watcher
+                          first finds on the node are killed, then it stops, so the launcher's
+                          in-place retry runs clean
 ``none``                  clears every fault of the node
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "killed-rank", "none")
+REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "killed-rank", "killed-rank-once", "none")
 _RATE = re.compile(r"^[1-9][0-9]{0,5}(kbit|mbit|gbit)$")
 
 

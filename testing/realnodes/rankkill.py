@@ -1,10 +1,13 @@
-"""The ``killed-rank`` fault of the real-node environment: a watcher that sends SIGKILL to every
-workload rank it sees start in one of a node's pods, for as long as the fault is on.
+"""The ``killed-rank`` faults of the real-node environment: a watcher that sends SIGKILL to the
+workload ranks it sees start in one of a node's pods.
 
-Every one, not just the first: the workloads' launchers are retried (the catalog's
-``backoffLimit``), and a rank killed once is a transient fault a retry rightly survives. A rank
-that dies on the node each time it starts is the fault a certification must catch, as the
-simulated cluster's ``nccl-crash`` is.
+``killed-rank`` kills every one, not just the first, for as long as the fault is on: the
+workloads' launchers are retried (``restartPolicy: OnFailure``, the catalog's ``backoffLimit``),
+and a rank that dies on the node each time it starts is the fault a certification must catch,
+as the simulated cluster's ``nccl-crash`` is. ``killed-rank-once`` kills only the ranks of the
+first attempt it sees (those found by the first look that finds any; one dead rank ends the
+attempt) and then stops watching: a transient fault the kubelet's in-place retry survives, so
+the run passes, and the report says which attempt failed.
 
 A rank is a process of the nccl-tests CPU stand-in (any ``*_perf`` or ``*_perf_mpi`` name, run by
 ``mpirun`` through the worker's sshd and ``orted``) or a training worker (``pretrain_gpt.py``,
@@ -69,10 +72,12 @@ class Killed:
 
 
 class RankKiller:
-    """Watches ``pods_cgroup`` (relative to the cgroup mounts) and kills each rank there until stopped."""
+    """Watches ``pods_cgroup`` (relative to the cgroup mounts) and kills each rank there until
+    stopped; with ``once``, only the ranks of the first look that finds any, then it stops."""
 
-    def __init__(self, pods_cgroup: str) -> None:
+    def __init__(self, pods_cgroup: str, *, once: bool = False) -> None:
         self._directory = _one_hierarchy(pods_cgroup)
+        self.once = once
         self._stop = threading.Event()
         #: the ranks killed so far, in order (appended by the watcher thread only)
         self.killed: list[Killed] = []
@@ -98,6 +103,8 @@ class RankKiller:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                     self.killed.append(Killed(pid, program))
+            if self.once and self.killed:
+                return  # the first attempt is dead; its retry runs untouched
             self._stop.wait(POLL_SECONDS)
 
 

@@ -2,7 +2,10 @@
 
 :class:`WorkloadObserver` reads the TrainJob: gone (deleted by someone else: restart or fail,
 blaming no node), not ours, Failed (restart or fail), Succeeded (the Job succeeds, then its
-validation runs), suspended (Pending), or running. While it runs, a pod that keeps failing the
+validation runs), suspended (Pending), or running. A workload that passed only after some of
+its runs failed and were retried in place or by its Job controller still succeeds, and its
+``Succeeded`` message says which runs failed (``judge.retries``, ``judge.retry_note``), with a
+Warning Event ``WorkloadAttemptFailed``. While it runs, a pod that keeps failing the
 same way (``judge.repeats``) ends the attempt, the running clock is written, a training Job
 whose steps stopped coming is stalled (``stall``), and the node health monitor runs.
 """
@@ -14,7 +17,7 @@ from typing import Any
 
 from ... import compile as compiler
 from ...judge import conditions as cond
-from ...judge import repeats
+from ...judge import repeats, retries, retry_note
 from ...judge import restart as restarts
 from ...judge.stall import stall_message
 from ...kube.resources import GOODPUT_MEASUREMENTS, JOBS, TRAINJOBS
@@ -66,15 +69,7 @@ class WorkloadObserver:
             message = f"Workload TrainJob/{tj_name} failed: {detail}" if detail else f"Workload TrainJob/{tj_name} failed"
             return self.restarter.restart_or_fail(job, "WorkloadFailed", message)
         if phase == "Succeeded":
-            message = f"Workload TrainJob/{tj_name} completed" + (f": {detail}" if detail else "")
-            written = ctx.write_status(
-                JOBS,
-                job,
-                lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", message, ctx.clock.stamp()),
-                stop_when_terminal=True,
-            )
-            # Nothing written: the Job was terminal already, and its own event brings it back here.
-            return self.validation.judge(written) if written is not None else Result()
+            return self._succeeded(job, tj_name, detail)
         if phase == "Pending":
             ctx.write_status(
                 JOBS,
@@ -93,6 +88,25 @@ class WorkloadObserver:
             return stalled
         self.health.check(job, pods)
         return result
+
+    def _succeeded(self, job: dict[str, Any], tj_name: str, detail: str) -> Result:
+        """The Job succeeds, its message naming the runs that failed before the ones that counted."""
+        ctx = self.ctx
+        retried = retries.failed_attempts(self.reads.pods(job))
+        completed = f"Workload TrainJob/{tj_name} completed" + (f": {detail}" if detail else "")
+        message = retry_note.with_note(completed, retried)
+        written = ctx.write_status(
+            JOBS,
+            job,
+            lambda s: cond.set_lifecycle(s, cond.SUCCEEDED, "WorkloadCompleted", message, ctx.clock.stamp()),
+            stop_when_terminal=True,
+        )
+        # Nothing written: the Job was terminal already, and its own event brings it back here.
+        if written is None:
+            return Result()
+        if retried is not None:
+            ctx.event(written, "Warning", "WorkloadAttemptFailed", f"Workload TrainJob/{tj_name} {retry_note.note(retried)}")
+        return self.validation.judge(written)
 
     def _stalled(self, job: dict[str, Any], trainjob: Mapping[str, Any]) -> Result | None:
         """Restart, or fail with WorkloadStalled, when the training steps stopped coming."""
