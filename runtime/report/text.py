@@ -271,6 +271,25 @@ def _training(card: Card, category: CategoryVerdict) -> None:
         card.add(line)
 
 
+def _shape(card: Card, category: CategoryVerdict) -> None:
+    """The lines that say how the category ran: its scale, Jobs, placement and MNNVL."""
+    if category.test_scale and category.placement != "Unpinned":
+        card.add(f"Scale:     {category.test_scale}")
+    if category.test_scale == "diagnose":
+        return
+    if category.nodes_per_job:
+        card.add(f"Nodes/Job: {category.nodes_per_job}")
+    if category.jobs:
+        card.add(f"Jobs:      {category.jobs}")
+    if category.placement == "Unpinned":
+        if category.target_nodes and category.exercised_nodes:
+            card.add(f"Placement: Unpinned ({category.exercised_nodes} of {category.target_nodes} target nodes exercised)")
+        else:
+            card.add("Placement: Unpinned")
+    if category.mnnvl:
+        card.add(f"MNNVL:     {category.mnnvl}")
+
+
 def _category_card(category: CategoryVerdict) -> list[str]:
     card = Card(f"{category.domain}/{category.variant}")
     card.add(f"Status:    {_status_word(category.status)}")
@@ -284,20 +303,7 @@ def _category_card(category: CategoryVerdict) -> list[str]:
             runtime += f" (across {category.iteration_count} iterations)"
         card.add(f"Runtime:   {runtime}")
     _iterations(card, category)
-    if category.test_scale and category.placement != "Unpinned":
-        card.add(f"Scale:     {category.test_scale}")
-    if category.test_scale != "diagnose":
-        if category.nodes_per_job:
-            card.add(f"Nodes/Job: {category.nodes_per_job}")
-        if category.jobs:
-            card.add(f"Jobs:      {category.jobs}")
-        if category.placement == "Unpinned":
-            if category.target_nodes and category.exercised_nodes:
-                card.add(f"Placement: Unpinned ({category.exercised_nodes} of {category.target_nodes} target nodes exercised)")
-            else:
-                card.add("Placement: Unpinned")
-        if category.mnnvl:
-            card.add(f"MNNVL:     {category.mnnvl}")
+    _shape(card, category)
     if category.env_names:  # the names only: a value may be a secret
         card.wrapped("Env:", ", ".join(category.env_names), words=True)
     _failed_groups(card, category)
