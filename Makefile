@@ -69,7 +69,7 @@ typecheck: setup
 	MYPYPATH=$(MYPY_TREE) $(BIN)/mypy $(MYPY_ARGS)
 
 golden-update: setup snapshots
-	$(BIN)/python -m pytest tests/test_golden_render.py tests/test_golden_workloadrun.py tests/test_golden_platforms.py --update-golden
+	$(BIN)/python -m pytest tests/compiler/test_render_golden.py tests/compiler/test_workloadrun_golden.py tests/compiler/test_render_golden_platforms.py --update-golden
 
 # After editing catalog/, platforms/ or the CRDs: rebuild the data the render ships pre-parsed
 # (the render stays correct without it, only slower; staleness tests say when it is due).

@@ -3,7 +3,7 @@
     python benchmarks/fuzz_bench.py                # 10,000 examples
     python benchmarks/fuzz_bench.py --examples 500 --seed 7
 
-The mutations and the classification are the suite's (``tests/test_fuzz_inputs.py``). A
+The mutations and the classification are the suite's (``tests/compiler/test_render_fuzz_inputs.py``). A
 crash is any exception other than ``CompileError``: on the CLI it is an exit 1 (``guarded``
 prints one line and never a traceback, so the exit-1 count is also the count of tracebacks
 the library would have shown). Reported: examples run, outcomes, crashes by type with one
@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
 MAX_SECONDS = 5.0
 MAX_RSS_MB = 500
@@ -35,10 +35,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    import test_fuzz_inputs as fuzz
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
     from nvcre.compiler.cel import environment
+    from tests.compiler import test_render_fuzz_inputs as fuzz
 
     environment()  # cel-python raises the recursion limit once, before hypothesis watches it
 

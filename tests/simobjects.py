@@ -1,6 +1,6 @@
 """The TrainingRuntime and TrainJob a simulated-cluster test submits by hand, from a rendered Workflow.
 
-The sim cluster's own tests (``tests/integration/test_simcluster.py`` and its offline twin) drive
+The sim cluster's own tests (``tests/integration/test_simcluster_sim.py`` and its offline twin) drive
 JobSet, the Trainer and the workload player directly, without the nvcre controller. They take
 the TrainingRuntime a category Workflow carries among its dependencies and the TrainJob template
 in ``spec.jobTemplate.spec.workload.trainJob``, and turn a few knobs a scenario needs: the node

@@ -58,14 +58,14 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         f"{HERE}::test_certification_and_workloadrun_status_add_only_phase_and_observed_generation",
         f"{HERE}::test_applied_overrides_are_strings_and_diagnose_rounds_add_bandwidth_and_nodes",
         f"{HERE}::test_node_and_domain_results_follow_the_tracking_switches",
-        "tests/runtime/test_measurement_transports.py::test_every_network_name_is_kept_sorted_once",
+        "tests/runtime/reconcile/test_measurement_kinds_transports.py::test_every_network_name_is_kept_sorted_once",
     ),
     "- **Admission of the fields NVCRE leaves open**": (
         f"{CONFORMANCE}/test_nvcre_admission_permissive.py::test_a_workflow_with_any_go_duration_is_admitted",
         f"{CONFORMANCE}/test_nvcre_admission_permissive.py::test_a_certification_keeps_nvcres_own_duration_pattern",
         f"{CONFORMANCE}/test_nvcre_admission_permissive.py::test_a_job_without_a_health_expression_is_admitted",
         f"{CONFORMANCE}/test_nvcre_admission_permissive.py::test_free_topology_modes_and_template_object_metadata_are_admitted",
-        f"{CONFORMANCE}/test_nvcre_admission_on_the_api_server.py::test_the_server_and_validate_admit_what_nvcre_admits",
+        "tests/integration/conformance/test_nvcre_admission_on_the_api_server.py::test_the_server_and_validate_admit_what_nvcre_admits",
     ),
     "- **Conditions, labels and Events**": (
         f"{CONFORMANCE}/test_nvcre_reasons_and_events.py::test_the_workloadrun_failed_reason_follows_the_workflows_failed_reason",
@@ -84,7 +84,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         f"{CONFORMANCE}/test_report_contract.py::test_cliques_count_validated_nodes_per_domain_and_replace_bandwidth_by_group",
         f"{CONFORMANCE}/test_nvcre_junit_document.py::test_suites_and_cases_carry_nvcres_names_classnames_and_seconds",
         f"{CONFORMANCE}/test_nvcre_junit_document.py::test_an_unfinished_category_is_an_error_a_ci_gate_counts",
-        "tests/test_report_text.py::test_the_diagnosis_section_is_nvcres_then_ours",
+        "tests/runtime/report/test_text.py::test_the_diagnosis_section_is_nvcres_then_ours",
     ),
     "- **The MCP server**": (
         f"{CONFORMANCE}/test_nvcre_mcp_tool_hints.py::test_every_tool_carries_the_read_only_hint",
@@ -93,7 +93,7 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         f"{CONFORMANCE}/test_nvcre_mcp_tool_hints.py::test_empty_optional_fields_are_left_out_of_the_status_answer",
     ),
     "- **The CLI**": (
-        "tests/test_cli_run_golden.py::test_workloadrun_status_prints_nvcres_one_word_and_json",
+        "tests/cli/test_certification_run_golden.py::test_workloadrun_status_prints_nvcres_one_word_and_json",
         f"{CONFORMANCE}/test_nvcrectl_output_contract.py::test_version_flag_prints_cobras_nvcrectl_version_line",
         f"{CONFORMANCE}/test_nvcrectl_output_contract.py::test_list_categories_default_table_is_domain_and_variant_as_nvcre_prints_it",
         f"{CONFORMANCE}/test_nvcrectl_output_contract.py::test_cluster_info_json_is_nvcres_cluster_info",
@@ -104,12 +104,12 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         f"{CONFORMANCE}/test_nvcre_workloadrun_render_annotations.py::test_a_defaulted_platform_is_not_named_but_the_architecture_is",
         "tests/integration/test_workloadrun_render_annotations_sim.py::test_a_dry_run_names_the_detected_platform_and_architecture",
         f"{HERE}::test_a_workloadruns_default_timeout_per_job_is_24h",
-        "tests/test_durations.py::test_canonical_duration_prints_as_go_does",
+        "tests/compiler/test_durations.py::test_canonical_duration_prints_as_go_does",
     ),
     "- **Monitoring**": (
         "tests/integration/test_prometheus_scrape.py::test_prometheus_holds_every_documented_family_with_nvcres_label_names",
         "tests/integration/test_prometheus_scrape.py::test_prometheus_scrapes_the_secured_endpoint_and_loads_every_shipped_rule",
-        "tests/test_alert_rules.py::test_every_nvcre_rule_is_shipped_under_its_name_with_its_values",
+        "tests/compiler/install/test_monitoring_alert_rules.py::test_every_nvcre_rule_is_shipped_under_its_name_with_its_values",
         f"{CONFORMANCE}/test_nvcre_service_monitor_release_label.py::test_the_documented_setting_labels_the_rendered_service_monitor_and_nothing_else",
     ),
     "Fields of ours are added beside NVCRE's, never in their place.": (
@@ -119,17 +119,17 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     ),
     "| Report JSON and text: extra fields and lines of ours": (
         f"{CONFORMANCE}/test_report_contract.py::test_every_golden_report_reads_as_nvcres",
-        "tests/test_report_text.py::test_the_diagnosis_section_is_nvcres_then_ours",
+        "tests/runtime/report/test_text.py::test_the_diagnosis_section_is_nvcres_then_ours",
     ),
     "| Diagnose test stages of the adaptive planner's groups": (
-        "tests/test_diagnose_session.py::test_stages_are_reported_under_nvcre_names",
+        "tests/compiler/diagnose/test_session.py::test_stages_are_reported_under_nvcre_names",
     ),
     "| `nvcre_hardware_failures_detected_total` counts each newly flagged node once": (
-        "tests/runtime/test_metrics_families.py::test_health_check_counts_passes_nodes_and_new_hardware_failures",
-        "tests/runtime/test_metrics_families.py::test_controller_counts_job_reconciles_under_nvcre_labels_and_drops_them_with_the_job",
+        "tests/runtime/metrics/test_gauges_families.py::test_health_check_counts_passes_nodes_and_new_hardware_failures",
+        "tests/runtime/metrics/test_gauges_families.py::test_controller_counts_job_reconciles_under_nvcre_labels_and_drops_them_with_the_job",
     ),
     "| Stricter checks on NVCRE's CLI flags": (
-        "tests/test_cli_nvcre_flags.py::test_workloadrun_run_refuses_bad_target_flags_before_any_cluster",
+        "tests/cli/test_main_nvcre_flags.py::test_workloadrun_run_refuses_bad_target_flags_before_any_cluster",
     ),
     "| An unknown `-o` value of `list-categories` or `cluster info` is refused": (
         f"{HERE}::test_an_unknown_output_format_is_refused",
@@ -137,18 +137,20 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         f"{HERE}::test_a_version_command_stands_beside_the_flag",
     ),
     "| Where `run --wait` prints the report": (
-        "tests/test_cli_report_streams.py::test_the_report_is_on_stdout_whatever_the_verdict",
-        "tests/test_cli_report_streams.py::test_nvcre_streams_puts_a_failed_certification_report_on_stderr",
+        "tests/cli/test_reporting_streams.py::test_the_report_is_on_stdout_whatever_the_verdict",
+        "tests/cli/test_reporting_streams.py::test_nvcre_streams_puts_a_failed_certification_report_on_stderr",
     ),
     "| GPU architecture of a node without `nvidia.com/gpu.product`": (
-        "tests/test_detect_label_hints.py::test_gke_accelerator_label_names_the_architecture_of_a_real_gke_node",
-        "tests/test_detect_label_hints.py::test_karpenter_gpu_labels_name_architecture_and_count",
+        "tests/compiler/detect/test_hints.py::test_gke_accelerator_label_names_the_architecture_of_a_real_gke_node",
+        "tests/compiler/detect/test_hints.py::test_karpenter_gpu_labels_name_architecture_and_count",
     ),
-    "| Tesla products keep distinct architecture keys": ("tests/test_detect_gpu_arch.py::test_tesla_products_are_not_one_architecture",),
+    "| Tesla products keep distinct architecture keys": (
+        "tests/compiler/detect/test_gpu_arch.py::test_tesla_products_are_not_one_architecture",
+    ),
     "| Diagnose: the adaptive planner by default": (
-        "tests/test_plan_workflow.py::test_diagnose_plans_the_adaptive_local_screen_by_default",
-        "tests/test_plan_workflow.py::test_diagnose_plans_the_screening_round_under_the_baseline",
-        "tests/test_diagnose_planners.py::test_adaptive_isolates_one_and_two_bad_nodes_in_two_rounds",
+        "tests/compiler/plan/test_planner.py::test_diagnose_plans_the_adaptive_local_screen_by_default",
+        "tests/compiler/plan/test_planner.py::test_diagnose_plans_the_screening_round_under_the_baseline",
+        "tests/compiler/diagnose/test_baseline_planners.py::test_adaptive_isolates_one_and_two_bad_nodes_in_two_rounds",
     ),
     "| `setup init` installs Kubeflow Trainer by applying the `helm template` output itself": (
         "tests/integration/test_setup_cluster.py::test_init_installs_trainer_on_a_bare_cluster_and_reset_removes_it",
@@ -159,31 +161,33 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_setup_reset_keeps.py::test_reset_keeps_what_other_teams_put_in_our_namespaces_and_the_trainer_they_use",
     ),
     "| Exit codes 2, 3 and 130": (
-        "tests/test_cli_help_and_exits.py::test_exit_codes_and_messages_without_a_cluster",
-        "tests/test_cli_help_and_exits.py::test_a_timed_out_wait_exits_3_and_says_how_to_follow_the_run",
-        "tests/test_cli_help_and_exits.py::test_ctrl_c_exits_130_and_leaves_the_run",
+        "tests/cli/test_main_help_and_exits.py::test_exit_codes_and_messages_without_a_cluster",
+        "tests/cli/test_main_help_and_exits.py::test_a_timed_out_wait_exits_3_and_says_how_to_follow_the_run",
+        "tests/cli/test_main_help_and_exits.py::test_ctrl_c_exits_130_and_leaves_the_run",
     ),
     "| Failed nodes in the report before they reach the ConfigMap": (
-        "tests/test_judge_verdict.py::test_detector_message_reaches_failed_node_details",
+        "tests/runtime/judge/test_verdict.py::test_detector_message_reaches_failed_node_details",
     ),
     "| Extra Events on restarts and teardown; a WorkloadRun finalizer": (
-        "tests/runtime/test_judge_restart_status.py::test_a_restart_counts_once_clears_the_workload_clocks_and_says_so_in_nvcre_words",
-        "tests/runtime/test_judge_restart_status.py::test_the_attempt_failure_names_pod_node_and_exit_code",
+        "tests/runtime/judge/test_restart_status.py::test_a_restart_counts_once_clears_the_workload_clocks_and_says_so_in_nvcre_words",
+        "tests/runtime/judge/test_restart_status.py::test_the_attempt_failure_names_pod_node_and_exit_code",
         f"{HERE}::test_the_workloadrun_finalizer_holds_while_its_workflow_is_torn_down_then_says_why_it_let_go",
     ),
-    "| An unknown threshold key": ("tests/test_api_validate.py::test_threshold_keys_are_known_metrics",),
+    "| An unknown threshold key": ("tests/compiler/api/test_validate.py::test_threshold_keys_are_known_metrics",),
     "| The same category entry (domain, variant and options) twice": (
-        "tests/test_api_validate.py::test_an_identical_category_twice_is_rejected",
-        "tests/test_api_validate.py::test_the_same_category_with_different_options_is_accepted",
+        "tests/compiler/api/test_validate.py::test_an_identical_category_twice_is_rejected",
+        "tests/compiler/api/test_validate.py::test_the_same_category_with_different_options_is_accepted",
     ),
     "| A target requirement with `Gt` or `Lt` needs exactly one value": (
         f"{CONFORMANCE}/test_nvcre_node_selector_gt_lt.py::test_anything_but_one_integer_value_is_refused_at_the_values",
         f"{CONFORMANCE}/test_nvcre_node_selector_gt_lt.py::test_a_single_integer_value_is_admitted_in_every_kinds_target",
     ),
-    "| A WorkloadRun with `placement: Unpinned`": ("tests/test_api_validate.py::test_unpinned_placement_rejects_node_and_rack_scales",),
+    "| A WorkloadRun with `placement: Unpinned`": (
+        "tests/compiler/api/test_validate.py::test_unpinned_placement_rejects_node_and_rack_scales",
+    ),
     "| Negative and malformed values of the Workflow, Job, measurement and WorkloadRun durations": (
         f"{CONFORMANCE}/test_nvcre_admission_permissive.py::test_negative_or_malformed_durations_stay_refused",
-        f"{CONFORMANCE}/test_nvcre_admission_on_the_api_server.py::test_the_server_and_validate_refuse_a_negative_duration_at_the_field",
+        "tests/integration/conformance/test_nvcre_admission_on_the_api_server.py::test_the_server_and_validate_refuse_a_negative_duration_at_the_field",
     ),
     "| A GoodputMeasurement or BandwidthMeasurement needs `spec.jobRef`": (
         f"{HERE}::test_a_measurement_without_a_job_ref_is_refused_at_the_field",

@@ -14,7 +14,6 @@ node affinity, so the scheduler agrees with the planner.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,15 +163,3 @@ def test_the_jobs_pods_carry_the_requirement_in_their_node_affinity() -> None:
     affinity = replicated["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert requirement in term["matchExpressions"]
-
-
-# --- the API server with the committed CRDs agrees -----------------------------------------------
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("which", sorted(_TARGET_PATH))
-def test_the_api_server_admits_and_refuses_the_same(server_refusal: Callable[[dict[str, Any]], set[str]], which: str) -> None:
-    for requirement in ADMITTED:
-        assert server_refusal(_documents(requirement)[which]) == set(), requirement
-    for requirement in REFUSED:
-        assert server_refusal(_documents(requirement)[which]) == {_TARGET_PATH[which] + ".values"}, requirement

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from secure_metrics import ControllerProcess, running_controller
+
+from tests.integration.secure_metrics import ControllerProcess, running_controller
 
 INSTALL_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "LogProfile"}
 

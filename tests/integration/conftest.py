@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from integration_helpers import unique  # noqa: E402
+from tests.integration.integration_helpers import unique  # noqa: E402
 
 os.environ["NVCRE_CHECKED_CACHE"] = "1"
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_helpers import eventually
+
+from tests.integration.integration_helpers import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_helpers import unique
 
 from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
+from tests.integration.integration_helpers import unique
 
 pytestmark = pytest.mark.integration
 

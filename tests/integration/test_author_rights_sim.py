@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from as_installed import install_rbac, remove_installed, shipped_controller, token_for
-from integration_helpers import eventually
+
+from tests.integration.as_installed import install_rbac, remove_installed, shipped_controller, token_for
+from tests.integration.integration_helpers import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

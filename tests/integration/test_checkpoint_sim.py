@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, fast_settings, scoped_controller
 
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import NotFound
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS, WORKFLOWS, Resource
+from tests.integration.integration_helpers import eventually, fast_settings, scoped_controller
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume")
 FAST = fast_settings(max_sample_interval=1.0)

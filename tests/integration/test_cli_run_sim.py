@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration_helpers import fast_settings
 
-pytestmark = pytest.mark.integration
+from tests.integration.integration_helpers import fast_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,8 @@ garbage collector removes dependents and the Job controller creates pods."""
 from __future__ import annotations
 
 import pytest
-from integration_helpers import eventually
+
+from tests.integration.integration_helpers import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,9 @@ import ssl
 import threading
 
 import pytest
-from integration_helpers import crd_conditions, error_causes, sample, unique
 
 from nvcre.testing.controlplane import crd_files, load_crds, project_crd_dir
+from tests.integration.integration_helpers import crd_conditions, error_causes, sample, unique
 
 pytestmark = pytest.mark.integration
 

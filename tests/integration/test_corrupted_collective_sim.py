@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
 from prometheus_client.parser import text_string_to_metric_families
-from secure_metrics import running_controller
 
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CERTIFICATIONS
+from tests.integration.integration_helpers import eventually
+from tests.integration.secure_metrics import running_controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

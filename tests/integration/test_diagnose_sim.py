@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, scoped_controller
-from test_runtime_sim import FAST, certification, lifecycle_of, node_results, wait_terminal
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
+from tests.integration.integration_helpers import eventually, scoped_controller
+from tests.integration.test_runtime_sim import FAST, certification, lifecycle_of, node_results, wait_terminal
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 # the simulated nodes have no RDMA NICs: NCCL runs over sockets at about 11 GB/s, a slow link or
 # a bad path at a tenth of that

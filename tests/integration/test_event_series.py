@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from integration_helpers import unique
 
 from nvcre.runtime.kube.client import ApiServerClient
 from nvcre.runtime.kube.resources import CONFIGMAPS, EVENTS, EVENTS_V1
+from tests.integration.integration_helpers import unique
 
 pytestmark = pytest.mark.integration
 

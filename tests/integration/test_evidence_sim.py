@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 import yaml
-from gotools import go_tool
-from integration_helpers import eventually, fast_settings
 
-pytestmark = pytest.mark.integration
+from tests.gotools import go_tool
+from tests.integration.integration_helpers import eventually, fast_settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "evidence"

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_helpers import unique
 
 from nvcre.compiler.api import validate
+from tests.integration.integration_helpers import unique
 
 pytestmark = pytest.mark.integration
 

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
 
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, GOODPUT_MEASUREMENTS, JOBS
 from nvcre.testing.processes import free_port
 from nvcre.testing.simplayer import LOG_BYTES_ENV, TRAINING_SECONDS_ENV
+from tests.integration.integration_helpers import eventually
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.sim]
 
 REPO = Path(__file__).resolve().parents[2]
 SECONDS = 125

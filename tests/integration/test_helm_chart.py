@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gotools import go_tool, unavailable
 
 from nvcre.compiler.emit import dump_yaml
 from nvcre.compiler.yamlio import load_documents
+from tests.gotools import go_tool, unavailable
 
 pytestmark = pytest.mark.integration
 

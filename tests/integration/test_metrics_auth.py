@@ -9,9 +9,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from secure_metrics import running_controller, scrape
 
 from nvcre.testing.metrics_reader import grant_metrics_reader, request_token
+from tests.integration.secure_metrics import running_controller, scrape
 
 pytestmark = pytest.mark.integration
 

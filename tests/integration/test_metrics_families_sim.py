@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, fast_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, PODS, WORKFLOWS
+from tests.integration.integration_helpers import eventually, fast_settings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 FAST = fast_settings(max_sample_interval=1.0)
 JOB = {"namespace", "job", "workflow"}

@@ -12,15 +12,15 @@ import urllib.request
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
 from prometheus_client.parser import text_string_to_metric_families
-from secure_metrics import running_controller
 
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS
 from nvcre.runtime.tiers import TIERS
+from tests.integration.integration_helpers import eventually
+from tests.integration.secure_metrics import running_controller
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 #: family as parsed (counters without ``_total``) -> label names besides ``le``
 STANDARD = {

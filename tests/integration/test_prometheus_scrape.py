@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gotools import go_tool
-from integration_helpers import eventually
-from secure_metrics import ControllerProcess, must_scrape, running_controller
 
 from nvcre.compiler.install.monitoring import ALERT_RULES_FILE, alert_rule_groups
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
 from nvcre.testing.metrics_reader import grant_metrics_reader, request_token, write_token
 from nvcre.testing.prometheus import Prometheus, ScrapeTarget
+from tests.gotools import go_tool
+from tests.integration.integration_helpers import eventually
+from tests.integration.secure_metrics import ControllerProcess, must_scrape, running_controller
 
 pytestmark = pytest.mark.integration
 

@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 import yaml
-from as_installed import install_rbac, remove_installed, shipped_controller, token_for
-from integration_helpers import eventually
 
 from nvcre.compiler.vocabulary import ANNOTATION_WORKFLOW_UID, WORKFLOW_FINALIZER
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.errors import ApiError, NotFound
 from nvcre.runtime.kube.resources import WORKFLOWS, Resource
 from nvcre.runtime.reconcile.reclaim import ANNOTATION_CLAIM_UID, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from tests.integration.as_installed import install_rbac, remove_installed, shipped_controller, token_for
+from tests.integration.integration_helpers import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

@@ -13,13 +13,13 @@ import time
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, unique
 
 from nvcre.runtime.kube.client import ApiServerClient, WatchEvent
 from nvcre.runtime.kube.errors import AlreadyExists, NotFound
 from nvcre.runtime.kube.informers import Informer
 from nvcre.runtime.kube.lease import LeaderElector
 from nvcre.runtime.kube.resources import CONFIGMAPS, LEASES
+from tests.integration.integration_helpers import eventually, unique
 
 pytestmark = pytest.mark.integration
 

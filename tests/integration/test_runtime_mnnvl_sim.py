@@ -13,12 +13,12 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
-from integration_helpers import eventually, scoped_controller
-from test_runtime_sim import FAST, certification, node_results, wait_terminal
 
 from nvcre.runtime.controller import Controller
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import BANDWIDTH_MEASUREMENTS, CERTIFICATIONS, JOBS, WORKFLOWS
+from tests.integration.integration_helpers import eventually, scoped_controller
+from tests.integration.test_runtime_sim import FAST, certification, node_results, wait_terminal
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

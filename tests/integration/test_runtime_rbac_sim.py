@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, fast_settings, remove_cluster_objects
 
-pytestmark = pytest.mark.integration
+from tests.integration.integration_helpers import eventually, fast_settings, remove_cluster_objects
+
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 
 def _install_rbac(kube: Any, controller_ns: str) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually, fast_settings
 
 from nvcre.runtime.controller import Controller, ControllerConfig
 from nvcre.runtime.judge import conditions as cond
@@ -37,8 +36,9 @@ from nvcre.runtime.kube.resources import (
     WORKFLOWS,
     WORKLOADRUNS,
 )
+from tests.integration.integration_helpers import eventually, fast_settings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 FAST = fast_settings(max_sample_interval=1.0)
 

@@ -72,9 +72,8 @@ def _trainer_as_the_deps_phase_leaves_it(kube: Any) -> None:
 
 
 def _other_teams(kube: Any) -> None:
-    from integration_helpers import eventually
-
     from nvcre.runtime.kube.errors import ApiError
+    from tests.integration.integration_helpers import eventually
 
     kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "user-config", "namespace": "nvcre"}, "data": {"k": "v"}})
     kube.create(

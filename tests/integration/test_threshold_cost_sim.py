@@ -15,13 +15,13 @@ import urllib.request
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
-from secure_metrics import running_controller
 
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, WORKFLOWS
+from tests.integration.integration_helpers import eventually
+from tests.integration.secure_metrics import running_controller
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.sim]
 
 TEN = "[0,1,2,3,4,5,6,7,8,9]"
 COSTLY = "value >= 0.0 && " + "".join(f"{TEN}.all(x{i}, " for i in range(6)) + "true" + ")" * 6

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_helpers import error_causes, unique
 
 from nvcre.compiler.api import GROUP, VERSION, kind_class, validate
+from tests.integration.integration_helpers import error_causes, unique
 
 pytestmark = pytest.mark.integration
 

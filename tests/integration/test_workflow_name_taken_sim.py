@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_helpers import eventually
-from secure_metrics import running_controller
 
 from nvcre.runtime.judge import conditions as cond
 from nvcre.runtime.kube.resources import CERTIFICATIONS, EVENTS, WORKFLOWS
+from tests.integration.integration_helpers import eventually
+from tests.integration.secure_metrics import running_controller
 
 pytestmark = [pytest.mark.integration, pytest.mark.sim]
 

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from realnodes_helpers import interrupt, start_interruptible
+
+from tests.realnodes.realnodes_helpers import interrupt, start_interruptible
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from realnodes_helpers import interrupt, start_interruptible
+
+from tests.realnodes.realnodes_helpers import interrupt, start_interruptible
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 

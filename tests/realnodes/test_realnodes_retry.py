@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from realnodes_helpers import nvcrectl, started
 
 from nvcre.compiler.vocabulary import ANNOTATION_GROUP_NODES
 from nvcre.runtime.judge.retry_note import retries_of_job
+from tests.realnodes.realnodes_helpers import nvcrectl, started
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from realnodes_helpers import nvcrectl, started
+
+from tests.realnodes.realnodes_helpers import nvcrectl, started
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 

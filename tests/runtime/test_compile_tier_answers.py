@@ -1,6 +1,6 @@
 """The compiler answers the reconcile tiers reach through ``nvcre.runtime.compile``, besides the lowering.
 
-The tiers may import of the compiler only the vocabulary (tests/test_layers.py), so what else
+The tiers may import of the compiler only the vocabulary (tests/project/test_layers.py), so what else
 they need is a named function of the door: whether the catalog holds a category, which nodes a
 target selects, the access reviews of a run namespace, and the Go duration text of the API.
 """

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.cli`` (this folder mirrors cli/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler`` (this folder mirrors compiler/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.api`` (this folder mirrors compiler/api/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.detect`` (this folder mirrors compiler/detect/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.diagnose`` (this folder mirrors compiler/diagnose/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.expand`` (this folder mirrors compiler/expand/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.install`` (this folder mirrors compiler/install/)."""

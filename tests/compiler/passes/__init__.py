@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.passes`` (this folder mirrors compiler/passes/)."""

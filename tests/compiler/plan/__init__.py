@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.compiler.plan`` (this folder mirrors compiler/plan/)."""

@@ -1,0 +1,1 @@
+"""Offline conformance tests: NVCRE's contracts, checked without a cluster."""

@@ -1,0 +1,1 @@
+"""Tests of images/workload/ (this folder mirrors it)."""

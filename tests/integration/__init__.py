@@ -1,0 +1,1 @@
+"""The integration lane: every test here is marked ``integration`` (a real API server)."""

@@ -1,0 +1,1 @@
+"""Conformance tests that ask the real API server (integration lane)."""

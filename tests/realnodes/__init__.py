@@ -1,0 +1,1 @@
+"""The real-node lane: every test here is marked ``integration`` and ``realnodes``."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime`` (this folder mirrors runtime/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.endpoint`` (this folder mirrors runtime/endpoint/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.evidence`` (this folder mirrors runtime/evidence/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.judge`` (this folder mirrors runtime/judge/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.kube`` (this folder mirrors runtime/kube/)."""

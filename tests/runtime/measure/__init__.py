@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.measure`` (this folder mirrors runtime/measure/)."""

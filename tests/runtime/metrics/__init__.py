@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.metrics`` (this folder mirrors runtime/metrics/)."""

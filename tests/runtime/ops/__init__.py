@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.ops`` (this folder mirrors runtime/ops/)."""

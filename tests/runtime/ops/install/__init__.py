@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.ops.install`` (this folder mirrors runtime/ops/install/)."""

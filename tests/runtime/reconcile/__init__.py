@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.reconcile`` (this folder mirrors runtime/reconcile/)."""

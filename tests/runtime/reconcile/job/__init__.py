@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.reconcile.job`` (this folder mirrors runtime/reconcile/job/)."""

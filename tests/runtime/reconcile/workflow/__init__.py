@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.reconcile.workflow`` (this folder mirrors runtime/reconcile/workflow/)."""

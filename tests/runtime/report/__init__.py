@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.runtime.report`` (this folder mirrors runtime/report/)."""

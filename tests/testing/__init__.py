@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.testing`` (this folder mirrors testing/)."""

@@ -1,0 +1,1 @@
+"""Tests of ``nvcre.testing.realnodes`` (this folder mirrors testing/realnodes/)."""
