@@ -37,8 +37,16 @@ def is_plain(value: Any) -> bool:
     kind = type(value)
     if kind in _PLAIN_SCALARS:
         return True
+    # Loops rather than all() over generators, and no call for a scalar: this runs on every key
+    # of the render memos.
     if kind is dict:
-        return all(type(key) in _PLAIN_SCALARS and is_plain(item) for key, item in value.items())
+        for key, item in value.items():
+            if type(key) not in _PLAIN_SCALARS or (type(item) not in _PLAIN_SCALARS and not is_plain(item)):
+                return False
+        return True
     if kind is list or kind is tuple:
-        return all(is_plain(item) for item in value)
+        for item in value:
+            if type(item) not in _PLAIN_SCALARS and not is_plain(item):
+                return False
+        return True
     return False

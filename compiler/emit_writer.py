@@ -17,10 +17,19 @@ for empty collections, literal blocks for multi-line strings. A string is writte
 Shapes the writer does not reproduce raise ``Declined`` (a bare scalar as the whole document, a
 key that is multi-line or 128 characters or longer, a non-string key, a value that is not plain
 data); the caller then uses the reference path, which also raises the errors for bad input.
+
+The text of each collection two levels below the document (a Workflow's ``spec.jobTemplate``,
+``spec.dependencies``, ``metadata.labels``...) is remembered by its ``marshal`` serialisation
+and its place (indent, first line inline or not): renders of one entry for other platforms or
+options share most of those parts, and serialising one in C costs a fraction of writing it.
+``marshal`` serialises only values of exact built-in types and tells every type apart (``1``
+from ``True``, a list from a tuple), so two values with the same serialisation are the same
+plain data and have the same text; anything it cannot serialise is written without the memo.
 """
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
 from typing import Any
@@ -152,6 +161,16 @@ def _render_string(text: str) -> str | tuple[str, tuple[str, ...]]:
 
 _strings: dict[str, str | tuple[str, tuple[str, ...]]] = {}
 _keys: dict[str, str] = {}
+#: (indent, first line inline, marshal serialisation) -> the collection's text; starts over when
+#: it holds too many texts or too many characters (serialisations and texts together)
+_chunks: dict[tuple[int, bool, bytes], str] = {}
+_CHUNKS_LIMIT = 4096
+_CHUNK_CHARS_LIMIT = 32 << 20
+_chunk_chars = 0
+#: ``marshal`` format 2: no back-references, so the serialisation depends on the value alone
+_MARSHAL_FORMAT = 2
+#: collections this many levels below the document go through the memo
+_CHUNK_DEPTH = 2
 
 
 def _string(text: str) -> str | tuple[str, tuple[str, ...]]:
@@ -208,12 +227,46 @@ def _literal(out: list[str], header: str, lines: tuple[str, ...], indent: int) -
         out.append(pad + line + "\n" if line else "\n")
 
 
-def _mapping(out: list[str], data: dict[str, Any], indent: int, inline_first: bool) -> None:
+def _collection(out: list[str], value: Any, indent: int, inline_first: bool, depth: int) -> None:
+    """Write a non-empty dict (at ``indent``) or list, tuple (items at ``indent``), ``depth``
+    levels below the document; at ``_CHUNK_DEPTH`` through the memo of texts."""
+    if depth != _CHUNK_DEPTH:
+        if isinstance(value, dict):
+            _mapping(out, value, indent, inline_first, depth)
+        else:
+            _sequence(out, value, indent, inline_first, depth)
+        return
+    try:
+        key: tuple[int, bool, bytes] | None = (indent, inline_first, marshal.dumps(value, _MARSHAL_FORMAT))
+    except ValueError:  # not built-in data (a subclass, an object): written without the memo
+        key = None
+    text = _chunks.get(key) if key is not None else None
+    if text is None:
+        part: list[str] = []
+        _collection(part, value, indent, inline_first, depth + 1)
+        text = "".join(part)
+        if key is not None:
+            _remember_chunk(key, text)
+    out.append(text)
+
+
+def _remember_chunk(key: tuple[int, bool, bytes], text: str) -> None:
+    global _chunk_chars
+    size = len(key[2]) + len(text)
+    if len(_chunks) >= _CHUNKS_LIMIT or _chunk_chars + size > _CHUNK_CHARS_LIMIT:
+        _chunks.clear()
+        _chunk_chars = 0
+    _chunks[key] = text
+    _chunk_chars += size
+
+
+def _mapping(out: list[str], data: dict[str, Any], indent: int, inline_first: bool, depth: int) -> None:
     pad = " " * indent
     try:
         keys = sorted(data)
     except TypeError:
         raise Declined("keys of mixed types") from None
+    below = depth + 1
     for position, key in enumerate(keys):
         if position or not inline_first:
             out.append(pad)
@@ -230,21 +283,22 @@ def _mapping(out: list[str], data: dict[str, Any], indent: int, inline_first: bo
         elif isinstance(value, dict):
             if value:
                 out.append(":\n")
-                _mapping(out, value, indent + 2, False)
+                _collection(out, value, indent + 2, False, below)
             else:
                 out.append(": {}\n")
         elif isinstance(value, (list, tuple)):
             if value:
                 out.append(":\n")
-                _sequence(out, value, indent, False)
+                _collection(out, value, indent, False, below)
             else:
                 out.append(": []\n")
         else:
             out.append(": " + _scalar(value) + "\n")
 
 
-def _sequence(out: list[str], items: list[Any] | tuple[Any, ...], indent: int, inline_first: bool) -> None:
+def _sequence(out: list[str], items: list[Any] | tuple[Any, ...], indent: int, inline_first: bool, depth: int) -> None:
     pad = " " * indent
+    below = depth + 1
     for position, item in enumerate(items):
         out.append("- " if position == 0 and inline_first else pad + "- ")
         kind = type(item)
@@ -256,12 +310,12 @@ def _sequence(out: list[str], items: list[Any] | tuple[Any, ...], indent: int, i
                 _literal(out, text[0], text[1], indent + 2)
         elif isinstance(item, dict):
             if item:
-                _mapping(out, item, indent + 2, True)
+                _collection(out, item, indent + 2, True, below)
             else:
                 out.append("{}\n")
         elif isinstance(item, (list, tuple)):
             if item:
-                _sequence(out, item, indent + 2, True)
+                _collection(out, item, indent + 2, True, below)
             else:
                 out.append("[]\n")
         else:
@@ -278,11 +332,11 @@ def write_document(document: Any) -> str:
     if isinstance(document, dict):
         if not document:
             return "{}\n"
-        _mapping(out, document, 0, False)
+        _mapping(out, document, 0, False, 0)
     elif isinstance(document, (list, tuple)):
         if not document:
             return "[]\n"
-        _sequence(out, document, 0, False)
+        _sequence(out, document, 0, False, 0)
     else:
         raise Declined("a bare scalar document")
     return "".join(out)

@@ -40,28 +40,55 @@ def _mergeable(items: list[Any]) -> bool:
 
 def merge(base: Any, patch: Any) -> Any:
     """Return ``base`` with ``patch`` merged in, following the rules in the module docstring."""
+    if _merges(base, patch):
+        return _merge_into(_private(base), patch)
+    return _strip_nulls(patch)
+
+
+def _merges(base: Any, patch: Any) -> bool:
+    """True when ``patch`` merges into ``base``; otherwise it replaces it."""
     if isinstance(base, dict) and isinstance(patch, dict):
-        out = {key: plain_copy(value) for key, value in base.items()}
+        return True
+    return isinstance(base, list) and isinstance(patch, list) and bool(base) and bool(patch) and _mergeable(base) and _mergeable(patch)
+
+
+def _private(base: dict[str, Any] | list[Any]) -> dict[str, Any] | list[Any]:
+    """A plain dict or list holding copies of ``base``'s items."""
+    if isinstance(base, dict):
+        return {key: plain_copy(value) for key, value in base.items()}
+    return [plain_copy(item) for item in base]
+
+
+def _merge_into(own: Any, patch: Any) -> Any:
+    """``merge`` on a base that is already a private plain dict or list: changed in place, returned.
+
+    Each level of the base is copied once, by ``merge``, rather than again at every level below.
+    """
+    if type(own) is dict:
         for key, value in patch.items():
             if value is None:
-                out.pop(key, None)
-            elif key in out:
-                out[key] = merge(out[key], value)
+                own.pop(key, None)
+            elif key in own:
+                own[key] = _merge_private(own[key], value)
             else:
-                out[key] = _strip_nulls(value)
-        return out
-    if isinstance(base, list) and isinstance(patch, list) and base and patch and _mergeable(base) and _mergeable(patch):
-        out_list = [plain_copy(item) for item in base]
-        positions = {identity(item): index for index, item in enumerate(out_list)}
-        for item in patch:
-            key = identity(item)
-            if key in positions:
-                out_list[positions[key]] = merge(out_list[positions[key]], item)
-            else:
-                positions[key] = len(out_list)
-                out_list.append(_strip_nulls(item))
-        return out_list
-    return _strip_nulls(patch)
+                own[key] = _strip_nulls(value)
+        return own
+    positions = {identity(item): index for index, item in enumerate(own)}
+    for item in patch:
+        key = identity(item)
+        if key in positions:
+            own[positions[key]] = _merge_private(own[positions[key]], item)
+        else:
+            positions[key] = len(own)
+            own.append(_strip_nulls(item))
+    return own
+
+
+def _merge_private(own: Any, patch: Any) -> Any:
+    """``merge(own, patch)`` for an ``own`` no one else holds."""
+    if not _merges(own, patch):
+        return _strip_nulls(patch)
+    return _merge_into(own if type(own) is dict or type(own) is list else _private(own), patch)
 
 
 def _strip_nulls(value: Any) -> Any:

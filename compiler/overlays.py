@@ -131,16 +131,36 @@ def _condition_key(expression: str, activation: Mapping[str, Any]) -> tuple[Any,
     return (expression, *read)
 
 
-def _cel_matches(expression: str, facts: MatchFacts) -> bool:
-    activation = {
-        "platform": facts.platform,
-        "gpuArchitecture": facts.gpu_arch,
-        "entry": facts.entry,
-        "launch": facts.launch,
-        "sourceKind": facts.source_kind,
-        "options": dict(facts.options),
-    }
-    decided = decide(expression, activation, _cel_takes_whole)
+class _Activation:
+    """The variables a condition sees for one set of facts, and whether CEL takes them whole,
+    decided on first need and then kept: every overlay condition of a unit asks the same."""
+
+    __slots__ = ("values", "_whole")
+
+    def __init__(self, facts: MatchFacts) -> None:
+        self.values = {
+            "platform": facts.platform,
+            "gpuArchitecture": facts.gpu_arch,
+            "entry": facts.entry,
+            "launch": facts.launch,
+            "sourceKind": facts.source_kind,
+            "options": dict(facts.options),
+        }
+        self._whole: bool | None = None
+
+    def whole(self, values: Mapping[str, Any]) -> bool:
+        if values is not self.values:  # asked about other values: decide them afresh
+            return _cel_takes_whole(values)
+        if self._whole is None:
+            self._whole = _cel_takes_whole(values)
+        return self._whole
+
+
+def _cel_matches(expression: str, facts: MatchFacts, prepared: _Activation | None = None) -> bool:
+    """``expression`` over ``facts``; ``prepared`` is their activation when the caller has one."""
+    prepared = prepared or _Activation(facts)
+    activation = prepared.values
+    decided = decide(expression, activation, prepared.whole)
     if decided is not None:  # a field test settled in Python: cel-python is not even loaded
         return decided
     key = _condition_key(expression, activation)
@@ -175,13 +195,13 @@ def matches(overlay: Overlay, facts: MatchFacts) -> bool:
     return _expression_holds(overlay, facts)
 
 
-def _expression_holds(overlay: Overlay, facts: MatchFacts) -> bool:
+def _expression_holds(overlay: Overlay, facts: MatchFacts, prepared: _Activation | None = None) -> bool:
     """The overlay's ``when.expression`` holds (true when it has none); OverlayConditionError when it cannot be evaluated."""
     when = overlay.when
     if when.expression is None:
         return True
     try:
-        return _cel_matches(when.expression, facts)
+        return _cel_matches(when.expression, facts, prepared)
     except Exception as exc:  # noqa: BLE001 - CEL raises its own hierarchy as well as ValueError/TypeError
         # cel-python raises CELEvalError (and, for some operand mixes, TypeError) straight out of
         # evaluate(); whatever it is, the render must get a diagnostic naming the overlay.
@@ -195,7 +215,11 @@ class OverlaySet(NamedTuple):
 
     def matching(self, facts: MatchFacts) -> list[Overlay]:
         """The overlays whose ``when`` holds, in order (as :func:`matches` decides each one)."""
-        return [overlay for overlay in _candidates(self.overlays, facts) if _expression_holds(overlay, facts)]
+        candidates = _candidates(self.overlays, facts)
+        if not any(overlay.when.expression is not None for overlay in candidates):
+            return candidates
+        prepared = _Activation(facts)  # one activation for every condition of these facts
+        return [overlay for overlay in candidates if _expression_holds(overlay, facts, prepared)]
 
     def platforms(self) -> list[str]:
         names: set[str] = set()

@@ -1,11 +1,12 @@
 """Builds the render's shipped snapshots from the package's own files, and checks they are current.
 
 ``yaml_snapshot.jsonl`` (the catalog's, overlays' and CRDs' YAML, parsed) and
-``template_snapshot.json`` (the code Jinja generates for every template) are data built from
-data. ``python -m nvcre.compiler.snapshot_build --write`` rebuilds both, ``--check`` exits 1
-when either is stale. The readers (:mod:`.yaml_snapshot`, :mod:`.template_snapshot`) only look
-entries up; building needs the loader and the template environments, which use those readers,
-so the builders live here and the import graph stays free of circles.
+``template_snapshot.json`` (the code Jinja generates for every template, and what each YAML
+template reads of its values) are data built from data. ``python -m
+nvcre.compiler.snapshot_build --write`` rebuilds both, ``--check`` exits 1 when either is stale.
+The readers (:mod:`.yaml_snapshot`, :mod:`.template_snapshot`) only look entries up; building
+needs the loader and the template environments, which use those readers, so the builders live
+here and the import graph stays free of circles.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import template_snapshot, yaml_snapshot
+from . import template_reads, template_snapshot, yaml_snapshot
 from .diagnostics import CompileError
 from .templating import TemplateSet
 from .yamlio import INTERNAL_LIMITS, load_documents
@@ -62,6 +63,7 @@ def build_templates() -> str:
     templates = TemplateSet()
     envs: dict[str, Any] = {"yaml": templates.yaml_env, "script": templates.script_env}
     entries: dict[str, str] = {}
+    reads: dict[str, Any] = {}
     for path, name in template_snapshot.template_files():
         source = path.read_text(encoding="utf-8")
         kind = template_snapshot.kind_of(name)
@@ -69,8 +71,16 @@ def build_templates() -> str:
             code = envs[kind].compile(source, name, str(path), raw=True)
         except Exception:  # a template Jinja refuses is reported when it is used, from its own text
             continue
-        entries[template_snapshot.entry_key(kind, name, source)] = code
-    document = {"format": template_snapshot.FORMAT, "jinja": template_snapshot.jinja_version(), "templates": dict(sorted(entries.items()))}
+        key = template_snapshot.entry_key(kind, name, source)
+        entries[key] = code
+        if kind == "yaml":  # only YAML renders are memoised by what they read
+            reads[key] = template_reads.to_data(template_reads.own_reads(envs[kind], source, name))
+    document = {
+        "format": template_snapshot.FORMAT,
+        "jinja": template_snapshot.jinja_version(),
+        "templates": dict(sorted(entries.items())),
+        "reads": dict(sorted(reads.items())),
+    }
     return json.dumps(document, indent=0, ensure_ascii=True) + "\n"
 
 

@@ -19,12 +19,15 @@ import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-__all__ = ["FORMAT", "SNAPSHOT_FILE", "entry_key", "generated", "jinja_version", "kind_of", "template_files"]
+from .template_reads import Reads, from_data
+
+__all__ = ["FORMAT", "SNAPSHOT_FILE", "entry_key", "generated", "jinja_version", "kind_of", "shipped_reads", "template_files"]
 
 #: The committed snapshot, beside this module (package data).
 SNAPSHOT_FILE = Path(__file__).resolve().parent / "template_snapshot.json"
-FORMAT = 1
+FORMAT = 2
 
 
 def entry_key(kind: str, name: str, source: str) -> str:
@@ -40,21 +43,37 @@ def jinja_version() -> str:
 
 
 @lru_cache(maxsize=4)
-def _entries(path: Path) -> dict[str, str]:
+def _sections(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(template key -> generated code, template key -> reads as data) of a snapshot file;
+    both empty when the file is missing, unreadable, of another format or another Jinja."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("jinja") != jinja_version():
-        return {}
-    templates = document.get("templates")
-    return templates if isinstance(templates, dict) else {}
+        return {}, {}
+    templates, reads = document.get("templates"), document.get("reads")
+    return (templates if isinstance(templates, dict) else {}), (reads if isinstance(reads, dict) else {})
 
 
 def generated(kind: str, name: str, source: str, path: Path | None = None) -> str | None:
     """The Python source Jinja generates for this template, when the snapshot holds it; else None."""
-    found = _entries(path or SNAPSHOT_FILE).get(entry_key(kind, name, source))
+    found = _sections(path or SNAPSHOT_FILE)[0].get(entry_key(kind, name, source))
     return found if isinstance(found, str) else None
+
+
+def shipped_reads(kind: str, name: str, source: str, path: Path | None = None) -> tuple[bool, Reads | None]:
+    """(True, what the template reads) when the snapshot holds this template's reads, where
+    None means the analysis does not follow it; (False, None) when the snapshot does not hold them."""
+    section = _sections(path or SNAPSHOT_FILE)[1]
+    key = entry_key(kind, name, source)
+    if key not in section:
+        return False, None
+    data = section[key]
+    if data is None:
+        return True, None
+    reads = from_data(data)
+    return (reads is not None), reads
 
 
 def template_files() -> list[tuple[Path, str]]:

@@ -13,9 +13,12 @@ rendered YAML is parsed with the safe loader.
 
 Both are done once per process: a template is compiled on first use and kept (files are not
 polled for changes), the parse of a rendered text is memoised by that text, and a render is
-memoised by its template and values (when they are plain data), so rendering the same entry for
-another category, Certification or platform usually costs a copy of the parsed data. Callers
-always receive a private copy they may change.
+memoised by its template and the values it reads (``template_reads``: the places a YAML
+template can read, with those of the templates it shares its context with; all the values for a
+template the analysis does not follow), when those are plain data. So rendering the same entry
+for another category, Certification or platform usually costs a copy of the parsed data, even
+when values the template never reads (the platform, say) differ. Callers always receive a
+private copy they may change.
 
 The code Jinja generates for the package's own templates ships with the package
 (``template_snapshot``), so a fresh process compiles that code instead of lexing, parsing and
@@ -29,6 +32,7 @@ other users could write to is never used (its files are compiled code).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import re
 import shlex
@@ -44,7 +48,8 @@ from .api.patterns import DURATION as _API_DURATION_PATTERN
 from .datacopy import is_plain, plain_copy
 from .diagnostics import CompileError, error
 from .durations import canonical_duration
-from .template_snapshot import generated
+from .template_reads import Reads, merged, own_reads, project
+from .template_snapshot import generated, shipped_reads
 from .yamlio import load_documents
 
 __all__ = ["TemplateSet", "template_set", "plain_copy", "bytecode_cache_dir"]
@@ -117,21 +122,31 @@ def _mpi_pairs(env: list[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-#: rendered text -> its parsed document, shared by every TemplateSet (the parse depends on the text only)
+#: rendered text -> its parsed document, shared by every TemplateSet (the parse depends on the text
+#: only). A document of plain data is kept serialised by ``marshal`` (format 2, which never
+#: shares an object between two places), so each use is rebuilt by one call in C instead of a
+#: copy walked in Python; anything else is kept as it is and copied with ``plain_copy``.
 _parsed: dict[str, Any] = {}
 #: the memo starts over past this many texts or characters, so a long-running controller stays small
 _PARSED_LIMIT = 512
 _PARSED_CHARS_LIMIT = 2 << 20
 _parsed_chars = 0
+_MARSHAL_FORMAT = 2
 
 
 def _remember(text: str, document: Any) -> None:
+    """Keep the parse of ``text``; the caller keeps ``document`` itself, which the memo never hands out."""
     global _parsed_chars
     if len(_parsed) >= _PARSED_LIMIT or _parsed_chars + len(text) > _PARSED_CHARS_LIMIT:
         _parsed.clear()
         _parsed_chars = 0
-    _parsed[text] = document
+    _parsed[text] = marshal.dumps(document, _MARSHAL_FORMAT) if is_plain(document) else plain_copy(document)
     _parsed_chars += len(text)
+
+
+def _private(kept: Any) -> Any:
+    """A copy of a document kept in ``_parsed`` that shares nothing with it."""
+    return marshal.loads(kept) if type(kept) is bytes else plain_copy(kept)
 
 
 _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -150,6 +165,24 @@ def _values_key(name: str, values: Mapping[str, Any]) -> tuple[str, str] | None:
     if type(values) is not dict or not is_plain(values):
         return None
     return name, repr(values)
+
+
+class _SourceRecorder(FileSystemLoader):
+    """The file loader, remembering the text it last gave for each template name.
+
+    Templates are kept once loaded (no reloading, no eviction), so the text recorded for a
+    loaded template is the text it was compiled from, whether it was compiled now or its code
+    came from the disk cache.
+    """
+
+    def __init__(self, searchpath: list[str]) -> None:
+        super().__init__(searchpath)
+        self.sources: dict[str, str] = {}
+
+    def get_source(self, environment: Any, template: str) -> Any:
+        found = super().get_source(environment, template)
+        self.sources[template] = found[0]
+        return found
 
 
 class _Environment(ImmutableSandboxedEnvironment):
@@ -192,21 +225,25 @@ class TemplateSet:
 
     def __init__(self, *roots: Path):
         self.roots = tuple(Path(root) for root in roots)
-        loader = FileSystemLoader([str(root) for root in self.roots])
-        common = dict(
-            loader=loader, undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, auto_reload=False, cache_size=-1
+        folders = [str(root) for root in self.roots]
+        common = dict(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, auto_reload=False, cache_size=-1)
+        #: the YAML environment's own loader: the texts it loaded are the ones analysed for reads
+        self._yaml_loader = _SourceRecorder(folders)
+        self.yaml_env = _Environment("yaml", loader=self._yaml_loader, finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
+        self.script_env = _Environment(
+            "script", loader=FileSystemLoader(folders), finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common
         )
-        self.yaml_env = _Environment("yaml", finalize=_as_json, bytecode_cache=_bytecode_cache("yaml"), **common)
-        self.script_env = _Environment("script", finalize=_as_shell_word, bytecode_cache=_bytecode_cache("script"), **common)
         for env in (self.yaml_env, self.script_env):
             env.filters["env_list"] = _env_list
             env.filters["mpi_pairs"] = _mpi_pairs
             env.filters["text"] = _scalar_text
             env.filters["duration"] = _duration
         self.yaml_env.globals["script"] = self._script_global
-        #: (template, values) -> rendered text, for values made of plain data only (see _values_key)
-        self._texts: dict[tuple[str, str], str] = {}
+        #: memo key (see _memo_key) -> rendered text
+        self._texts: dict[tuple[str, ...], str] = {}
         self._texts_chars = 0
+        #: YAML template -> the paths it and the templates sharing its context read (None: all values)
+        self._paths: dict[str, tuple[tuple[str, ...], ...] | None] = {}
 
     def _script_global(self, name: str, **values: Any) -> str:
         # Scripts see only what the YAML template hands them explicitly.
@@ -214,20 +251,20 @@ class TemplateSet:
 
     def render_yaml(self, name: str, values: Mapping[str, Any], where: str) -> Any:
         """Render a YAML template and parse it; errors name the template and the unit (``where``)."""
-        key = _values_key(name, values)
+        key = self._memo_key(name, values)
         text = self._texts.get(key) if key is not None else None
         if text is None:
             text = self._render(name, values, where)
             if key is not None:
                 self._remember_text(key, text)
-        parsed = _parsed.get(text)
-        if parsed is None:
-            docs = load_documents(text, f"{name} (rendered)")
-            if len(docs) != 1:
-                raise CompileError([error("TemplateRender", where, f"{name} rendered {len(docs)} documents, expected 1")])
-            _remember(text, docs[0])
-            parsed = docs[0]
-        return plain_copy(parsed)
+        kept = _parsed.get(text)
+        if kept is not None:
+            return _private(kept)
+        docs = load_documents(text, f"{name} (rendered)")
+        if len(docs) != 1:
+            raise CompileError([error("TemplateRender", where, f"{name} rendered {len(docs)} documents, expected 1")])
+        _remember(text, docs[0])
+        return docs[0]
 
     def _render(self, name: str, values: Mapping[str, Any], where: str) -> str:
         try:
@@ -237,8 +274,58 @@ class TemplateSet:
         except (TemplateError, TypeError) as exc:
             raise CompileError([error("TemplateRender", where, f"rendering {name}: {exc}")]) from None
 
-    def _remember_text(self, key: tuple[str, str], text: str) -> None:
-        size = len(key[1]) + len(text)
+    def _memo_key(self, name: str, values: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The render memo's key: the template, the names handed to it (in order) and, last, the
+        ``repr`` of what it reads of them; None when what it reads is not plain data. A template
+        whose reads are not known is keyed by all its values (``_values_key``)."""
+        if type(values) is not dict:
+            return None
+        paths = self._read_paths(name)
+        if paths is None:
+            whole = _values_key(name, values)
+            return None if whole is None else ("all", *whole)
+        found = project(values, paths)
+        try:
+            return ("read", name, *values, repr(found)) if is_plain(found) else None
+        except RecursionError:  # nested too deep to walk: rendered without the memo
+            return None
+
+    def _read_paths(self, name: str) -> tuple[tuple[str, ...], ...] | None:
+        """What ``name`` and every template rendered with its context read, or None when unknown."""
+        if name in self._paths:
+            return self._paths[name]
+        readings: list[Reads] = []
+        seen: set[str] = set()
+        waiting = [name]
+        paths: tuple[tuple[str, ...], ...] | None = None
+        while waiting:
+            current = waiting.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            reads = self._own_reads(current)
+            if reads is None:
+                break
+            readings.append(reads)
+            waiting.extend(reads.shares_context_with)
+        else:
+            paths = merged(readings)
+        self._paths[name] = paths
+        return paths
+
+    def _own_reads(self, name: str) -> Reads | None:
+        try:
+            self.yaml_env.get_template(name)  # loaded now if it was not (the render would load it anyway)
+        except Exception:  # noqa: BLE001 - a missing or broken template: the render reports it, keyed by all values
+            return None
+        source = self._yaml_loader.sources.get(name)
+        if source is None:
+            return None
+        known, reads = shipped_reads("yaml", name, source)
+        return reads if known else own_reads(self.yaml_env, source, name)
+
+    def _remember_text(self, key: tuple[str, ...], text: str) -> None:
+        size = len(key[-1]) + len(text)
         if len(self._texts) >= _RENDERED_LIMIT or self._texts_chars + size > _RENDERED_CHARS_LIMIT:
             self._texts.clear()
             self._texts_chars = 0

@@ -96,10 +96,22 @@ class _BoundedConstructor(SafeConstructor):
 _BoundedConstructor.add_constructor("tag:yaml.org,2002:int", _BoundedConstructor.construct_yaml_int)
 
 
+class _Loader(YAML):
+    """ruamel's ``YAML``, searching its package folder for plug-ins once per process rather than
+    once per loader (a render makes a loader for every template text it parses)."""
+
+    _plug_ins: list[Any] | None = None
+
+    def official_plug_ins(self) -> Any:
+        if _Loader._plug_ins is None:
+            _Loader._plug_ins = list(super().official_plug_ins())
+        return list(_Loader._plug_ins)
+
+
 def make_loader(version: tuple[int, int] | None = (1, 1)) -> YAML:
     # The libyaml-backed safe loader when available (several times faster), else the pure one;
     # both use the safe constructor and the same scalar rules.
-    yaml = YAML(typ="safe")
+    yaml = _Loader(typ="safe")
     yaml.Constructor = _BoundedConstructor
     if version is not None:
         yaml.version = version

@@ -32,6 +32,11 @@ def test_wheel_carries_code_and_data(tmp_path: Path) -> None:
         "nvcre/compiler/yaml_snapshot.jsonl",
         "nvcre/compiler/template_snapshot.json",
         "nvcre/compiler/install/dashboard.json",
+        *(
+            f"nvcre/testing/gobuild/{p.relative_to(REPO / 'testing/gobuild')}"
+            for p in (REPO / "testing/gobuild/templates").rglob("*")
+            if p.is_file()
+        ),
     ]
     assert expected_data and not [n for n in expected_data if n not in names]
     # Every folder that is a package ships every module: a subpackage missing from
