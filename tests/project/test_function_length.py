@@ -8,6 +8,7 @@ tool prints it). The comment must sit directly above the ``def`` or its first de
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,39 +29,33 @@ def _comment_above(lines: list[str], first_line: int) -> list[str]:
     return block
 
 
+def _functions(source: str) -> Iterator[tuple[str, int, int, list[str]]]:
+    """``(name, line, length, comment block above)`` of every function in ``source``."""
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            assert node.end_lineno is not None
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1, _comment_above(lines, first)
+
+
 def long_functions_without_reason(source: str) -> list[tuple[str, int, int]]:
     """``(name, line, length)`` of every function over the limit with no ``# Long:`` comment."""
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        assert node.end_lineno is not None
-        length = node.end_lineno - node.lineno + 1
-        if length <= LIMIT:
-            continue
-        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        if not any(line.startswith(MARK) and len(line) > len(MARK) + 3 for line in _comment_above(lines, first)):
-            found.append((node.name, node.lineno, length))
-    return found
+    return [
+        (name, line, length)
+        for name, line, length, above in _functions(source)
+        if length > LIMIT and not any(c.startswith(MARK) and len(c) > len(MARK) + 3 for c in above)
+    ]
 
 
 def stale_reasons(source: str) -> list[tuple[str, int, int]]:
     """``(name, line, length)`` of every function of at most the limit that still carries a
     ``# Long:`` comment (a reason left behind when the function was shortened)."""
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        assert node.end_lineno is not None
-        length = node.end_lineno - node.lineno + 1
-        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        if length <= LIMIT and any(line.startswith(MARK) for line in _comment_above(lines, first)):
-            found.append((node.name, node.lineno, length))
-    return found
+    return [
+        (name, line, length)
+        for name, line, length, above in _functions(source)
+        if length <= LIMIT and any(c.startswith(MARK) for c in above)
+    ]
 
 
 def test_no_short_function_keeps_a_long_reason() -> None:
