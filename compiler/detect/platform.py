@@ -126,19 +126,18 @@ def _rule_basis(rule: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
 
 def read_platform(node: Mapping[str, Any]) -> PlatformReading:
     """The platform one node belongs to (first matching rule, else the table default), and why."""
+    reading = _rule_reading(node)
+    if reading.basis == f"no {PROVIDER_ID}":
+        # nothing named a cloud: a cloud's own storage driver, when it registered the node, says more
+        return _csi_platform(node) or reading
+    return reading
+
+
+def _rule_reading(node: Mapping[str, Any]) -> PlatformReading:
     for rule in table("platforms")["rules"]:
         basis = _rule_basis(rule, node)
-        if basis == f"no {PROVIDER_ID}":
-            # a rule that holds for any node without a providerID (the on-prem fallback): a
-            # cloud's own storage driver, when it registered the node, says more
-            csi = _csi_platform(node)
-            if csi is not None:
-                return csi
         if basis is not None:
             return PlatformReading(str(rule["platform"]), basis, str(rule.get("note") or ""))
-    csi = None if provider_id(node) else _csi_platform(node)
-    if csi is not None:
-        return csi
     return PlatformReading(str(table("platforms")["default"]), PROVIDER_ID if provider_id(node) else f"no {PROVIDER_ID}")
 
 
