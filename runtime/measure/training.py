@@ -6,7 +6,10 @@
 (``step``, ``path``, ``timestamp``), ``checkpointRestore`` (``path``) and ``applicationStart``.
 Lines are read after the kubelet timestamp and any launcher tag (``[1,0]<stdout>:``, ``0: ``)
 are cut. A pattern without a ``timestamp`` group takes the line's kubelet timestamp. Captured
-times honour the pattern's ``units`` (s, ms, us; seconds when unset). A step counts only when
+times honour the pattern's ``units`` (s, ms, us; seconds when unset), unless the line shows its
+own: an ``elapsedTimeUnit`` group that took part gives the unit of that line's ``elapsedTime``
+(Megatron-DeepSpeed prints ``(ms)`` in most forks and ``(s)`` in BigScience's), and a unit it
+shows other than s, ms or us leaves the line unread. A step counts only when
 every captured number parses; an optional group that did not take part is simply absent. A step
 whose ``skipped`` count is above zero is kept and counted in ``skipped_iterations`` (Megatron's
 fp16 loss-scale skips log no loss). A counter (``iteration``, ``epoch``, ``skipped``...) may be
@@ -285,8 +288,14 @@ def _integer(text: str | None) -> int | None:
     return int(number)
 
 
-def _seconds(pattern: ProfilePattern, group: str, value: float) -> float:
-    return value / _UNIT_DIVISOR.get(pattern.units.get(group, "s"), 1.0)
+def _unit(pattern: ProfilePattern, group: str, groups: Mapping[str, str | None]) -> str | None:
+    """The time unit of ``group`` on one line: what its ``<group>Unit`` capture shows when that
+    took part (``elapsedTimeUnit`` for ``elapsedTime``), else the pattern's ``units`` entry
+    (seconds when unset); None when the line shows a unit other than s, ms or us."""
+    shown = groups.get(group + "Unit")
+    if shown is None:
+        return pattern.units.get(group, "s")
+    return shown if shown in _UNIT_DIVISOR else None
 
 
 def _when(match_ts: str | None, kubelet: datetime | None) -> datetime | None:
@@ -328,7 +337,8 @@ def _read_line(pattern: ProfilePattern, groups: Mapping[str, str | None], kubele
     iteration = _integer(groups.get("iteration"))
     raw_elapsed = groups.get("elapsedTime")
     elapsed = _number(raw_elapsed) if raw_elapsed is not None else None
-    if iteration is None or (raw_elapsed is not None and (elapsed is None or elapsed < 0)):
+    unit = _unit(pattern, "elapsedTime", groups)
+    if iteration is None or unit is None or (raw_elapsed is not None and (elapsed is None or elapsed < 0)):
         return None
     numbers: dict[str, float | None] = {}
     for name in ("tflops", "loss", "tokensPerSec"):
@@ -347,7 +357,7 @@ def _read_line(pattern: ProfilePattern, groups: Mapping[str, str | None], kubele
     stamp_text = groups.get("timestamp")
     if stamp_text and parse_layout_time(stamp_text) is None:
         return None
-    seconds = _seconds(pattern, "elapsedTime", elapsed) if elapsed is not None else None
+    seconds = elapsed / _UNIT_DIVISOR.get(unit, 1.0) if elapsed is not None else None
     if seconds is None and groups.get("iterationsPerSecond") is not None:
         rate = _number(groups.get("iterationsPerSecond") or "")
         if rate is None or rate < 0:
