@@ -19,8 +19,9 @@ in this order:
   an NCCL error return (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code
   unwinds);
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
-  test starting``, ``nThread ... minBytes``, the ``out-of-place  in-place`` line, the column
-  header's ``(B)  (elements)`` units line) after which no ``Avg bus bandwidth`` line came.
+  test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
+  ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
+  which no ``Avg bus bandwidth`` line came.
 
 Only plain string operations run here (no pattern), so the cost is linear in the line.
 """
@@ -53,6 +54,8 @@ _MAX_QUOTED = 300
 _FAILURE_MARKS = ("Test NCCL failure", "Test CUDA failure", "Test failure ", "Test timeout", "NCCL failure ")
 _AVG = "Avg bus bandwidth"
 _OOB = "Out of bounds values"
+#: how the run's parameters line begins (``nGpus(perProc)`` where a build leaves ``nThread`` out)
+_PARAMETER_HEADS = ("nThread ", "nGpus(perProc) ")
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,17 @@ def _is_error_return(body: str) -> bool:
 
 
 def _starts_run(body: str) -> bool:
-    """A line nccl-tests prints before a table: the run's announcement or parameters, the
-    ``out-of-place  in-place`` line above the column header, or the units line below it
-    (``(B)  (elements)  (us)  (GB/s)``; a piece pasted from there on still shows a table begun)."""
+    """A line nccl-tests prints before a table: the run's announcement or parameters (``nThread
+    1 nGpus 8 minBytes ...``, or ``nGpus(perProc) 8 minBytes ...`` in builds that leave the
+    thread count out), the ``out-of-place  in-place`` line above the column header, or the units
+    line below it (``(B)  (elements)  (us)  (GB/s)``; a piece pasted from there on still shows a
+    table begun)."""
     text = body.strip()
     if text[:1] == "#":
         text = text[1:].lstrip()
     return (
         text.startswith("Collective test starting")
-        or (text.startswith("nThread ") and "minBytes" in text)
+        or (text.startswith(_PARAMETER_HEADS) and "minBytes" in text)
         or (text.startswith("out-of-place") and text.endswith("in-place"))
         or (text.startswith("(B)") and text[3:4].isspace() and text[3:].split()[:1] == ["(elements)"])
     )
