@@ -9,6 +9,13 @@ An expression whose estimated cost at the node's own sizes is over ``cel_cost``'
 run at all (cel-python has no cost limit): it comes back as such an error.
 An unhealthy node's failed-node entry keeps the detector's own message: the message of a node
 condition the expression names, when the Node carries one.
+
+``not_ready_entries`` is nvcre's own rule beside the expression (NVCRE has none): a node whose
+``Ready`` condition is ``False`` or ``Unknown`` while its Job runs (its kubelet stopped posting
+status past the node controller's grace period, or reports itself not ready) is unhealthy
+whatever the expression says, with the node controller's own words in the entry. The default
+expression reads only the cordon, so without this a node that drops out mid-run could pass on the
+strength of containers its lost kubelet left running.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ __all__ = [
     "defaulted_node",
     "hardware_failed_message",
     "merge_failed_nodes",
+    "not_ready_entries",
 ]
 
 DEFAULT_EXPRESSION = "node.spec.unschedulable == true"
@@ -197,6 +205,22 @@ def merge_failed_nodes(existing: Iterable[Mapping[str, Any]] | None, new: Iterab
             item["message"] = str(entry["message"])
         merged[(name, reason)] = item
     return [merged[key] for key in sorted(merged)]
+
+
+def not_ready_entries(nodes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Failed-node entries for the ``nodes`` whose ``Ready`` condition is present and not ``True``,
+    by name; the message names the condition's status, reason and message as the Node gives them."""
+    found: list[dict[str, str]] = []
+    for name in sorted(nodes):
+        conditions = ((nodes[name].get("status") or {}).get("conditions")) or []
+        for cond in conditions:
+            if not isinstance(cond, Mapping) or cond.get("type") != "Ready" or cond.get("status") in (None, "True"):
+                continue
+            words = [f"{HARDWARE_FAILURE_MESSAGE}: Ready is {cond.get('status')}"]
+            words += [str(cond[key]).strip() for key in ("reason", "message") if str(cond.get(key) or "").strip()]
+            found.append({"name": name, "reason": HARDWARE_FAILURE_REASON, "message": ": ".join(words)})
+            break
+    return found
 
 
 def hardware_failed_message(names: Sequence[str]) -> str:

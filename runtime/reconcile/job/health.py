@@ -1,4 +1,7 @@
-"""The node health monitor of a running Job: its CEL expression over the nodes its pods run on.
+"""The node health monitor of a running Job: its CEL expression and the readiness rule, over its pods' nodes.
+
+The readiness rule (nvcre's, ``judge.health.not_ready_entries``) flags a node whose ``Ready``
+condition is not ``True``, with or without an expression.
 
 :func:`unhealthy_nodes` feeds the Node objects to the monitor (``judge.health``), a memo shared
 by every Job answering for nodes that did not change. :class:`HealthWatch` marks the Job
@@ -58,17 +61,18 @@ class HealthWatch:
         """One pass of the monitor over the nodes the Job's pods are bound to."""
         monitor = ((job.get("spec") or {}).get("nodeHealthMonitor") or {}).get("cel") or {}
         expression = str(monitor.get("expression") or "")
-        if not expression:
-            return
         ctx = self.ctx
         began = time.perf_counter()
         nodes = bound_nodes(pods, labelled_for=name_of(job))
         if not nodes:
             return  # no pod on a node yet: nothing to evaluate
         node_objs = {n: o for n in nodes if (o := ctx.cached(NODES, n, None)) is not None}
-        unhealthy = unhealthy_nodes(expression, node_objs, ctx.health)
+        unhealthy = unhealthy_nodes(expression, node_objs, ctx.health) if expression else []
+        # a node that dropped out counts whatever the expression (or its absence) says
+        unhealthy += [e for e in health.not_ready_entries(node_objs) if e["name"] not in {u["name"] for u in unhealthy}]
         namespace, name, workflow = namespace_of(job), name_of(job), workflow_label(job)
-        ctx.job_events.health_checked(namespace, name, workflow, time.perf_counter() - began, len(node_objs))
+        if expression:
+            ctx.job_events.health_checked(namespace, name, workflow, time.perf_counter() - began, len(node_objs))
         if not unhealthy:
             return
         seen: dict[str, Any] = {}
