@@ -17,7 +17,8 @@ in this order:
   FAILED`` trailer (the test's own ``NCCL_TESTS_MIN_BW`` check failed and it exits non-zero),
   or, in a log whose table never finished, an ``NCCL WARN`` line that says something failed or
   an NCCL error return (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code
-  unwinds);
+  unwinds), or an Open MPI launcher's refusal to start the processes (``There are not enough
+  slots available in the system ...``, ``... was unable to launch the specified application``);
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
   test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
   ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
@@ -54,6 +55,11 @@ _MAX_QUOTED = 300
 _FAILURE_MARKS = ("Test NCCL failure", "Test CUDA failure", "Test failure ", "Test timeout", "NCCL failure ")
 _AVG = "Avg bus bandwidth"
 _OOB = "Out of bounds values"
+#: what Open MPI's launcher (mpirun, or prterun) prints when it starts none of the processes
+_LAUNCH_REFUSALS = (
+    "There are not enough slots available in the system",
+    "was unable to launch the specified application",
+)
 #: how the run's parameters line begins (``nGpus(perProc)`` where a build leaves ``nThread`` out)
 _PARAMETER_HEADS = ("nThread ", "nGpus(perProc) ")
 
@@ -120,14 +126,17 @@ def _quote(line: str) -> str:
 
 
 def _header_columns(body: str) -> list[int] | None:
-    """The ``#wrong`` columns of a table header line (``[]`` for an ``error`` header), else None."""
+    """The ``#wrong`` columns of a table header line (``[]`` for an ``error`` header), else None.
+
+    Documentation that strips the ``#`` from every comment line of a pasted table strips it from
+    ``#wrong`` too, so a bare ``wrong`` column counts the same."""
     text = body.strip()
     if text[:1] == "#":
         text = text[1:]
     tokens = text.split()
     if tokens[:2] != ["size", "count"]:
         return None
-    return [index for index, token in enumerate(tokens) if token == "#wrong"]
+    return [index for index, token in enumerate(tokens) if token in ("#wrong", "wrong")]
 
 
 def _is_error_return(body: str) -> bool:
@@ -170,6 +179,7 @@ class RunChecks:
         "header_open",
         "last_size",
         "last_warn",
+        "launch_line",
         "open_rows",
         "oob_count",
         "oob_failed",
@@ -195,6 +205,8 @@ class RunChecks:
         self.warn_line: str | None = None
         #: the last ``NCCL WARN`` line, quoted when an error return follows it
         self.last_warn: str | None = None
+        #: the launcher's refusal to start the run (no process of it ran)
+        self.launch_line: str | None = None
         self.open_rows = 0
         self.last_size: int | None = None
         self.trailers = 0
@@ -253,6 +265,8 @@ class RunChecks:
                 self.warn_line = _quote(body)
         elif self.warn_line is None and "NCCL INFO" in body and _is_error_return(body):
             self.warn_line = _quote(self.last_warn or body)
+        elif self.launch_line is None and any(mark in body for mark in _LAUNCH_REFUSALS):
+            self.launch_line = _quote(body)
         elif _starts_run(body):
             self.header_open = True
 
@@ -266,6 +280,8 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"nccl-tests failed its own NCCL_TESTS_MIN_BW check: {self.avg_failed_line}"))
         if self.warn_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"NCCL failed and no result table finished: {self.warn_line}"))
+        if self.launch_line is not None and self.trailers == 0:
+            return RunFailure(RUN_FAILED, _cap(f"the MPI launcher did not start the run: {self.launch_line}"))
         if self.open_rows:
             size = f" (last message size {self.last_size} B)" if self.last_size is not None else ""
             return RunFailure(
