@@ -39,7 +39,7 @@ from ..processes import Process, spawn, wait_ready
 from ..simprofiles import GPU_RESOURCE, KWOK_NODE_LABEL, Profile, check_platform, node_labels, node_taints, profile
 from . import cgroups, controllers, hostdirs, images, namespaces, toolchain, workload_images
 from .dnsquery import resolve
-from .faults import RealFault, parse_real_fault
+from .faults import RANK_FAULTS, RealFault, parse_real_fault
 from .forward import ApiForwarder, ConnectProxy
 from .node import (
     CLUSTER_DOMAIN,
@@ -54,6 +54,7 @@ from .node import (
     kubelet_argv,
     kubelet_config,
 )
+from .oomkill import MemorySqueeze
 from .rankkill import RankKiller
 
 RECORD_NAME = "teardown.json"
@@ -125,9 +126,11 @@ class RealCluster:
         self._proxy: ConnectProxy | None = None
         self._record: dict[str, Any] = {}
         self.faults: dict[str, RealFault] = {}
-        #: the killed-rank watchers, by node; each kills every rank that starts there until cleared
-        #: (``killed-rank-once``: those of the first attempt only)
+        #: the killed-rank and oom-kill watchers, by node; each strikes every rank that starts there
+        #: until cleared (``killed-rank-once``: those of the first attempt only)
         self.rank_killers: dict[str, RankKiller] = {}
+        #: the memory caps of the oom-kill fault, by node, lifted when it is cleared
+        self.memory_squeezes: dict[str, MemorySqueeze] = {}
         self._started = False
 
     # ------------------------------------------------------------------ public
@@ -224,6 +227,7 @@ class RealCluster:
         for killer in self.rank_killers.values():
             killer.stop()
         self.rank_killers.clear()
+        self.memory_squeezes.clear()  # their containers go with the nodes
         for node in reversed(self.nodes):
             if node.kubelet is not None:
                 with contextlib.suppress(OSError):
@@ -442,6 +446,8 @@ class RealCluster:
         if isinstance(fault, str):
             fault = parse_real_fault(fault)
         target = self._node(node)
+        if fault.kind == "dropped-path" and self._node(fault.peer) is target:
+            raise RealClusterError(f"a dropped path needs two nodes; {fault.peer} is the faulty node itself")
         previous = self.faults.get(node)
         if fault.kind != "none" and previous is not None and previous != fault:
             self.set_fault(node, "none")  # a node has one fault at a time, as on the simulated cluster
@@ -449,13 +455,12 @@ class RealCluster:
             self.set_unhealthy_gpus(node, min(fault.count, self.profile.gpus) if fault.kind != "none" else 0)
         if fault.kind in ("none", "stopped-kubelet") and target.kubelet is not None and target.kubelet.running():
             os.kill(target.kubelet.pid, signal.SIGSTOP if fault.kind == "stopped-kubelet" else signal.SIGCONT)
-        if fault.kind in ("none", "killed-rank", "killed-rank-once"):
-            watching = self.rank_killers.pop(node, None)
-            if watching is not None:
-                watching.stop()
-            if fault.kind != "none":
-                once = fault.kind == "killed-rank-once"
-                self.rank_killers[node] = RankKiller(target.layout.pods_cgroup, once=once).start()
+        if fault.kind in ("none", *RANK_FAULTS):
+            self._watch_ranks(node, target.layout.pods_cgroup, fault.kind)
+        if fault.kind == "dropped-path":
+            self._drop_path(target, fault, drop=True)
+        elif fault.kind == "none" and previous is not None and previous.kind == "dropped-path":
+            self._drop_path(target, previous, drop=False)
         if fault.kind == "slow-link":
             bridge = target.layout.bridge
             if namespaces.run_in(self.netns, ["ip", "link", "show", bridge], check=False).returncode != 0:
@@ -472,6 +477,30 @@ class RealCluster:
         else:
             self.faults[node] = fault
         return fault
+
+    def _drop_path(self, target: RealNode, fault: RealFault, *, drop: bool) -> None:
+        """Insert (or with ``drop`` False, delete) the two DROP rules between ``target``'s pods and
+        its peer's, in the FORWARD chain of the environment's namespace, where pods' traffic between
+        nodes is routed from one node's bridge to the other's."""
+        peer = self._node(fault.peer)
+        ends = (target.layout.pod_subnet, peer.layout.pod_subnet)
+        for source, destination in (ends, ends[::-1]):
+            rule = ["FORWARD", "-s", source, "-d", destination, "-m", "comment", "--comment", DROPPED_PATH_COMMENT, "-j", "DROP"]
+            namespaces.run_in(self.netns, ["iptables", "-w", "-I" if drop else "-D", *rule], check=drop)
+
+    def _watch_ranks(self, node: str, pods_cgroup: str, kind: str) -> None:
+        """Stop the node's rank watcher (lifting an oom-kill's caps), then start the one ``kind`` asks for."""
+        watching = self.rank_killers.pop(node, None)
+        if watching is not None:
+            watching.stop()
+        squeeze = self.memory_squeezes.pop(node, None)
+        if squeeze is not None:
+            squeeze.undo()
+        if kind == "oom-kill":
+            squeeze = self.memory_squeezes[node] = MemorySqueeze()
+            self.rank_killers[node] = RankKiller(pods_cgroup, act=squeeze).start()
+        elif kind in RANK_FAULTS:
+            self.rank_killers[node] = RankKiller(pods_cgroup, once=kind == "killed-rank-once").start()
 
     def _node(self, name: str) -> RealNode:
         for candidate in self.nodes:
@@ -505,6 +534,10 @@ class RealCluster:
                 if time.monotonic() > deadline:
                     raise RealClusterError("the default ServiceAccount was not created")
                 time.sleep(0.3)
+
+
+#: marks the rules of the dropped-path fault in the namespace's iptables
+DROPPED_PATH_COMMENT = "nvcre dropped-path fault"
 
 
 #: the longest Unix socket path containerd accepts (the kernel's limit less its own margin)

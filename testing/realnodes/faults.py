@@ -8,6 +8,10 @@
 ``slow-link:RATE``        a token-bucket filter (``tc tbf``) on the node's pod bridge, inside the
                           environment's namespace, limits traffic towards the node's pods to
                           RATE (``100mbit``, ``1gbit``, ...)
+``dropped-path:PEER``     every packet between the node's pods and PEER's pods is dropped
+                          (``iptables`` DROP in the namespace's FORWARD chain, both ways): each
+                          node is healthy alone and with any other node, but a workload spanning
+                          both never hears from the other side (a fabric fault, not a node's)
 ``killed-rank``           every workload rank (a process of the nccl-tests stand-in or a
                           training worker) that starts in one of the node's pods is sent SIGKILL
                           while the fault is on: its launcher sees a rank die mid-collective, on
@@ -15,6 +19,10 @@
 ``killed-rank-once``      like ``killed-rank`` for the first attempt only: the ranks the watcher
                           first finds on the node are killed, then it stops, so the launcher's
                           in-place retry runs clean
+``oom-kill``              each container in which a workload rank starts on the node has its
+                          memory capped just above what it holds then: the rank outgrows it and
+                          the kernel's OOM killer ends it, and the container is reported
+                          ``OOMKilled`` when it ends (:mod:`.oomkill`); ``none`` lifts the caps
 ``none``                  clears every fault of the node
 """
 
@@ -23,8 +31,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-REAL_FAULT_KINDS = ("unhealthy-device", "stopped-kubelet", "slow-link", "killed-rank", "killed-rank-once", "none")
+REAL_FAULT_KINDS = (
+    "unhealthy-device",
+    "stopped-kubelet",
+    "slow-link",
+    "dropped-path",
+    "killed-rank",
+    "killed-rank-once",
+    "oom-kill",
+    "none",
+)
+#: the faults that strike the workload's ranks as they start (a watcher on the node's pod cgroups)
+RANK_FAULTS = ("killed-rank", "killed-rank-once", "oom-kill")
 _RATE = re.compile(r"^[1-9][0-9]{0,5}(kbit|mbit|gbit)$")
+#: a node name as Kubernetes allows it (a DNS subdomain), the peer of ``dropped-path``
+_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class RealFaultError(ValueError):
@@ -33,17 +54,21 @@ class RealFaultError(ValueError):
 
 @dataclass(frozen=True)
 class RealFault:
-    """One node's fault: ``kind``, the GPU count of ``unhealthy-device``, the rate of ``slow-link``."""
+    """One node's fault: ``kind``, the GPU count of ``unhealthy-device``, the rate of ``slow-link``,
+    the other end of ``dropped-path``."""
 
     kind: str
     count: int = 0
     rate: str = ""
+    peer: str = ""
 
     def __str__(self) -> str:
         if self.kind == "unhealthy-device":
             return f"unhealthy-device:{self.count}"
         if self.kind == "slow-link":
             return f"slow-link:{self.rate}"
+        if self.kind == "dropped-path":
+            return f"dropped-path:{self.peer}"
         return self.kind
 
 
@@ -62,6 +87,10 @@ def parse_real_fault(text: str) -> RealFault:
         if not _RATE.match(arg):
             raise RealFaultError(f"fault {text!r}: give a rate such as slow-link:100mbit (kbit, mbit or gbit)")
         return RealFault(kind, rate=arg)
+    if kind == "dropped-path":
+        if not _NODE_NAME.match(arg):
+            raise RealFaultError(f"fault {text!r}: name the other end of the path, e.g. dropped-path:h100-onprem-1")
+        return RealFault(kind, peer=arg)
     if arg:
         raise RealFaultError(f"fault {text!r}: {kind} takes no argument")
     return RealFault(kind)

@@ -21,10 +21,10 @@ tenth of a second) always outlasts.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,19 +65,36 @@ def _argv(pid: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Killed:
-    """The rank the watcher killed: its process id and what it ran."""
+    """A rank the watcher struck: its process id and what it ran."""
 
     pid: int
     program: str
 
 
-class RankKiller:
-    """Watches ``pods_cgroup`` (relative to the cgroup mounts) and kills each rank there until
-    stopped; with ``once``, only the ranks of the first look that finds any, then it stops."""
+def send_sigkill(pid: int, program: str) -> bool:
+    """The ``killed-rank`` blow: SIGKILL to the rank; False when it had already gone."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
 
-    def __init__(self, pods_cgroup: str, *, once: bool = False) -> None:
+
+#: what the watcher does to each rank it finds (pid, program); True when it struck
+RankAction = Callable[[int, str], bool]
+
+
+class RankKiller:
+    """Watches ``pods_cgroup`` (relative to the cgroup mounts) and strikes each rank there until
+    stopped; with ``once``, only the ranks of the first look that finds any, then it stops.
+
+    The blow is ``act``: SIGKILL by default, or another way of ending a rank such as the
+    memory squeeze of :mod:`.oomkill`, after which the kernel's OOM killer does the killing."""
+
+    def __init__(self, pods_cgroup: str, *, once: bool = False, act: RankAction = send_sigkill) -> None:
         self._directory = _one_hierarchy(pods_cgroup)
         self.once = once
+        self._act = act
         self._stop = threading.Event()
         #: the ranks killed so far, in order (appended by the watcher thread only)
         self.killed: list[Killed] = []
@@ -100,8 +117,7 @@ class RankKiller:
                 if program is None:
                     continue
                 done.add(pid)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                if self._act(pid, program):
                     self.killed.append(Killed(pid, program))
             if self.once and self.killed:
                 return  # the first attempt is dead; its retry runs untouched

@@ -209,7 +209,13 @@ def test_real_fault_specs_are_parsed_with_clear_errors() -> None:
     assert str(parse_real_fault("slow-link:100mbit")) == "slow-link:100mbit"
     assert parse_real_assignment(" h100-onprem-1 = stopped-kubelet ") == ("h100-onprem-1", parse_real_fault("stopped-kubelet"))
     assert str(parse_real_fault("killed-rank")) == "killed-rank"
+    assert str(parse_real_fault("oom-kill")) == "oom-kill"
+    assert parse_real_fault("dropped-path:h100-onprem-1").peer == "h100-onprem-1"
+    assert str(parse_real_fault("dropped-path:h100-onprem-1")) == "dropped-path:h100-onprem-1"
     for spec, message in (
+        ("oom-kill:1", "takes no argument"),
+        ("dropped-path", "name the other end"),
+        ("dropped-path:-x; iptables -F", "name the other end"),
         ("killed-rank:2", "takes no argument"),
         ("xid", "unknown fault 'xid' on real nodes"),
         ("unhealthy-device:x", "whole number"),
