@@ -1,5 +1,8 @@
 """What the real-node test modules share: one started environment, and the installed CLI against it.
 
+``Environment`` is what a fixture hands its tests: the running cluster, the host as it was before
+it started, and the sampler of the stack's peak memory (None where nothing samples it).
+
 ``started`` builds what is missing, snapshots the host, starts the real nodes (with the workload
 image and, by default, JobSet, the Trainer and the nvcre controller) and stops them however the
 module ends; a start that fails fails the module with the reason, not a traceback. ``nvcrectl``
@@ -14,10 +17,20 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+@dataclass
+class Environment:
+    """A started environment, the host as it was before it, and its memory sampler."""
+
+    cluster: Any
+    host_before: dict[str, Any]
+    sampler: Any = None
 
 
 @contextlib.contextmanager

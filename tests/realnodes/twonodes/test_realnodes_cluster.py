@@ -2,7 +2,8 @@
 GPU Feature Discovery labels, run a pod each, pods on different nodes reach each other through
 headless-service names that the environment's CoreDNS answers, ``kubectl logs`` and ``exec`` reach
 the kubelets through the API server's egress proxy, the device plugin hands a pod its GPUs and
-an unhealthy GPU leaves the node's allocatable, and stopping leaves the host as it was."""
+an unhealthy GPU leaves the node's allocatable, and each real fault acts on the real data path.
+The package's shared environment serves; its stop, checked there, leaves the host as it was."""
 
 from __future__ import annotations
 
@@ -13,9 +14,17 @@ from typing import Any
 
 import pytest
 
+from tests.realnodes.realnodes_helpers import Environment
+
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
 SERVICE = "peers"
+
+
+@pytest.fixture(scope="module")
+def realcluster(env: Environment) -> Any:
+    """The package's shared two nodes."""
+    return env.cluster
 
 
 def _core(cluster: Any) -> Any:
@@ -75,8 +84,7 @@ def peers(realcluster: Any) -> Any:
     else:
         raise AssertionError(f"pods not Running: {[(n, p.status.phase) for n, p in pods.items()]}")
     yield namespace, pods
-    if realcluster.running:  # the last test stops the environment itself
-        core.delete_namespace(namespace)
+    core.delete_namespace(namespace)
 
 
 def test_each_real_node_is_ready_with_the_profile_labels_and_a_real_runtime(realcluster: Any) -> None:
@@ -189,6 +197,26 @@ def test_a_slow_link_fault_rate_limits_the_real_data_path_and_none_lifts_it(real
     assert limited > 3.0 and limited > 3 * max(free, again), (free, limited, again)
 
 
+def _fetch(core: Any, namespace: str, url: str) -> str:
+    """What w-0 gets from ``url`` within 3 s, or the word ``unreachable``."""
+    # busybox's own timeout around wget: Debian busybox 1.35's ``wget -T`` dies of a segmentation fault
+    script = f"/bin/busybox timeout 3 /bin/busybox wget -q -O - {url} 2>/dev/null || echo unreachable"
+    return _exec(core, namespace, "w-0", ["/bin/busybox", "sh", "-c", script]).strip()
+
+
+def test_a_dropped_path_cuts_the_real_data_path_between_two_nodes_and_none_restores_it(realcluster: Any, peers: Any) -> None:
+    namespace, pods = peers
+    core = _core(realcluster)
+    url = f"http://{pods['w-1'].status.pod_ip}:8080/id"  # by address: the name server is not on the dropped path
+    node, peer = realcluster.node_names
+    assert _fetch(core, namespace, url) == "served-by-w-1"
+    assert str(realcluster.set_fault(node, f"dropped-path:{peer}")) == f"dropped-path:{peer}"
+    assert _fetch(core, namespace, url) == "unreachable"
+    assert _exec(core, namespace, "w-0", ["/bin/busybox", "cat", "/www/id"]).strip() == "served-by-w-0"  # the node itself is fine
+    realcluster.set_fault(node, "none")
+    assert _fetch(core, namespace, url) == "served-by-w-1"
+
+
 def test_a_stopped_kubelet_turns_its_node_not_ready_and_none_brings_it_back(realcluster: Any) -> None:
     core = _core(realcluster)
     node = realcluster.node_names[1]
@@ -206,14 +234,3 @@ def test_a_stopped_kubelet_turns_its_node_not_ready_and_none_brings_it_back(real
     while not ready() and time.monotonic() < deadline:
         time.sleep(1)
     assert ready()
-
-
-def test_stopping_leaves_the_host_as_it_found_it(realcluster: Any, peers: Any) -> None:
-    from nvcre.testing.realnodes import cgroups, hoststate
-
-    top = realcluster.cgroup_top
-    workdir = realcluster.workdir
-    realcluster.stop()
-    assert hoststate.differences(realcluster.host_before, hoststate.snapshot()) == []
-    assert cgroups.pids(top) == set()
-    assert not workdir.exists()

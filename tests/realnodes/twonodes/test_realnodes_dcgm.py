@@ -3,20 +3,19 @@ controller: the rendered privileged, host-network pod runs the workload image's 
 stand-in, which reports from the node's mock GPU state (the file the device plugin mounts). A
 healthy node PASSES; a GPU the device plugin reports unhealthy makes it FAIL naming the node
 (``WorkloadFailed``: the diagnostic's exit status), and the report keeps the stand-in's result
-naming the GPU. The last test stops the environment and checks the host is as it was."""
+naming the GPU. It runs on the first node of the package's shared environment."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.realnodes.realnodes_helpers import nvcrectl, started
+from tests.realnodes.realnodes_helpers import Environment, nvcrectl
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -36,12 +35,10 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """One real h100 node with the workload image, JobSet, the Trainer and the nvcre controller."""
-    with started(request, nodes=1) as (environment, before):
-        environment.host_before = before
-        yield environment
+@pytest.fixture
+def cluster(env: Environment) -> Any:
+    """The shared environment's cluster (the category targets its first node)."""
+    return env.cluster
 
 
 def _certify(cluster: Any, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], str]:
@@ -81,7 +78,6 @@ def test_a_healthy_node_passes_the_dcgm_diagnostic_from_its_mock_gpu_state(clust
 
 def test_an_unhealthy_gpu_makes_the_dcgm_diagnostic_fail_naming_the_node(cluster: Any, tmp_path: Path) -> None:
     from nvcre.runtime.measure.dcgm import parse_dcgm
-    from nvcre.testing.realnodes import hoststate
 
     node = cluster.node_names[0]
     cluster.set_fault(node, "unhealthy-device:1")
@@ -99,5 +95,3 @@ def test_an_unhealthy_gpu_makes_the_dcgm_diagnostic_fail_naming_the_node(cluster
     assert (excerpt["nodeName"], excerpt["exitCode"]) == (node, 1)
     parsed = parse_dcgm(excerpt["tail"])
     assert parsed.overall == "Fail" and {t.failed_gpus for t in parsed.tests if t.status == "Fail"} == {("0",)}
-    cluster.stop()
-    assert hoststate.differences(cluster.host_before, hoststate.snapshot()) == []

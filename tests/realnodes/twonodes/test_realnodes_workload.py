@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.realnodes.realnodes_helpers import Environment
+
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 JOBSET = "cert"  # the JobSet (and TrainJob) name the pods carry, as the Trainer would name them
 SSH_SECRET = "cert-mpi-ssh"
 CERTIFICATION = """\
@@ -46,25 +48,10 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def workload_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """Two real h100 nodes with the workload image imported (the environment all tests here share)."""
-    from nvcre.testing.errors import ControlPlaneError
-    from nvcre.testing.pytest_plugin import _ensure_real_built
-    from nvcre.testing.realnodes.cluster import RealCluster
-    from nvcre.testing.realnodes.images import ImageError
-
-    _ensure_real_built(request)
-    cluster = RealCluster(profile_name="h100", nodes=2, workload_images=True, crd_dirs=[])  # no controller runs here
-    try:
-        cluster.start()
-    except ImageError as exc:
-        pytest.fail(f"the workload image could not be built: {exc}", pytrace=False)
-    except ControlPlaneError as exc:
-        pytest.fail(f"the real-node environment did not start: {exc}", pytrace=False)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def workload_cluster(env: Environment) -> Any:
+    """The package's shared two nodes; the pods here are made by hand in a namespace of their own,
+    beside (and unseen by) the controllers that run there."""
+    return env.cluster
 
 
 @pytest.fixture(scope="module")

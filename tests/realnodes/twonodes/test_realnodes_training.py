@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.realnodes.realnodes_helpers import nvcrectl, started
+from tests.realnodes.realnodes_helpers import Environment, nvcrectl
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -53,21 +52,6 @@ spec:
       thresholds:
         goodputRatio: "{floor}"
 """
-
-
-@dataclass
-class Environment:
-    """The shared environment and what the host looked like before it."""
-
-    cluster: Any
-    host_before: dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def env(request: pytest.FixtureRequest) -> Iterator[Environment]:
-    """Two real h100 nodes with the workload image, JobSet, the Trainer and the nvcre controller."""
-    with started(request, nodes=2) as (cluster, before):
-        yield Environment(cluster, before)
 
 
 def certify(env: Environment, tmp_path: Path, name: str, floor: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], str]:
@@ -178,14 +162,3 @@ def test_a_goodput_floor_the_run_cannot_reach_fails_with_threshold_violation_on_
     ]
     [category] = results["categories"]
     assert category["status"] == "Failed" and float(category["training"]["goodput"].split()[0]) > 0, category
-
-
-def test_the_stack_stops_leaving_the_host_as_found(env: Environment) -> None:
-    from nvcre.testing.realnodes import cgroups, footprint, hoststate
-
-    cluster = env.cluster
-    pids = footprint.stack_pids(cluster)
-    cluster.stop()
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
-    assert cgroups.pids(cluster.cgroup_top) == set()
-    assert hoststate.differences(env.host_before, hoststate.snapshot()) == []

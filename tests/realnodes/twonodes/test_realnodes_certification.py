@@ -15,19 +15,15 @@ import json
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.realnodes.realnodes_helpers import nvcrectl, started
+from tests.realnodes.realnodes_helpers import Environment, nvcrectl
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
-#: the stack's resident memory (control plane, controllers, nodes, pods) must stay below this
-MEMORY_CEILING = 4 << 30
 CERTIFICATION = """\
 apiVersion: nvcre.nvidia.com/v1alpha1
 kind: Certification
@@ -65,27 +61,6 @@ spec:
       numIterations: 5
       numCycles: 1
 """
-
-
-@dataclass
-class Environment:
-    """The shared environment, what the host looked like before it, and its memory sampler."""
-
-    cluster: Any
-    host_before: dict[str, Any]
-    sampler: Any
-    pids: set[int] = field(default_factory=set)
-
-
-@pytest.fixture(scope="module")
-def env(request: pytest.FixtureRequest) -> Iterator[Environment]:
-    """Two real h100 nodes with the workload image, JobSet, the Trainer and the nvcre controller."""
-    from nvcre.testing.realnodes import footprint
-
-    with started(request, nodes=2) as (cluster, before):
-        environment = Environment(cluster, before, footprint.PeakSampler(cluster))
-        with environment.sampler:
-            yield environment
 
 
 def run_certification(
@@ -130,8 +105,13 @@ class LaunchOrder:
 
         with self._cluster.api_client() as api_client:
             core = client.CoreV1Api(api_client)
+            earlier = {n.metadata.name for n in core.list_namespace().items}  # runs of other tests of the shared environment
             while not self._stop.is_set() and self.launcher_created is None:
-                pods = [p for p in core.list_pod_for_all_namespaces().items if p.metadata.namespace.startswith(self._prefix)]
+                pods = [
+                    p
+                    for p in core.list_pod_for_all_namespaces().items
+                    if p.metadata.namespace.startswith(self._prefix) and p.metadata.namespace not in earlier
+                ]
                 launchers = [p for p in pods if "-launcher-" in p.metadata.name]
                 if launchers:
                     self.launcher_created = launchers[0].metadata.creation_timestamp.isoformat()
@@ -248,15 +228,130 @@ def test_a_killed_rank_fails_its_nodes_group_with_workload_failed_as_the_simulat
     assert excerpt["exitCode"] != 0 and "signal 9" in excerpt["tail"], excerpt
 
 
-def test_the_stack_stays_within_its_memory_and_stops_leaving_the_host_as_found(env: Environment) -> None:
-    from nvcre.testing.realnodes import cgroups, footprint, hoststate
+def test_an_oom_killed_rank_fails_its_nodes_group_with_workload_failed_and_the_kernel_did_the_killing(
+    env: Environment, tmp_path: Path
+) -> None:
+    """The ``oom-kill`` fault caps the memory of each container a rank starts in on one node, just
+    above what it holds then: the rank outgrows it and the kernel's OOM killer ends it, on each
+    retry of the launcher too. The node's group fails ``WorkloadFailed``, that node alone blamed,
+    as for a killed rank; the kernel's own count of OOM kills in the capped containers says who
+    killed it."""
+    victim, healthy = env.cluster.node_names
+    env.cluster.set_fault(victim, "oom-kill")
+    squeeze, watcher = env.cluster.memory_squeezes[victim], env.cluster.rank_killers[victim]
+    done = threading.Event()
 
-    cluster = env.cluster
-    assert {"jobset-controller", "trainer-controller-manager", "nvcre-controller"} <= set(cluster.pids)
-    pids = footprint.stack_pids(cluster)
-    env.sampler.__exit__(None, None, None)
-    assert 0 < env.sampler.peak < MEMORY_CEILING, env.sampler.peak
-    cluster.stop()
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
-    assert cgroups.pids(cluster.cgroup_top) == set()
-    assert hoststate.differences(env.host_before, hoststate.snapshot()) == []
+    def count_kills() -> None:  # the capped containers go with their pods: read while they live
+        while not done.wait(0.25):
+            squeeze.oom_kills()
+
+    counting = threading.Thread(target=count_kills, daemon=True)
+    counting.start()
+    try:
+        run, results, _ = run_certification(env, tmp_path, "oom-kill", nodes_per_job=1, max_bytes="4M", iterations=20)
+    finally:
+        done.set()
+        counting.join(timeout=10)
+        env.cluster.set_fault(victim, "none")
+    assert watcher.killed and {k.program for k in watcher.killed} == {"all_reduce_perf_mpi"}, watcher.killed
+    assert victim not in env.cluster.memory_squeezes and victim not in env.cluster.rank_killers
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert results["result"] == "FAILED"
+    assert [(d["name"], d["reason"]) for d in results["failedNodeDetails"]] == [(victim, "WorkloadFailed")]
+    assert healthy not in results["failedNodes"]
+    assert squeeze.oom_kills() >= 1, squeeze.caps  # the kernel ended the ranks, not a kill() of ours
+    [category] = results["categories"]
+    [group] = category["failedGroups"]
+    assert group["failureLog"]["exitCode"] != 0, group["failureLog"]
+
+
+class FreezeOnStart:
+    """Freezes ``node``'s kubelet (the ``stopped-kubelet`` fault) as soon as a pod of a new run is
+    running there, then waits for the run's Job there to be failed by the controller and resumes
+    the kubelet (``none``), as an operator restarting it would, so the failed Job's pods can go."""
+
+    def __init__(self, cluster: Any, node: str) -> None:
+        self._cluster, self.node = cluster, node
+        self._stop = threading.Event()
+        self.frozen_pod: str | None = None
+        self.not_ready_seen = False
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        from kubernetes import client
+
+        with self._cluster.api_client() as api_client:
+            core, custom = client.CoreV1Api(api_client), client.CustomObjectsApi(api_client)
+            earlier = {n.metadata.name for n in core.list_namespace().items}
+            while not self._stop.is_set() and self.frozen_pod is None:
+                for pod in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={self.node}").items:
+                    if (
+                        pod.metadata.namespace.startswith("nvcrectl-")
+                        and pod.metadata.namespace not in earlier
+                        and pod.status.phase == "Running"
+                    ):
+                        self._cluster.set_fault(self.node, "stopped-kubelet")
+                        self.frozen_pod = pod.metadata.name
+                        break
+                self._stop.wait(0.2)
+            while not self._stop.is_set() and not self._hardware_failed(custom):
+                self._stop.wait(1.0)
+            # the kubelet is still frozen here: the node must still be NotReady
+            ready = [c for c in core.read_node(self.node).status.conditions or [] if c.type == "Ready"]
+            self.not_ready_seen = bool(ready) and ready[0].status != "True"
+            self._cluster.set_fault(self.node, "none")
+
+    def _hardware_failed(self, custom: Any) -> bool:
+        jobs = custom.list_cluster_custom_object("nvcre.nvidia.com", "v1alpha1", "jobs").get("items") or []
+        for job in jobs:
+            for condition in (job.get("status") or {}).get("conditions") or []:
+                if condition.get("type") == "HardwareFailed" and condition.get("status") == "True":
+                    return True
+        return False
+
+    def __enter__(self) -> "FreezeOnStart":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._cluster.set_fault(self.node, "none")  # however the run ended
+
+
+def test_a_node_whose_kubelet_stops_mid_run_is_blamed_as_a_hardware_failure_and_the_other_group_passes(
+    env: Environment, tmp_path: Path
+) -> None:
+    """The victim's kubelet is frozen as soon as a pod of the run runs there: no status, no lease,
+    and the node controller marks it NotReady after its grace period (16 s here). Its containers
+    go on, but nothing they do reaches the API. nvcre's readiness rule fails the Job holding the
+    node with ``HardwareFailureDetected`` in the node controller's words, and no other node is
+    blamed."""
+    victim, healthy = env.cluster.node_names
+    with FreezeOnStart(env.cluster, victim) as freeze:
+        run, results, _ = run_certification(env, tmp_path, "not-ready", nodes_per_job=1, max_bytes="4M", iterations=20)
+    assert freeze.frozen_pod is not None and freeze.not_ready_seen, (freeze.frozen_pod, freeze.not_ready_seen)
+    assert "stopped-kubelet" not in str(env.cluster.faults.get(victim, ""))
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert results["result"] == "FAILED"
+    assert [(d["name"], d["reason"]) for d in results["failedNodeDetails"]] == [(victim, "HardwareFailureDetected")]
+    assert "Kubelet stopped posting node status." in results["failedNodeDetails"][0]["message"]
+    assert healthy not in results["failedNodes"]
+
+
+def test_a_dropped_path_between_the_two_nodes_fails_the_group_holding_both_blaming_both(env: Environment, tmp_path: Path) -> None:
+    """``dropped-path`` between the two nodes, one group of both: mpirun's ssh to the worker on the
+    far side of the cut never connects, so the group's Job runs out of its ``timeoutPerJob`` and
+    both nodes are blamed: a certification cannot tell which end of a cut path is at fault (the
+    simulated ``bad-link`` is the same fabric fault, slowed rather than cut, and fails the group
+    holding both on its threshold); telling them apart is diagnose's work."""
+    node, peer = env.cluster.node_names
+    env.cluster.set_fault(node, f"dropped-path:{peer}")
+    try:
+        run, results, _ = run_certification(env, tmp_path, "dropped-path", "      timeoutPerJob: 90s\n")
+    finally:
+        env.cluster.set_fault(node, "none")
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert results["result"] == "FAILED"
+    assert sorted(d["name"] for d in results["failedNodeDetails"]) == sorted(env.cluster.node_names), results["failedNodeDetails"]
+    print(f"dropped path: {json.dumps(results['failedNodeDetails'])}")

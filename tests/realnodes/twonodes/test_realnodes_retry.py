@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from nvcre.compiler.vocabulary import ANNOTATION_GROUP_NODES
 from nvcre.runtime.judge.retry_note import retries_of_job
-from tests.realnodes.realnodes_helpers import nvcrectl, started
+from tests.realnodes.realnodes_helpers import Environment, nvcrectl
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -43,13 +42,6 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def env(request: pytest.FixtureRequest) -> Iterator[tuple[Any, dict[str, Any]]]:
-    """Two real h100 nodes with the workload image, JobSet, the Trainer and the nvcre controller."""
-    with started(request, nodes=2) as (cluster, before):
-        yield cluster, before
-
-
 def _jobs_and_events(cluster: Any, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The run's nvcre Jobs and its Events (events.k8s.io, read as plain JSON: the client's model
     refuses the kubelet's Events, which carry no ``eventTime``)."""
@@ -62,12 +54,10 @@ def _jobs_and_events(cluster: Any, namespace: str) -> tuple[list[dict[str, Any]]
     return list(jobs.get("items") or []), list(events.get("items") or [])
 
 
-def test_a_rank_killed_in_the_first_attempt_only_passes_and_the_job_names_the_failed_attempt(
-    env: tuple[Any, dict[str, Any]], tmp_path: Path
-) -> None:
+def test_a_rank_killed_in_the_first_attempt_only_passes_and_the_job_names_the_failed_attempt(env: Environment, tmp_path: Path) -> None:
     from nvcre.testing.realnodes.faults import RealFault
 
-    cluster, _ = env
+    cluster = env.cluster
     victim, _healthy = cluster.node_names
     cluster.set_fault(victim, RealFault("killed-rank-once"))
     killer = cluster.rank_killers[victim]
@@ -104,14 +94,3 @@ def test_a_rank_killed_in_the_first_attempt_only_passes_and_the_job_names_the_fa
     warned = [e for e in events if e.get("reason") == "WorkloadAttemptFailed" and (e.get("regarding") or {}).get("name") == name]
     assert len(warned) == 1 and warned[0].get("type") == "Warning", warned
     assert "passed on attempt 2 after 1 failed run" in str(warned[0].get("note")), warned
-
-
-def test_the_environment_stops_leaving_the_host_as_found(env: tuple[Any, dict[str, Any]]) -> None:
-    from nvcre.testing.realnodes import cgroups, footprint, hoststate
-
-    cluster, before = env
-    pids = footprint.stack_pids(cluster)
-    cluster.stop()
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
-    assert cgroups.pids(cluster.cgroup_top) == set()
-    assert hoststate.differences(before, hoststate.snapshot()) == []

@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.realnodes.realnodes_helpers import nvcrectl, started
+from tests.realnodes.realnodes_helpers import Environment, nvcrectl
 
 pytestmark = [pytest.mark.integration, pytest.mark.realnodes]
 
@@ -69,21 +68,6 @@ GPU_TAINT_TARGET = """\
     - key: nvidia.com/gpu
       effect: NoSchedule
 """
-
-
-@dataclass
-class Environment:
-    """The shared environment and what the host looked like before it."""
-
-    cluster: Any
-    host_before: dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def env(request: pytest.FixtureRequest) -> Iterator[Environment]:
-    """Two real h100 nodes with the workload image, JobSet, the Trainer and the nvcre controller."""
-    with started(request, nodes=2) as (cluster, before):
-        yield Environment(cluster, before)
 
 
 def run_workload(env: Environment, tmp_path: Path, name: str, document: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -256,15 +240,3 @@ def test_a_torch_workloadrun_not_told_to_tolerate_the_gpu_taint_fails_at_its_tim
     assert group["reason"] == "Job exceeded timeoutPerJob while its pods were unschedulable", group
     assert sorted(group["nodes"]) == sorted(env.cluster.node_names)
     assert _status(env, "torch-smoke", "wlr-untolerated")["phase"] == "Failed"
-
-
-def test_the_stack_stops_leaving_the_host_as_found(env: Environment) -> None:
-    from nvcre.testing.realnodes import cgroups, footprint, hoststate
-
-    cluster = env.cluster
-    assert {"jobset-controller", "trainer-controller-manager", "nvcre-controller"} <= set(cluster.pids)
-    pids = footprint.stack_pids(cluster)
-    cluster.stop()
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
-    assert cgroups.pids(cluster.cgroup_top) == set()
-    assert hoststate.differences(env.host_before, hoststate.snapshot()) == []
