@@ -21,8 +21,8 @@
                           in-place retry runs clean
 ``oom-kill``              each container in which a workload rank starts on the node has its
                           memory capped just above what it holds then: the rank outgrows it and
-                          the kernel's OOM killer ends it, and the container is reported
-                          ``OOMKilled`` when it ends (:mod:`.oomkill`); ``none`` lifts the caps
+                          the kernel's OOM killer ends it (:mod:`.oomkill`); ``none`` lifts
+                          the caps
 ``none``                  clears every fault of the node
 """
 

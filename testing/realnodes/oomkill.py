@@ -4,8 +4,8 @@ on the node has its memory capped just above what it holds at that moment.
 The rank then grows (its interpreter's imports, MPI's set-up, the collective's buffers, a
 training worker's model) past the cap, and the kernel's OOM killer ends the largest process in
 the container, which is the rank: a job that outgrows its pod's memory, with the real kernel
-path and the real aftermath. containerd sees the cgroup's OOM event and the kubelet reports the
-container ``OOMKilled`` when it ends; the launcher sees one of its ranks die on signal 9.
+path and the real aftermath (the cgroup's ``oom_kill`` count, the kernel's log); the launcher
+sees one of its ranks die on signal 9.
 
 The rendered pods set no memory limit, and a cgroup v1 limit cannot be set below what the cgroup
 holds in memory that cannot be reclaimed (the write fails with ``EBUSY``), so the cap is put on
