@@ -11,14 +11,10 @@ for its measurement timeout.
 
 from __future__ import annotations
 
-from typing import Any
-
-from nvcre.compiler.logprofiles import builtin_logprofiles
-from nvcre.runtime.measure.nccl import parse_bandwidth, status_fields
+from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import CORRUPTED, RUN_FAILED
-from tests.goldenharness import GOLDEN
+from tests.runtime.measure.nccl_reading import NCCL, final_failure, nccl_profile
 
-NCCL = GOLDEN / "measure" / "real" / "nccl"
 SLOTS = "There are not enough slots available in the system to satisfy the 16"
 UNABLE = "mpirun was unable to launch the specified application as it could not access"
 PARAMS = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
@@ -27,21 +23,11 @@ ROW = "           8             2     float     sum      -1    20.15    0.00    
 TRAILER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
 
 
-def _profile() -> dict[str, Any]:
-    profile: dict[str, Any] = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "nccl-bandwidth")
-    return profile
-
-
-def _failure(text: str) -> dict[str, str] | None:
-    failure: dict[str, str] | None = status_fields(parse_bandwidth(text, _profile()), final=True).get("failure")
-    return failure
-
-
 def test_open_mpi_refusing_to_start_the_job_fails_the_run() -> None:
     text = (NCCL / "openmpi-not-enough-slots-no-nccl-output.txt").read_text(encoding="utf-8")
-    parsed = parse_bandwidth(text, _profile())
+    parsed = parse_bandwidth(text, nccl_profile())
     assert parsed.row_count == 0 and parsed.avg_bus_bandwidth is None
-    failure = _failure(text)
+    failure = final_failure(text)
     assert failure is not None
     assert failure["reason"] == RUN_FAILED
     assert "not enough slots" in failure["message"]
@@ -49,20 +35,20 @@ def test_open_mpi_refusing_to_start_the_job_fails_the_run() -> None:
 
 def test_the_refusal_counts_behind_a_launcher_tag_and_in_its_other_wording() -> None:
     for line in (SLOTS, "[1,0]<stderr>:" + SLOTS, "0: " + SLOTS, UNABLE):
-        failure = _failure("--------------------------------------------------------------------------\n" + line + "\n")
+        failure = final_failure("--------------------------------------------------------------------------\n" + line + "\n")
         assert failure is not None and failure["reason"] == RUN_FAILED, line
 
 
 def test_a_refusal_before_a_run_that_then_finished_leaves_the_finished_table_its_measurement() -> None:
     # a retried launch whose second attempt printed a whole table: the table is the measurement
     text = f"{SLOTS}\n{PARAMS}\n#\n{HEADER}\n{ROW}\n{TRAILER}"
-    parsed = parse_bandwidth(text, _profile())
+    parsed = parse_bandwidth(text, nccl_profile())
     assert parsed.failure is None
     assert (parsed.row_count, parsed.avg_bus_bandwidth) == (1, 0.00123)
 
 
 def test_a_refusal_with_a_cut_table_after_it_is_still_a_failed_run() -> None:
-    failure = _failure(f"{SLOTS}\n{PARAMS}\n#\n{HEADER}\n{ROW}\n")
+    failure = final_failure(f"{SLOTS}\n{PARAMS}\n#\n{HEADER}\n{ROW}\n")
     assert failure is not None and failure["reason"] == RUN_FAILED
 
 
@@ -72,7 +58,7 @@ def test_prose_about_slots_without_the_launchers_sentence_is_an_ordinary_line() 
         'A "slot" is the Open MPI term for an allocatable unit where we can',
         "the hostfile lists 8 slots per node",
     ):
-        assert _failure(line + "\n") is None, line
+        assert final_failure(line + "\n") is None, line
 
 
 # The second fix: a table pasted by documentation that stripped every '#' (GCP A4 run by dstack,
@@ -89,24 +75,24 @@ BARE_TRAILER = "Out of bounds values : 0 OK\nAvg bus bandwidth    : 100.0\n"
 def test_a_wrong_cell_under_a_header_without_its_hash_fails_as_corrupted() -> None:
     for oop, ip in (("3", "0"), ("0", "3")):
         text = f"{PARAMS.lstrip('# ')}\n{BARE_HEADER}\n{BARE_ROW.format(oop=oop, ip=ip)}\n{BARE_TRAILER}"
-        failure = _failure(text)
+        failure = final_failure(text)
         assert failure is not None and failure["reason"] == CORRUPTED, (oop, ip)
 
 
 def test_the_real_hash_stripped_table_with_one_wrong_cell_fails_as_corrupted() -> None:
     text = (NCCL / A4).read_text(encoding="utf-8")
-    assert _failure(text) is None
+    assert final_failure(text) is None
     lines = text.splitlines()
     index = next(i for i, line in enumerate(lines) if line.split()[:1] == ["134217728"])
     cells = lines[index].split()
     assert cells[8] == "0"
     lines[index] = lines[index].replace("  394.17      0", "  394.17      5", 1)
-    failure = _failure("\n".join(lines) + "\n")
+    failure = final_failure("\n".join(lines) + "\n")
     assert failure is not None and failure["reason"] == CORRUPTED
 
 
 def test_a_bare_wrong_word_outside_a_size_count_header_begins_no_table() -> None:
     # only a column header (its first two words 'size count') names the check columns
     text = f"{PARAMS}\n#\n{HEADER}\n{ROW}\nsomething went wrong in the launcher\n{TRAILER}"
-    parsed = parse_bandwidth(text, _profile())
+    parsed = parse_bandwidth(text, nccl_profile())
     assert parsed.failure is None and parsed.row_count == 1

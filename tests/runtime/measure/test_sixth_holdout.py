@@ -10,48 +10,34 @@ started by a wrapper on eight H200s whose parameters line reads ``# nGpus(perPro
 
 from __future__ import annotations
 
-from typing import Any
-
-from nvcre.compiler.logprofiles import builtin_logprofiles
-from nvcre.runtime.measure.nccl import parse_bandwidth, status_fields
+from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import INCOMPLETE
-from tests.goldenharness import GOLDEN
+from tests.runtime.measure.nccl_reading import NCCL, final_failure, nccl_profile
 
-NCCL = GOLDEN / "measure" / "real" / "nccl"
 PER_PROC = "# nGpus(perProc) 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
 HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
 ROW = "           8             2     float     sum      -1    20.15    0.00    0.00      0    19.87    0.00    0.00      0"
 INFO = "lh-g23-297:1147481:1147481 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>"
 
 
-def _profile() -> dict[str, Any]:
-    profile: dict[str, Any] = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "nccl-bandwidth")
-    return profile
-
-
-def _failure(text: str) -> dict[str, str] | None:
-    failure: dict[str, str] | None = status_fields(parse_bandwidth(text, _profile()), final=True).get("failure")
-    return failure
-
-
 def test_a_run_announced_by_its_per_process_gpu_count_and_cut_before_its_table_is_unfinished() -> None:
     text = (NCCL / "h200-sichek-wrapper-ngpus-perproc-header-cut.txt").read_text(encoding="utf-8")
-    parsed = parse_bandwidth(text, _profile())
+    parsed = parse_bandwidth(text, nccl_profile())
     assert parsed.row_count == 0
-    failure = _failure(text)
+    failure = final_failure(text)
     assert failure is not None
     assert failure["reason"] == INCOMPLETE
 
 
 def test_the_per_process_parameters_line_counts_behind_a_launcher_tag_and_without_its_hash() -> None:
     for line in (PER_PROC, "[1,0]<stdout>:" + PER_PROC, "0: " + PER_PROC, PER_PROC.lstrip("# ")):
-        failure = _failure(line + "\n" + INFO + "\n")
+        failure = final_failure(line + "\n" + INFO + "\n")
         assert failure is not None and failure["reason"] == INCOMPLETE, line
 
 
 def test_a_per_process_run_whose_table_closes_with_its_average_is_a_measurement() -> None:
     text = f"{PER_PROC}\n#\n{HEADER}\n{ROW}\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
-    parsed = parse_bandwidth(text, _profile())
+    parsed = parse_bandwidth(text, nccl_profile())
     assert parsed.failure is None
     assert (parsed.row_count, parsed.avg_bus_bandwidth) == (1, 0.00123)
 
@@ -64,4 +50,4 @@ def test_lines_that_only_mention_the_per_process_count_do_not_begin_a_run() -> N
         "# nGpus(perProc) 8",
         "# nGpus 8 minBytes 8",
     ):
-        assert _failure(line + "\n" + INFO + "\n") is None, line
+        assert final_failure(line + "\n" + INFO + "\n") is None, line

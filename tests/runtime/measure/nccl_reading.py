@@ -1,0 +1,24 @@
+"""What the nccl reader's hold-out tests share: the corpus folder of real nccl-tests outputs, the
+built-in ``nccl-bandwidth`` LogProfile, and the failure a final read of a text records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre.compiler.logprofiles import builtin_logprofiles
+from nvcre.runtime.measure.nccl import parse_bandwidth, status_fields
+from tests.goldenharness import GOLDEN
+
+NCCL = GOLDEN / "measure" / "real" / "nccl"
+
+
+def nccl_profile() -> dict[str, Any]:
+    """The catalog's built-in ``nccl-bandwidth`` LogProfile."""
+    profile: dict[str, Any] = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "nccl-bandwidth")
+    return profile
+
+
+def final_failure(text: str) -> dict[str, str] | None:
+    """``status.failure`` of a final read of ``text`` (None when the run reads as valid)."""
+    failure: dict[str, str] | None = status_fields(parse_bandwidth(text, nccl_profile()), final=True).get("failure")
+    return failure
