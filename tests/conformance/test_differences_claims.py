@@ -147,6 +147,10 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "| Tesla products keep distinct architecture keys": (
         "tests/compiler/detect/test_gpu_arch.py::test_tesla_products_are_not_one_architecture",
     ),
+    "| A node whose `Ready` condition turns `Unknown` or `False` while its Job runs": (
+        "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_lost_node_fails_the_job_under_the_default_expression_and_the_healthy_one_is_not_blamed",
+        "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_job_without_an_expression_still_fails_on_a_lost_node",
+    ),
     "| Diagnose: the adaptive planner by default": (
         "tests/compiler/plan/test_planner.py::test_diagnose_plans_the_adaptive_local_screen_by_default",
         "tests/compiler/plan/test_planner.py::test_diagnose_plans_the_screening_round_under_the_baseline",
