@@ -39,6 +39,14 @@ def hierarchies() -> list[Path]:
     return sorted(set(found))
 
 
+def controller_mount(controller: str, mounts: list[Path] | None = None) -> Path | None:
+    """The cgroup v1 hierarchy ``controller`` (``memory``, ``pids``...) is mounted at, or None."""
+    for mount in hierarchies() if mounts is None else mounts:
+        if controller in mount.name.split(","):
+            return mount
+    return None
+
+
 def is_v1() -> bool:
     """Whether the kubelet will see cgroup v1 (controllers mounted one per hierarchy)."""
     return any(h != CGROUP_ROOT and h.name != "unified" for h in hierarchies())

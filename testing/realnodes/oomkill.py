@@ -30,33 +30,45 @@ _LIMIT = "memory.limit_in_bytes"
 _READ_LIMIT = 64 << 10
 
 
-def memory_cgroup(pid: int) -> Path | None:
-    """The directory of ``pid``'s memory cgroup (cgroup v1), or None when it has none or is gone."""
+def _read(path: str | Path) -> str | None:
+    """A small kernel file, read up to ``_READ_LIMIT``; None when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as fh:
-            lines = fh.read(_READ_LIMIT).splitlines()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(_READ_LIMIT)
     except OSError:
         return None
-    mounts = [m for m in cgroups.hierarchies() if "memory" in m.name.split(",")]
-    for line in lines:
+
+
+def _counters(path: Path) -> dict[str, int]:
+    """The ``name value`` lines of a memory cgroup file (``memory.stat``, ``memory.oom_control``)."""
+    found: dict[str, int] = {}
+    for line in (_read(path) or "").splitlines():
+        name, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            found[name] = int(value)
+    return found
+
+
+def memory_cgroup(pid: int, mount: Path | None = None) -> Path | None:
+    """The directory of ``pid``'s memory cgroup (cgroup v1), or None when it has none or is gone.
+    ``mount`` is the memory hierarchy's mount point, looked up when not given."""
+    text = _read(f"/proc/{pid}/cgroup")
+    mount = mount or cgroups.controller_mount("memory")
+    if text is None or mount is None:
+        return None
+    for line in text.splitlines():
         _, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
-        if "memory" in controllers.split(",") and mounts:
-            return mounts[0] / path.strip("/")
+        if "memory" in controllers.split(","):
+            return mount / path.strip("/")
     return None
 
 
 def resident_bytes(directory: Path) -> int:
     """The anonymous memory the cgroup holds, its children included (``total_rss``), from
     ``memory.stat``; 0 when it cannot be read."""
-    try:
-        with open(directory / "memory.stat", encoding="utf-8") as fh:
-            text = fh.read(_READ_LIMIT)
-    except OSError:
-        return 0
-    fields = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
-    value = fields.get("total_rss", fields.get("rss", "0")).strip()
-    return int(value) if value.isdigit() else 0
+    counters = _counters(directory / "memory.stat")
+    return counters.get("total_rss", counters.get("rss", 0))
 
 
 def _read_limit(directory: Path) -> int | None:
@@ -73,6 +85,7 @@ class MemorySqueeze:
 
     def __init__(self, margin: int = MARGIN_BYTES) -> None:
         self.margin = margin
+        self._mount = cgroups.controller_mount("memory")
         self._lock = threading.Lock()
         self._originals: dict[Path, int] = {}
         self.caps: dict[Path, int] = {}
@@ -80,7 +93,7 @@ class MemorySqueeze:
         self._kills: dict[Path, int] = {}
 
     def __call__(self, pid: int, program: str) -> bool:
-        directory = memory_cgroup(pid)
+        directory = memory_cgroup(pid, self._mount) if self._mount is not None else None
         limit = None if directory is None else _read_limit(directory)
         if directory is None or limit is None:
             return False
@@ -101,14 +114,9 @@ class MemorySqueeze:
         from their ``memory.oom_control``; a container that has since gone keeps the count last
         read from it, so call this while the workload runs to see the kills of short-lived ones."""
         for directory in list(self.caps):
-            try:
-                text = (directory / "memory.oom_control").read_text()
-            except OSError:
-                continue
-            fields = dict(line.split(None, 1) for line in text.splitlines() if " " in line)
-            count = fields.get("oom_kill", "0").strip()
-            if count.isdigit():
-                self._kills[directory] = max(self._kills.get(directory, 0), int(count))
+            count = _counters(directory / "memory.oom_control").get("oom_kill")
+            if count is not None:
+                self._kills[directory] = max(self._kills.get(directory, 0), count)
         return sum(self._kills.values())
 
     def undo(self) -> list[Path]:

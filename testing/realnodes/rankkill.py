@@ -128,8 +128,5 @@ def _one_hierarchy(relative: str) -> Path:
     """The node's pod cgroup in one hierarchy (the kubelet and runc mirror it in each): the pids or
     memory controller's where mounted, which every container process joins, else the first."""
     mounts = cgroups.hierarchies()
-    for wanted in ("pids", "memory"):
-        for mount in mounts:
-            if wanted in mount.name.split(","):
-                return mount / relative.strip("/")
-    return mounts[0] / relative.strip("/")
+    mount = cgroups.controller_mount("pids", mounts) or cgroups.controller_mount("memory", mounts) or mounts[0]
+    return mount / relative.strip("/")

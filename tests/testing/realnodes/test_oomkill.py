@@ -22,15 +22,10 @@ from nvcre.testing.realnodes import cgroups, oomkill
 GROWER = "import time\nheld = []\nwhile True:\n    held.append(bytearray(1 << 20))\n    time.sleep(0.01)\n"
 
 
-def _memory_mount() -> Path | None:
-    mounts = [m for m in cgroups.hierarchies() if "memory" in m.name.split(",")]
-    return mounts[0] if mounts else None
-
-
 @pytest.fixture
 def cgroup() -> Iterator[Path]:
     """A memory cgroup of the test's own, emptied and removed on the way out."""
-    mount = _memory_mount()
+    mount = cgroups.controller_mount("memory")
     if os.geteuid() != 0 or mount is None:
         pytest.skip("needs root and cgroup v1's memory controller")
     directory = mount / f"nvcre-oomkill-test-{uuid.uuid4().hex[:8]}"
