@@ -69,7 +69,8 @@ class HealthWatch:
         node_objs = {n: o for n in nodes if (o := ctx.cached(NODES, n, None)) is not None}
         unhealthy = unhealthy_nodes(expression, node_objs, ctx.health) if expression else []
         # a node that dropped out counts whatever the expression (or its absence) says
-        unhealthy += [e for e in health.not_ready_entries(node_objs) if e["name"] not in {u["name"] for u in unhealthy}]
+        flagged = {entry["name"] for entry in unhealthy}
+        unhealthy += [entry for entry in health.not_ready_entries(node_objs) if entry["name"] not in flagged]
         namespace, name, workflow = namespace_of(job), name_of(job), workflow_label(job)
         if expression:
             ctx.job_events.health_checked(namespace, name, workflow, time.perf_counter() - began, len(node_objs))
