@@ -18,6 +18,7 @@ Both only change when memory is reclaimed, never what is printed.
 
 from __future__ import annotations
 
+import atexit
 import gc
 from typing import Any
 
@@ -31,20 +32,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(typer_app, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-#: True once this process has asked for its objects to be frozen at exit
-_FREEZE_AT_EXIT = False
-
-
-def _freeze_at_exit() -> None:
-    """Freeze every object still alive when the interpreter exits (once per process)."""
-    global _FREEZE_AT_EXIT
-    if not _FREEZE_AT_EXIT:
-        import atexit
-
-        atexit.register(gc.freeze)
-        _FREEZE_AT_EXIT = True
 
 
 def _run_fast(plan: Any) -> bool:
@@ -72,7 +59,7 @@ def run() -> None:
 
         plan = fast_plan(argv)
     watch_stdout()
-    _freeze_at_exit()
+    atexit.register(gc.freeze)  # what is alive at exit is frozen, so shutdown's collections skip it
     try:
         try:
             if plan is None or not _run_fast(plan):
