@@ -1,5 +1,6 @@
-"""What the nccl reader's hold-out tests share: the corpus folder of real nccl-tests outputs, the
-built-in ``nccl-bandwidth`` LogProfile, and the failure a final read of a text records."""
+"""What the nccl reader's hold-out tests share: the corpus folder of real nccl-tests outputs, a
+table header and row for hand-made runs, the built-in ``nccl-bandwidth`` LogProfile, and the
+failure a final read of a text records."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from nvcre.runtime.measure.nccl import parse_bandwidth, status_fields
 from tests.goldenharness import GOLDEN
 
 NCCL = GOLDEN / "measure" / "real" / "nccl"
+#: a table header and one 8-byte row as nccl-tests prints them, for the tests' hand-made runs
+HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+ROW = "           8             2     float     sum      -1    20.15    0.00    0.00      0    19.87    0.00    0.00      0"
 
 
 def nccl_profile() -> dict[str, Any]:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import CORRUPTED, RUN_FAILED
-from tests.runtime.measure.nccl_reading import NCCL, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, ROW, final_failure, nccl_profile
 
 SLOTS = "There are not enough slots available in the system to satisfy the 16"
 UNABLE = "mpirun was unable to launch the specified application as it could not access"
 PARAMS = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
-ROW = "           8             2     float     sum      -1    20.15    0.00    0.00      0    19.87    0.00    0.00      0"
 TRAILER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
 
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import INCOMPLETE
-from tests.runtime.measure.nccl_reading import NCCL, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, ROW, final_failure, nccl_profile
 
 PER_PROC = "# nGpus(perProc) 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
-ROW = "           8             2     float     sum      -1    20.15    0.00    0.00      0    19.87    0.00    0.00      0"
 INFO = "lh-g23-297:1147481:1147481 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>"
 
 
