@@ -156,7 +156,7 @@ def architecture_hint(labels: Mapping[str, str], annotations: Mapping[str, str] 
         value = labels.get(key)
         if not value or not _allowed(labels, rule.get("requires")):
             continue
-        arch = parse_product(value)
+        arch = parse_product(value.replace("_", "-") if rule.get("underscores") else value)
         if arch:
             return ArchitectureHint(arch, key, value)
     capability = capability_hint(labels)

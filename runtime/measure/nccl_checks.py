@@ -18,7 +18,10 @@ in this order:
   or, in a log whose table never finished, an ``NCCL WARN`` line that says something failed or
   an NCCL error return (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code
   unwinds), or an Open MPI launcher's refusal to start the processes (``There are not enough
-  slots available in the system ...``, ``... was unable to launch the specified application``);
+  slots available in the system ...``, ``... was unable to launch the specified application``)
+  or its report that a process of the job died (``prterun noticed that process rank 1 ... exited
+  on signal 6``, ``mpirun noticed that the job aborted ...``, ``mpirun detected that one or more
+  processes exited with non-zero status ...``);
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
   test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
   ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
@@ -59,6 +62,12 @@ _OOB = "Out of bounds values"
 _LAUNCH_REFUSALS = (
     "There are not enough slots available in the system",
     "was unable to launch the specified application",
+)
+#: what Open MPI's launcher prints when a process of the job died (killed, aborted or exited non-zero)
+_PROCESS_DEATHS = (
+    "noticed that process rank",
+    "noticed that the job aborted",
+    "detected that one or more processes exited with non-zero status",
 )
 #: how the run's parameters line begins (``nGpus(perProc)`` where a build leaves ``nThread`` out)
 _PARAMETER_HEADS = ("nThread ", "nGpus(perProc) ")
@@ -175,6 +184,7 @@ class RunChecks:
 
     __slots__ = (
         "avg_failed_line",
+        "death_line",
         "failure_line",
         "header_open",
         "last_size",
@@ -207,6 +217,8 @@ class RunChecks:
         self.last_warn: str | None = None
         #: the launcher's refusal to start the run (no process of it ran)
         self.launch_line: str | None = None
+        #: the launcher's report that a process of the run died
+        self.death_line: str | None = None
         self.open_rows = 0
         self.last_size: int | None = None
         self.trailers = 0
@@ -267,6 +279,8 @@ class RunChecks:
             self.warn_line = _quote(self.last_warn or body)
         elif self.launch_line is None and any(mark in body for mark in _LAUNCH_REFUSALS):
             self.launch_line = _quote(body)
+        elif self.death_line is None and any(mark in body for mark in _PROCESS_DEATHS):
+            self.death_line = _quote(body)
         elif _starts_run(body):
             self.header_open = True
 
@@ -282,6 +296,8 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"NCCL failed and no result table finished: {self.warn_line}"))
         if self.launch_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"the MPI launcher did not start the run: {self.launch_line}"))
+        if self.death_line is not None and self.trailers == 0:
+            return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
         if self.open_rows:
             size = f" (last message size {self.last_size} B)" if self.last_size is not None else ""
             return RunFailure(

@@ -81,6 +81,29 @@ def test_karpenter_labels_of_another_vendor_are_not_read() -> None:
     assert architecture_hint(amd) is None
 
 
+# https://github.com/skypilot-org/skypilot/issues/6701 (the GPU labels of a CoreWeave node)
+COREWEAVE_H100 = {
+    "gpu.coreweave.cloud/vendor": "NVIDIA",
+    "gpu.nvidia.com/class": "H100_NVLINK_80GB",
+    "gpu.nvidia.com/count": "8",
+    "gpu.nvidia.com/model": "H100_NVLINK_80GB",
+    "gpu.nvidia.com/vram": "81",
+}
+
+
+def test_coreweave_model_and_count_labels_name_the_gpu_with_its_tokens_split_at_underscores() -> None:
+    hint = architecture_hint(COREWEAVE_H100)
+    assert hint is not None and (hint.architecture, hint.label, hint.value) == ("h100", "gpu.nvidia.com/model", "H100_NVLINK_80GB")
+    count = count_hint(COREWEAVE_H100)
+    assert count is not None and (count.count, count.label) == (8, "gpu.nvidia.com/count")
+    # GPU Feature Discovery's own labels still come first
+    labelled = {**COREWEAVE_H100, "nvidia.com/gpu.count": "4"}
+    assert count_hint(labelled) == count_hint({"nvidia.com/gpu.count": "4"})
+    # only this label's value is split at underscores: a product label keeps its first token whole
+    gke = architecture_hint({"cloud.google.com/gke-accelerator": "nvidia_h100"})
+    assert gke is not None and gke.architecture == "nvidia_h100"
+
+
 def test_instance_type_table_names_the_architecture_when_nothing_else_does() -> None:
     labels = {"node.kubernetes.io/instance-type": KARPENTER_P5["node.kubernetes.io/instance-type"], "kubernetes.io/os": "linux"}
     hint = architecture_hint(labels)

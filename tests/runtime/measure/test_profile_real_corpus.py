@@ -25,6 +25,7 @@ from nvcre.compiler.facts import facts_from_objects, name_of
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.dcgm import parse_dcgm
 from nvcre.runtime.measure.nccl import parse_bandwidth
+from nvcre.runtime.measure.nccl_checks import CORRUPTED
 from nvcre.runtime.measure.training import TrainingParse, parse_training
 from tests.goldenharness import GOLDEN
 
@@ -59,7 +60,11 @@ def _nccl_reading(text: str) -> dict[str, Any]:
     parsed = parse_bandwidth(text, profile)
     largest = parsed.results[-1] if parsed.results else None
     failures = _reported(parsed, _FAILURE_FIELDS)
-    wrong = _reported(parsed, _WRONG_FIELDS) or [f for f in failures if "wrong" in str(f).lower()]
+    # a #wrong count above zero is the one corruption whose message counts wrong elements (an
+    # 'Out of bounds values : N FAILED' line corrupts the run too, but counts nothing)
+    wrong = _reported(parsed, _WRONG_FIELDS) or [
+        f for f in failures if getattr(f, "reason", None) == CORRUPTED and " wrong elements in " in str(getattr(f, "message", ""))
+    ]
     return {
         "rows": parsed.row_count,
         "largest_size": largest.size_bytes if largest else None,
@@ -234,7 +239,8 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
             section, value = head.group(1), head.group(3).strip()
             name = value if section == "Name" else name
             provider = value if section == "ProviderID" else provider
-            key_indent, last_key = len(section) + 1 + len(head.group(2)), ""
+            # a heading with nothing after it: the first key line below sets the keys' indent
+            key_indent, last_key = (len(section) + 1 + len(head.group(2)) if value else -1), ""
             if section not in _DESCRIBE_MAPS or not value:
                 continue
             line = " " * key_indent + value
