@@ -16,8 +16,8 @@ from collections import defaultdict
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, error, info
-from ..facts import annotations_of, labels_of, name_of, provider_id
-from .hints import instance_type
+from ..facts import annotations_of, name_of, provider_id
+from .hints import InstanceType, instance_type
 from .model import DEFAULTED, DETECTED, SUPPLIED, Fact, name_list, plural
 from .tables import table
 
@@ -80,43 +80,98 @@ def _csi_platform(node: Mapping[str, Any]) -> PlatformReading | None:
     return PlatformReading(platform, f"annotation {CSI_NODE_ID} ({driver})")
 
 
-def _label_basis(rule: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
+class _NodeView:
+    """What the platform rules read of one node, read once: its providerID, its labels (not
+    copied) and, when a rule asks, its instance type."""
+
+    __slots__ = ("pid", "labels", "_instance", "_looked_up")
+
+    def __init__(self, node: Mapping[str, Any]) -> None:
+        self.pid = provider_id(node)
+        labels = (node.get("metadata") or {}).get("labels")
+        self.labels: Mapping[str, str] = labels if isinstance(labels, Mapping) else {}
+        self._instance: InstanceType | None = None
+        self._looked_up = False
+
+    def instance(self) -> InstanceType | None:
+        if not self._looked_up:
+            self._instance, self._looked_up = instance_type(self.labels), True
+        return self._instance
+
+
+class _Rule(NamedTuple):
+    """One row of ``detection/platforms.yaml``'s rules, its conditions read out once."""
+
+    platform: str
+    note: str
+    pid_equals: str | None
+    pid_prefix: str | None
+    present: str | None
+    contains: tuple[str, str] | None
+    prefixes: tuple[str, ...] | None
+    cloud: str | None
+
+
+#: (the platforms table the rules were read from, the rules); tables are loaded once and kept
+_RULES: list[Any] = [None, ()]
+
+
+def _rules() -> tuple[_Rule, ...]:
+    platforms = table("platforms")
+    if _RULES[0] is not platforms:
+        rules = []
+        for rule in platforms["rules"]:
+            pid = rule.get("providerID") or {}
+            contains = rule.get("labelContains")
+            prefixes = rule.get("labelPrefix")
+            rules.append(
+                _Rule(
+                    platform=str(rule["platform"]),
+                    note=str(rule.get("note") or ""),
+                    pid_equals=pid.get("equals"),
+                    pid_prefix=pid.get("prefix"),
+                    present=rule.get("labelPresent"),
+                    contains=(str(contains["key"]), str(contains["substring"])) if contains is not None else None,
+                    prefixes=tuple(str(p) for p in prefixes) if prefixes is not None else None,
+                    cloud=rule.get("instanceTypeOf"),
+                )
+            )
+        _RULES[:] = [platforms, tuple(rules)]
+    return tuple(_RULES[1])
+
+
+def _label_basis(rule: _Rule, view: _NodeView) -> str | None:
     """The label that satisfies the rule's label conditions; ``""`` when it has none, ``None`` on a miss."""
-    present = rule.get("labelPresent")
-    if present is not None and present not in labels:
+    labels = view.labels
+    if rule.present is not None and rule.present not in labels:
         return None
-    contains = rule.get("labelContains")
-    if contains is not None and contains["substring"] not in labels.get(contains["key"], ""):
+    if rule.contains is not None and rule.contains[1] not in str(labels.get(rule.contains[0], "")):
         return None
-    prefixes = rule.get("labelPrefix")
-    if prefixes is not None:
-        keys = sorted(k for k in labels if k.startswith(tuple(str(p) for p in prefixes)))
+    if rule.prefixes is not None:
+        keys = sorted(k for k in labels if k.startswith(rule.prefixes))
         if not keys:
             return None
         return f"label {keys[0]}"
-    cloud = rule.get("instanceTypeOf")
-    if cloud is not None:
-        found = instance_type(labels)
-        if found is None or found.platform != cloud:
+    if rule.cloud is not None:
+        found = view.instance()
+        if found is None or found.platform != rule.cloud:
             return None
         return f"instance type {found.value} ({found.label})"
-    if present is not None:
-        return f"label {present}"
-    if contains is not None:
-        return f"label {contains['key']}"
+    if rule.present is not None:
+        return f"label {rule.present}"
+    if rule.contains is not None:
+        return f"label {rule.contains[0]}"
     return ""
 
 
-def _rule_basis(rule: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
+def _rule_basis(rule: _Rule, view: _NodeView) -> str | None:
     """What makes the rule hold for the node, or ``None`` when it does not."""
-    pid = provider_id(node)
-    cond = rule.get("providerID")
-    if cond is not None:
-        if "equals" in cond and pid != cond["equals"]:
-            return None
-        if "prefix" in cond and not pid.startswith(cond["prefix"]):
-            return None
-    basis = _label_basis(rule, labels_of(node))
+    pid = view.pid
+    if rule.pid_equals is not None and pid != rule.pid_equals:
+        return None
+    if rule.pid_prefix is not None and not pid.startswith(rule.pid_prefix):
+        return None
+    basis = _label_basis(rule, view)
     if basis is None:
         return None
     if pid:
@@ -134,11 +189,12 @@ def read_platform(node: Mapping[str, Any]) -> PlatformReading:
 
 
 def _rule_reading(node: Mapping[str, Any]) -> PlatformReading:
-    for rule in table("platforms")["rules"]:
-        basis = _rule_basis(rule, node)
+    view = _NodeView(node)
+    for rule in _rules():
+        basis = _rule_basis(rule, view)
         if basis is not None:
-            return PlatformReading(str(rule["platform"]), basis, str(rule.get("note") or ""))
-    return PlatformReading(str(table("platforms")["default"]), PROVIDER_ID if provider_id(node) else f"no {PROVIDER_ID}")
+            return PlatformReading(rule.platform, basis, rule.note)
+    return PlatformReading(str(table("platforms")["default"]), PROVIDER_ID if view.pid else f"no {PROVIDER_ID}")
 
 
 def node_platform(node: Mapping[str, Any]) -> str:
