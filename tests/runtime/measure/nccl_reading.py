@@ -1,5 +1,5 @@
 """What the nccl reader's hold-out tests share: the corpus folder of real nccl-tests outputs, a
-table header and row for hand-made runs, the built-in ``nccl-bandwidth`` LogProfile, and the
+table header, row, parameters line and trailer for hand-made runs, the built-in ``nccl-bandwidth`` LogProfile, and the
 failure a final read of a text records."""
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ NCCL = GOLDEN / "measure" / "real" / "nccl"
 #: a table header and one 8-byte row as nccl-tests prints them, for the tests' hand-made runs
 HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
 ROW = "           8             2     float     sum      -1    20.15    0.00    0.00      0    19.87    0.00    0.00      0"
+#: the parameters line that opens such a run, and the trailer that closes it
+PARAMS = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
+TRAILER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
 
 
 def nccl_profile() -> dict[str, Any]:

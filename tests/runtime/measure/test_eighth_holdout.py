@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import INCOMPLETE, RUN_FAILED
-from tests.runtime.measure.nccl_reading import HEADER, NCCL, ROW, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, final_failure, nccl_profile
 
 PRTERUN = "prterun noticed that process rank 1 with PID 820212 on node neutron-nvidia exited on"
 KILLED = "mpirun noticed that process rank 3 with PID 0 on node gpu-07 exited on signal 9 (Killed)."
 ABORTED = "mpirun noticed that the job aborted, but has no info as to the process that caused that situation."
 NONZERO = "mpirun detected that one or more processes exited with non-zero status, thus causing"
-PARAMS = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-TRAILER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
 RULE = "--------------------------------------------------------------------------"
 
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import CORRUPTED, RUN_FAILED
-from tests.runtime.measure.nccl_reading import HEADER, NCCL, ROW, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, final_failure, nccl_profile
 
 SLOTS = "There are not enough slots available in the system to satisfy the 16"
 UNABLE = "mpirun was unable to launch the specified application as it could not access"
-PARAMS = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0"
-TRAILER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00123\n"
 
 
 def test_open_mpi_refusing_to_start_the_job_fails_the_run() -> None:
