@@ -348,10 +348,43 @@ def test_a_dropped_path_between_the_two_nodes_fails_the_group_holding_both_blami
     node, peer = env.cluster.node_names
     env.cluster.set_fault(node, f"dropped-path:{peer}")
     try:
-        run, results, _ = run_certification(env, tmp_path, "dropped-path", "      timeoutPerJob: 90s\n")
+        run, results, namespace = run_certification(env, tmp_path, "dropped-path", "      timeoutPerJob: 90s\n")
     finally:
         env.cluster.set_fault(node, "none")
     assert run.returncode == 1, run.stderr[-3000:]
     assert results["result"] == "FAILED"
     assert sorted(d["name"] for d in results["failedNodeDetails"]) == sorted(env.cluster.node_names), results["failedNodeDetails"]
     print(f"dropped path: {json.dumps(results['failedNodeDetails'])}")
+    DROPPED.update(name="dropped-path", namespace=namespace)
+
+
+#: the failed run of the dropped-path test, which the diagnose test starts from
+DROPPED: dict[str, str] = {}
+
+
+def test_diagnose_of_the_dropped_path_run_names_the_cut_as_a_bad_link_and_blames_neither_node(env: Environment, tmp_path: Path) -> None:
+    """``nvcrectl certification diagnose`` of that failed run, with the path still cut: each node
+    passes alone (the cut is between them), the pair's group runs out of its time again, and the
+    diagnosis names the link between the two nodes as an infrastructure fault, blaming neither."""
+    assert DROPPED, "the failed run of the dropped-path test is needed"
+    node, peer = env.cluster.node_names
+    printed = nvcrectl(env.cluster, "certification", "diagnose", DROPPED["name"], "-n", DROPPED["namespace"], timeout=120)
+    assert printed.returncode == 0, printed.stderr
+    document = tmp_path / "dropped-path-diagnose.yaml"
+    document.write_text(printed.stdout)
+    results_file = tmp_path / "dropped-path-diagnose.json"
+    env.cluster.set_fault(node, f"dropped-path:{peer}")
+    try:
+        done = nvcrectl(
+            env.cluster, "certification", "run", "--cert-file", str(document), "--grant-run-access", "--wait", "--timeout", "14m",
+            "--results-file", str(results_file), timeout=900,
+        )  # fmt: skip
+    finally:
+        env.cluster.set_fault(node, "none")
+    assert results_file.is_file(), (done.returncode, done.stderr[-3000:])
+    [category] = json.loads(results_file.read_text())["categories"]
+    diagnosis = category.get("diagnose") or {}
+    print(f"dropped-path diagnose: {json.dumps(category.get('diagnosis'))}")
+    links = [sorted({*f.get("groupA", []), *f.get("groupB", [])}) for f in diagnosis.get("infrastructureFaults") or []]
+    assert links == [sorted((node, peer))], (done.returncode, category)
+    assert not diagnosis.get("confirmedFaulty"), category
