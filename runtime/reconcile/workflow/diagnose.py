@@ -57,6 +57,20 @@ def _phase_passed(phase: Any) -> bool:
     return bool(phase == "Succeeded")
 
 
+def _blamed_on_bandwidth(history: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Nodes that ran alone and whose every single-node Job completed: when such a node is blamed,
+    it was on the bandwidth it measured against its peers (``ThresholdViolation``), never on a
+    workload that failed, whichever round its last failing run was in."""
+    alone: dict[str, bool] = {}
+    for record in history:
+        for group in record.get("groups") or ():
+            nodes = list(group.get("nodes") or ())
+            if len(nodes) == 1:
+                node = str(nodes[0])
+                alone[node] = alone.get(node, True) and _phase_passed(group.get("phase"))
+    return {node for node, completed in alone.items() if completed}
+
+
 class DiagnoseRounds:
     """Round boundaries of diagnose Workflows: reads through ``ctx``, leaves node results and
     retires a round's Jobs through ``results``."""
@@ -248,8 +262,7 @@ class DiagnoseRounds:
         orchestration = status["orchestration"]
         diagnose = orchestration["diagnose"]
         evidence = self._confirming_entries(wf, groups)
-        # A node whose confirming run completed was blamed on its bandwidth against its peers.
-        slow = {str(n) for g in groups if g.get("phase") == "Succeeded" for n in g.get("nodes") or ()}
+        slow = _blamed_on_bandwidth(self._history(orchestration))
         failed: list[Mapping[str, Any]] = [
             {
                 "name": node,

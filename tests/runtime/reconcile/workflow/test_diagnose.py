@@ -190,3 +190,29 @@ def test_final_bandwidth_is_read_once_per_job() -> None:
     rounds.round_complete(wf, status)
     # round 2 re-reads nothing of round 1: one measurement plus the confirming Job
     assert owner.ctx.reads - reads == 2
+
+
+def run_round_measured(owner: Owner, status: dict[str, Any], bus: dict[str, float]) -> None:
+    """Finish every group of the round in flight as a completed Job that measured ``bus`` (by node)."""
+    iteration = status["orchestration"]["currentIteration"]
+    for group in status["orchestration"]["groups"]:
+        job = f"wf-{group['name']}-iter-{iteration}"
+        group.update(phase="Succeeded", jobRef={"kind": "Job", "name": job})
+        bandwidth(owner.ctx, job, min(bus[n] for n in group["nodes"]))
+        owner.ctx.objects[("Job", job)] = {"status": {"failedNodes": []}}
+
+
+def test_a_node_blamed_on_its_bandwidth_in_an_earlier_round_keeps_threshold_violation_as_its_reason() -> None:
+    """Every Job completed: n2 measured far below its peers twice and is blamed after round 2,
+    while n3 (a near miss in round 1) is re-run until round 3 closes the diagnosis. n2's last run
+    is not in the closing round, and its reason is still the bandwidth, not a failed workload."""
+    owner, wf, status = Owner(), workflow(), first_status()
+    rounds = DiagnoseRounds(owner.ctx, owner)  # type: ignore[arg-type]
+    for bus in ({"n0": 10.0, "n1": 10.0, "n2": 2.0, "n3": 6.0}, {"n2": 2.0, "n3": 10.0}, {"n3": 10.0}):
+        assert cond.lifecycle(status) != cond.FAILED
+        run_round_measured(owner, status, bus)
+        rounds.round_complete(wf, status)
+    assert [g["nodes"] for h in status["orchestration"]["iterationHistory"][-1:] for g in h["groups"]] == [["n3"]]
+    assert [(f["name"], f["reason"]) for f in owner.failed] == [("n2", "ThresholdViolation")]
+    assert "failed 2 of 2 single-node runs" in owner.failed[0]["message"]
+    assert cond.lifecycle(status) == cond.FAILED
