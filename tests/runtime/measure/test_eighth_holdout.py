@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import INCOMPLETE, RUN_FAILED
-from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, PARAMS, ROW, TRAILER, assert_failed_before_any_row, final_failure, nccl_profile
 
 PRTERUN = "prterun noticed that process rank 1 with PID 820212 on node neutron-nvidia exited on"
 KILLED = "mpirun noticed that process rank 3 with PID 0 on node gpu-07 exited on signal 9 (Killed)."
@@ -24,13 +24,7 @@ RULE = "------------------------------------------------------------------------
 
 
 def test_open_mpi_5_reporting_a_rank_killed_by_a_signal_fails_the_run() -> None:
-    text = (NCCL / "openmpi5-prterun-signal-6-ofi-mtl-abort-before-header.txt").read_text(encoding="utf-8")
-    parsed = parse_bandwidth(text, nccl_profile())
-    assert parsed.row_count == 0 and parsed.avg_bus_bandwidth is None
-    failure = final_failure(text)
-    assert failure is not None
-    assert failure["reason"] == RUN_FAILED
-    assert "noticed that process rank 1" in failure["message"]
+    assert_failed_before_any_row("openmpi5-prterun-signal-6-ofi-mtl-abort-before-header.txt", "noticed that process rank 1")
 
 
 def test_the_death_report_counts_in_each_wording_and_behind_a_launcher_prefix() -> None:

@@ -13,20 +13,14 @@ from __future__ import annotations
 
 from nvcre.runtime.measure.nccl import parse_bandwidth
 from nvcre.runtime.measure.nccl_checks import CORRUPTED, RUN_FAILED
-from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, final_failure, nccl_profile
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, assert_failed_before_any_row, final_failure, nccl_profile
 
 SLOTS = "There are not enough slots available in the system to satisfy the 16"
 UNABLE = "mpirun was unable to launch the specified application as it could not access"
 
 
 def test_open_mpi_refusing_to_start_the_job_fails_the_run() -> None:
-    text = (NCCL / "openmpi-not-enough-slots-no-nccl-output.txt").read_text(encoding="utf-8")
-    parsed = parse_bandwidth(text, nccl_profile())
-    assert parsed.row_count == 0 and parsed.avg_bus_bandwidth is None
-    failure = final_failure(text)
-    assert failure is not None
-    assert failure["reason"] == RUN_FAILED
-    assert "not enough slots" in failure["message"]
+    assert_failed_before_any_row("openmpi-not-enough-slots-no-nccl-output.txt", "not enough slots")
 
 
 def test_the_refusal_counts_behind_a_launcher_tag_and_in_its_other_wording() -> None:
