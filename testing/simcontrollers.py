@@ -107,10 +107,20 @@ def webhook_configurations(owner: str, hooks: Sequence[Hook], port: int, ca_bund
 
 def apply_objects(api_client: Any, objects: Sequence[dict[str, Any]]) -> None:
     """Server-side apply cluster or namespaced objects through the dynamic client."""
+    import tempfile
+
     from kubernetes import dynamic
+
+    # The dynamic client keeps its discovery in a file, by default one left in the system's
+    # temporary directory for good; this one goes when the objects are applied.
+    with tempfile.TemporaryDirectory(prefix="nvcre-discovery-") as scratch:
+        client = dynamic.DynamicClient(api_client, cache_file=f"{scratch}/discovery.json")  # type: ignore[no-untyped-call]
+        _apply_each(client, objects)
+
+
+def _apply_each(client: Any, objects: Sequence[dict[str, Any]]) -> None:
     from kubernetes.client import ApiException
 
-    client = dynamic.DynamicClient(api_client)  # type: ignore[no-untyped-call]
     for obj in objects:
         resource = client.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         namespace = obj["metadata"].get("namespace")

@@ -42,7 +42,7 @@ def _finished(dyn, namespace: str, name: str) -> str | None:
     return None
 
 
-def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_namespace) -> None:
+def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_namespace, tmp_path) -> None:
     from kubernetes import client, dynamic
 
     from nvcre.compiler.expand import (
@@ -57,7 +57,7 @@ def test_expanded_objects_run_pinned_on_the_simulated_cluster(simcluster, sim_na
 
     names = simcluster.add_nodes(profile="h100", count=4, prefix=f"{sim_namespace}-h100")
     with simcluster.api_client() as api:
-        dyn = dynamic.DynamicClient(api)
+        dyn = dynamic.DynamicClient(api, cache_file=str(tmp_path / "discovery.json"))
         core = client.CoreV1Api(api)
         live = [{**api.sanitize_for_serialization(core.read_node(n)), "apiVersion": "v1", "kind": "Node"} for n in names]
         facts = facts_from_documents(live)
