@@ -137,7 +137,8 @@ def _rules() -> tuple[_Rule, ...]:
                 )
             )
         _RULES[:] = [platforms, tuple(rules)]
-    return tuple(_RULES[1])
+    read: tuple[_Rule, ...] = _RULES[1]
+    return read
 
 
 def _label_basis(rule: _Rule, view: _NodeView) -> str | None:
