@@ -11,6 +11,16 @@ devices.
 A node whose count is known and below the workload's ``gpusPerNode`` is left out. A node
 with no count at all is kept, as the controller does: a device plugin that is restarting
 advertises nothing for a moment.
+
+A node whose product label names MIG devices (GPU Feature Discovery's ``single`` strategy,
+``A100-SXM4-40GB-MIG-1g.5gb``; see :func:`.hints.mig_product`) has no count of whole GPUs, by
+any path: its allocatable ``nvidia.com/gpu`` and its ``nvidia.com/gpu.count`` label both count
+MIG devices. Its count is None with the source ``mig``, and the capacity filter leaves it out
+with warning ``MIGDevicesNotGPUs``: a certification runs on whole GPUs. Under the ``mixed``
+strategy the device plugin advertises each MIG profile as a resource of its own
+(``nvidia.com/mig-1g.10gb``) beside ``nvidia.com/gpu``; a node that advertises ``nvidia.com/gpu:
+0`` and some of those has every GPU split: its count is 0 whole GPUs, source ``mig`` too (an
+advertised 0 alone stays no count: a device plugin that is restarting advertises nothing).
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from typing import Any, Mapping, Sequence
 from ..diagnostics import Diagnostic, error, info, warning
 from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of, parse_quantity
 from .dra import dra_gpus_by_node
-from .hints import count_hint, hint_kind
+from .hints import count_hint, hint_kind, mig_product
 from .model import ExcludedNode, name_list, plural
 
 __all__ = ["GPUCount", "node_gpu_counts", "filter_by_capacity", "GPU_RESOURCE"]
@@ -31,6 +41,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 ALLOCATABLE = "allocatable"
 CAPACITY = "capacity"
 RESOURCE_SLICES = "resourceslices"
+#: the source of a node whose GPUs are MIG devices (its count of whole GPUs is None)
+MIG = "mig"
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,7 @@ class GPUCount:
 
     node: str
     count: int | None
-    source: str  # "allocatable", "capacity", "resourceslices", the key of the label that gave it, or ""
+    source: str  # "allocatable", "capacity", "resourceslices", the key of the label that gave it, "mig", or ""
 
 
 def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
@@ -57,6 +69,41 @@ def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
         return None
 
 
+#: the resources the device plugin advertises MIG devices as under the ``mixed`` strategy
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+
+def _advertised(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The node's ``status.allocatable``, or its ``status.capacity`` when it has no allocatable block."""
+    status = node.get("status")
+    if not isinstance(status, Mapping):
+        return {}
+    found = status.get("allocatable") if "allocatable" in status else status.get("capacity")
+    return found if isinstance(found, Mapping) else {}
+
+
+def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
+    """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
+    number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
+    ``mixed`` strategy); () otherwise."""
+    advertised = _advertised(node)
+    try:
+        if GPU_RESOURCE not in advertised or parse_quantity(advertised[GPU_RESOURCE]) != 0:
+            return ()
+    except (TypeError, ValueError):
+        return ()
+    found = []
+    for key, value in advertised.items():
+        if isinstance(key, str) and key.startswith(MIG_RESOURCE_PREFIX):
+            try:
+                quantity = parse_quantity(value)
+            except (TypeError, ValueError):
+                continue
+            if quantity is not None and quantity > 0:
+                found.append(key)
+    return tuple(sorted(found))
+
+
 def _whole_gpus(qty: Fraction | None) -> int | None:
     """A GPU quantity as a count: a whole number above zero, else None."""
     return int(qty) if qty is not None and qty > 0 and qty.denominator == 1 else None
@@ -68,6 +115,14 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
     out: dict[str, GPUCount] = {}
     for node in sorted(nodes, key=name_of):
         name = name_of(node)
+        if mig_product(labels_of(node)) is not None:
+            # MIG devices, not GPUs: allocatable nvidia.com/gpu and gpu.count count the devices
+            out[name] = GPUCount(name, None, MIG)
+            continue
+        if mig_devices(node):
+            # every GPU split into MIG devices (mixed strategy): no whole GPU is advertised
+            out[name] = GPUCount(name, 0, MIG)
+            continue
         from_allocatable = _whole_gpus(allocatable(node).get(GPU_RESOURCE))
         if from_allocatable is not None:
             out[name] = GPUCount(name, from_allocatable, ALLOCATABLE)
@@ -100,6 +155,14 @@ def _count_words(source: str) -> str:
     return f"GPUs by its {source} {hint_kind(source)}"
 
 
+def _mig_reason(node: Mapping[str, Any]) -> str:
+    """Why a node of MIG devices is left out: its product label, or the MIG resources it advertises."""
+    product = mig_product(labels_of(node))
+    if product is not None:
+        return f"its {GPU_RESOURCE} are MIG devices ({product}), not whole GPUs"
+    return f"it advertises {GPU_RESOURCE}: 0 and MIG devices ({', '.join(mig_devices(node))}), not whole GPUs"
+
+
 # Long: keeps or excludes each node and words the diagnostic for every way a node falls short.
 def filter_by_capacity(
     facts: ClusterFacts,
@@ -120,9 +183,13 @@ def filter_by_capacity(
     excluded: list[ExcludedNode] = []
     short: list[str] = []
     unknown: list[str] = []
+    mig: list[str] = []
     for node in ordered:
         c = counts[name_of(node)]
-        if c.count is None:
+        if c.source == MIG:
+            excluded.append(ExcludedNode(c.node, _mig_reason(node)))
+            mig.append(c.node)
+        elif c.count is None:
             unknown.append(c.node)
             kept.append(dict(node))
         elif c.count < gpus_per_node:
@@ -133,6 +200,15 @@ def filter_by_capacity(
             kept.append(dict(node))
 
     diags: list[Diagnostic] = []
+    if mig:
+        diags.append(
+            warning(
+                "MIGDevicesNotGPUs",
+                path,
+                f"{category}: {plural(len(mig), 'node')} left out: {'its' if len(mig) == 1 else 'their'} GPUs are split into MIG "
+                f"devices, which are not whole GPUs, and the certification needs whole GPUs: {name_list(mig)}",
+            )
+        )
     if unknown:
         diags.append(
             info(

@@ -12,16 +12,19 @@ source.
 
 The GPU count of a node that advertises none yet comes from ``nvidia.com/gpu.count`` (GFD),
 Karpenter's ``instance-gpu-count``, the capability label's value, the register annotation's
-device records or the instance-type row.
+device records or the instance-type row. A node whose GPUs are MIG devices (:func:`mig_product`)
+has no count of whole GPUs: GPU Feature Discovery then counts MIG devices in
+``nvidia.com/gpu.count``, and the device plugin advertises them as ``nvidia.com/gpu``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 
-from .products import parse_product
+from .products import GPU_PRODUCT_LABEL, parse_product
 from .tables import table
 
 __all__ = [
@@ -35,7 +38,15 @@ __all__ = [
     "capability_hint",
     "register_hint",
     "hint_kind",
+    "mig_product",
 ]
+
+#: The end GPU Feature Discovery gives the product label under the MIG ``single`` strategy:
+#: ``-MIG-`` and the GPU instance profile (``A100-SXM4-40GB-MIG-1g.5gb``, ``...-MIG-3g.20gb``,
+#: ``...-MIG-7g.80gb``, a media-extension or graphics variant such as ``1g.10gb+me``), then
+#: ``-SHARED`` when the devices are time-sliced. See the single-strategy walkthrough of
+#: https://github.com/NVIDIA/cloud-native-docs/blob/52dcb7b8d956784344e241df476de17094a4574c/kubernetes/index.rst
+_MIG_PRODUCT = re.compile(r"-MIG-[0-9]{1,2}g\.[0-9]{1,4}gb(?:[+-](?:me|gfx)(?:\.all)?)?(?:-SHARED)?\Z", re.ASCII | re.IGNORECASE)
 
 
 class ArchitectureHint(NamedTuple):
@@ -171,13 +182,32 @@ def architecture_hint(labels: Mapping[str, str], annotations: Mapping[str, str] 
     return ArchitectureHint(str(found.row["architecture"]), found.label, found.value)
 
 
+def mig_product(labels: Mapping[str, str]) -> str | None:
+    """The product label's value when it names MIG devices rather than GPUs, else None.
+
+    Under the MIG ``single`` strategy GPU Feature Discovery names the product
+    ``<product>-MIG-<profile>`` and sets ``nvidia.com/gpu.count`` to the number of MIG devices, and
+    the device plugin advertises them as ``nvidia.com/gpu``: seven ``1g.5gb`` devices of one A100
+    read as seven. Only that suffix counts (any case), not any value holding ``mig``; the
+    ``mixed`` strategy and a MIG-capable GPU with MIG disabled keep the whole GPU's product.
+    """
+    value = labels.get(GPU_PRODUCT_LABEL)
+    return value if isinstance(value, str) and _MIG_PRODUCT.search(value) is not None else None
+
+
 def _positive_int(value: str | None) -> int | None:
     text = (value or "").strip()
     return int(text) if text.isdigit() and len(text) <= 6 and int(text) > 0 else None
 
 
 def count_hint(labels: Mapping[str, str], annotations: Mapping[str, str] | None = None) -> CountHint | None:
-    """The GPU count the node's labels give, first label first, then the register annotation, then the instance-type row."""
+    """The GPU count the node's labels give, first label first, then the register annotation, then the instance-type row.
+
+    None for a node whose GPUs are MIG devices (:func:`mig_product`): its count labels count MIG
+    devices, and how many whole GPUs they were cut from is not a count the node can give.
+    """
+    if mig_product(labels) is not None:
+        return None
     for key in table("gpu_hints")["countLabels"]:
         count = _positive_int(labels.get(str(key)))
         if count is not None:

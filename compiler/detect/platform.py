@@ -2,10 +2,11 @@
 
 A node without a providerID is placed by its labels: the label prefixes each managed
 Kubernetes writes (``eks.amazonaws.com/``, ``kubernetes.azure.com/``...), then a GPU instance
-type only one cloud sells. The rules are data (``detection/platforms.yaml``); each node's
-reading records what decided it. A node that no rule places, but whose CSI node-id annotation
-names a cloud's own block-storage driver (``ebs.csi.aws.com`` runs only on EC2), is placed on
-that cloud before the default applies. A user-supplied ``--platform`` replaces detection entirely;
+type only one cloud sells, then an extended resource only one cloud's device plugin advertises
+(``vpc.amazonaws.com/efa``). The rules are data (``detection/platforms.yaml``, their shape
+checked when first read); each node's reading records what decided it. A node that no rule
+places, but whose CSI node-id annotation names a cloud's own block-storage driver
+(``ebs.csi.aws.com`` runs only on EC2), is placed on that cloud before the default applies. A user-supplied ``--platform`` replaces detection entirely;
 otherwise every target node is classified and all of them must agree.
 """
 
@@ -44,8 +45,8 @@ class PlatformReading(NamedTuple):
     """One node's platform and what decided it.
 
     ``basis`` is ``spec.providerID``, ``label <key>``, ``instance type <value> (<label>)``,
-    ``annotation <key> (<driver>)``, or ``no spec.providerID`` when the node carries nothing
-    that names a cloud.
+    ``resource <name>``, ``annotation <key> (<driver>)``, or ``no spec.providerID`` when the node
+    carries nothing that names a cloud.
     """
 
     platform: str
@@ -54,12 +55,13 @@ class PlatformReading(NamedTuple):
 
     @property
     def from_labels(self) -> bool:
-        """The platform came from a label rather than the providerID or the default."""
+        """The platform came from the node's metadata (a label, the instance type, an advertised
+        resource, an annotation) rather than the providerID or the default."""
         return self.basis.startswith(_READ_FROM_METADATA)
 
 
 #: the bases that read a node's metadata rather than its providerID
-_READ_FROM_METADATA = ("label ", "instance type ", "annotation ")
+_READ_FROM_METADATA = ("label ", "instance type ", "resource ", "annotation ")
 
 
 def _csi_platform(node: Mapping[str, Any]) -> PlatformReading | None:
@@ -82,21 +84,35 @@ def _csi_platform(node: Mapping[str, Any]) -> PlatformReading | None:
 
 class _NodeView:
     """What the platform rules read of one node, read once: its providerID, its labels (not
-    copied) and, when a rule asks, its instance type."""
+    copied) and, when a rule asks, its instance type and the resources it advertises."""
 
-    __slots__ = ("pid", "labels", "_instance", "_looked_up")
+    __slots__ = ("pid", "labels", "_node", "_instance", "_looked_up", "_resources")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.pid = provider_id(node)
         labels = (node.get("metadata") or {}).get("labels")
         self.labels: Mapping[str, str] = labels if isinstance(labels, Mapping) else {}
+        self._node = node
         self._instance: InstanceType | None = None
         self._looked_up = False
+        self._resources: Mapping[str, Any] | None = None
 
     def instance(self) -> InstanceType | None:
         if not self._looked_up:
             self._instance, self._looked_up = instance_type(self.labels), True
         return self._instance
+
+    def resources(self) -> Mapping[str, Any]:
+        """The resources the node advertises, by name (not copied): its ``status.allocatable``,
+        or, on a node object with no allocatable block at all (a pasted piece; the API server
+        always sends one), its ``status.capacity``."""
+        if self._resources is None:
+            status = self._node.get("status")
+            found: Any = None
+            if isinstance(status, Mapping):
+                found = status.get("allocatable") if "allocatable" in status else status.get("capacity")
+            self._resources = found if isinstance(found, Mapping) else {}
+        return self._resources
 
 
 class _Rule(NamedTuple):
@@ -110,54 +126,95 @@ class _Rule(NamedTuple):
     contains: tuple[str, str] | None
     prefixes: tuple[str, ...] | None
     cloud: str | None
+    resources: tuple[str, ...] | None
 
+
+#: the keys a rule of ``detection/platforms.yaml`` may hold
+_RULE_KEYS = frozenset(
+    {"platform", "note", "providerID", "labelPresent", "labelContains", "labelPrefix", "instanceTypeOf", "resourcePresent"}
+)
 
 #: (the platforms table the rules were read from, the rules); tables are loaded once and kept
 _RULES: list[Any] = [None, ()]
 
 
+def _names(rule: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    """A rule's list of names (``labelPrefix``, ``resourcePresent``), or None when it has none."""
+    value = rule.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"platforms.yaml: {where}: {key} must be a non-empty list of non-empty names, not {value!r}")
+    return tuple(value)
+
+
+def _read_rule(rule: Any, index: int, names: tuple[str, ...]) -> _Rule:
+    """One row of the rules, its shape checked: a table that would place nodes by a rule it cannot
+    read fails loudly when first read, not by matching nothing."""
+    where = f"rules[{index}]"
+    if not isinstance(rule, Mapping) or rule.get("platform") not in names:
+        raise ValueError(f"platforms.yaml: {where} must be a mapping whose platform is one of {', '.join(names)}")
+    unknown = sorted(str(k) for k in rule if k not in _RULE_KEYS)
+    if unknown:
+        raise ValueError(
+            f"platforms.yaml: {where}: unknown condition(s) {', '.join(unknown)}; a rule may hold {', '.join(sorted(_RULE_KEYS))}"
+        )
+    pid = rule.get("providerID") or {}
+    contains = rule.get("labelContains")
+    if not isinstance(pid, Mapping) or not set(pid) <= {"equals", "prefix"}:
+        raise ValueError(f"platforms.yaml: {where}: providerID must be {{equals: <s>}} or {{prefix: <s>}}, not {pid!r}")
+    if contains is not None and (not isinstance(contains, Mapping) or set(contains) != {"key", "substring"}):
+        raise ValueError(f"platforms.yaml: {where}: labelContains must be {{key: <key>, substring: <s>}}, not {contains!r}")
+    return _Rule(
+        platform=str(rule["platform"]),
+        note=str(rule.get("note") or ""),
+        pid_equals=pid.get("equals"),
+        pid_prefix=pid.get("prefix"),
+        present=rule.get("labelPresent"),
+        contains=(str(contains["key"]), str(contains["substring"])) if contains is not None else None,
+        prefixes=_names(rule, "labelPrefix", where),
+        cloud=rule.get("instanceTypeOf"),
+        resources=_names(rule, "resourcePresent", where),
+    )
+
+
 def _rules() -> tuple[_Rule, ...]:
     platforms = table("platforms")
     if _RULES[0] is not platforms:
-        rules = []
-        for rule in platforms["rules"]:
-            pid = rule.get("providerID") or {}
-            contains = rule.get("labelContains")
-            prefixes = rule.get("labelPrefix")
-            rules.append(
-                _Rule(
-                    platform=str(rule["platform"]),
-                    note=str(rule.get("note") or ""),
-                    pid_equals=pid.get("equals"),
-                    pid_prefix=pid.get("prefix"),
-                    present=rule.get("labelPresent"),
-                    contains=(str(contains["key"]), str(contains["substring"])) if contains is not None else None,
-                    prefixes=tuple(str(p) for p in prefixes) if prefixes is not None else None,
-                    cloud=rule.get("instanceTypeOf"),
-                )
-            )
-        _RULES[:] = [platforms, tuple(rules)]
+        names = tuple(str(name) for name in platforms["names"])
+        rules = tuple(_read_rule(rule, index, names) for index, rule in enumerate(platforms["rules"]))
+        _RULES[:] = [platforms, rules]
     read: tuple[_Rule, ...] = _RULES[1]
     return read
 
 
-def _label_basis(rule: _Rule, view: _NodeView) -> str | None:
-    """The label that satisfies the rule's label conditions; ``""`` when it has none, ``None`` on a miss."""
+def _metadata_basis(rule: _Rule, view: _NodeView) -> str | None:
+    """What satisfies the rule's conditions on the node's labels, instance type and resources:
+    the deciding label, instance type or resource; ``""`` when the rule has none, ``None`` on a miss."""
     labels = view.labels
     if rule.present is not None and rule.present not in labels:
         return None
     if rule.contains is not None and rule.contains[1] not in str(labels.get(rule.contains[0], "")):
         return None
+    basis: str | None = None
     if rule.prefixes is not None:
         keys = sorted(k for k in labels if k.startswith(rule.prefixes))
         if not keys:
             return None
-        return f"label {keys[0]}"
+        basis = f"label {keys[0]}"
     if rule.cloud is not None:
         found = view.instance()
         if found is None or found.platform != rule.cloud:
             return None
-        return f"instance type {found.value} ({found.label})"
+        basis = basis or f"instance type {found.value} ({found.label})"
+    if rule.resources is not None:
+        advertised = view.resources()
+        name = next((r for r in rule.resources if r in advertised), None)
+        if name is None:
+            return None
+        basis = basis or f"resource {name}"
+    if basis is not None:
+        return basis
     if rule.present is not None:
         return f"label {rule.present}"
     if rule.contains is not None:
@@ -172,7 +229,7 @@ def _rule_basis(rule: _Rule, view: _NodeView) -> str | None:
         return None
     if rule.pid_prefix is not None and not pid.startswith(rule.pid_prefix):
         return None
-    basis = _label_basis(rule, view)
+    basis = _metadata_basis(rule, view)
     if basis is None:
         return None
     if pid:

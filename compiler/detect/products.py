@@ -13,7 +13,10 @@ from typing import Any
 
 from .tables import table
 
-__all__ = ["parse_product"]
+__all__ = ["GPU_PRODUCT_LABEL", "parse_product"]
+
+#: the label GPU Feature Discovery writes a node's product to
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 #: products already parsed against the rules they were parsed with (a cluster holds few distinct

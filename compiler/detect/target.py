@@ -26,11 +26,11 @@ from ..diagnostics import Diagnostic, error, info, warning
 from ..facts import ClusterFacts, allocatable, annotations_of, is_cordoned, labels_of, name_of, taints_of
 from .dra import dra_gpus_by_node
 from .model import ExcludedNode, name_list, plural
+from .products import GPU_PRODUCT_LABEL
 
 __all__ = ["select_target_nodes", "GPU_PRESENT_LABEL", "GPU_PRODUCT_LABEL", "UNSCHEDULABLE_TAINT"]
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

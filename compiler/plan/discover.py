@@ -10,7 +10,9 @@ The steps run in the controller's order and each one returns a new :class:`Disco
 3. ``filter_gpu_architecture``: majority vote over the GPU products (labels, else ResourceSlices);
    nodes of any other architecture are dropped;
 4. ``filter_gpu_capacity``: nodes whose exact allocatable ``nvidia.com/gpu`` is below the
-   workload's per-node request are dropped; a node that advertises none is kept. It runs after
+   workload's per-node request are dropped, and so are nodes whose ``nvidia.com/gpu`` are MIG
+   devices (GPU Feature Discovery's ``single`` strategy: no whole GPU to give, whatever the
+   request); a node that advertises none is kept. It runs after
    the Workflow's overrides are applied (they can change the request), so the planner calls it
    on its own; :func:`discover` runs steps 1 to 3.
 
@@ -25,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from ..detect.capacity import ALLOCATABLE, node_gpu_counts
+from ..detect.capacity import ALLOCATABLE, MIG, node_gpu_counts
 from ..detect.gpu_arch import detect_gpu_arch
 from ..detect.platform import node_platform
 from ..detect.target import GPU_PRODUCT_LABEL, REASON_CORDONED, select_target_nodes
@@ -58,6 +60,8 @@ class Discovery:
     arch_excluded: tuple[str, ...] = ()
     #: (node, allocatable GPUs) of the nodes dropped for capacity
     capacity_excluded: tuple[tuple[str, int], ...] = ()
+    #: the nodes dropped because their nvidia.com/gpu are MIG devices, not whole GPUs
+    mig_excluded: tuple[str, ...] = ()
     events: tuple[PlanEvent, ...] = ()
 
     @cached_property
@@ -70,7 +74,9 @@ class Discovery:
         return tuple(sorted({node_labels(n).get(GPU_PRODUCT_LABEL, "") for n in self.nodes} - {""}))
 
     def exclusions(self) -> tuple[tuple[str, ...], str]:
-        return exclusion_summary(self.cordoned, self.arch_excluded, self.gpu_architecture, self.capacity_excluded, self.spec.gpus_per_node)
+        return exclusion_summary(
+            self.cordoned, self.arch_excluded, self.gpu_architecture, self.capacity_excluded, self.spec.gpus_per_node, self.mig_excluded
+        )
 
     def fail(self, reason: str, message: str) -> PlanError:
         excluded, why = self.exclusions()
@@ -93,6 +99,7 @@ def exclusion_summary(
     arch: str,
     capacity_excluded: tuple[tuple[str, int], ...],
     gpus_per_node: int,
+    mig_excluded: tuple[str, ...] = (),
 ) -> tuple[tuple[str, ...], str]:
     """``(excludedNodes, exclusionReason)``: every node left out and the causes, joined by ``. ``."""
     causes: list[str] = []
@@ -105,8 +112,14 @@ def exclusion_summary(
             f"{len(capacity_excluded)} node(s) matched the target but have insufficient GPU capacity, the workload "
             f"requests {gpus_per_node} {GPU_RESOURCE} per node: {_shortfall(capacity_excluded)}"
         )
-    names = sorted({*cordoned, *arch_excluded, *(n for n, _ in capacity_excluded)})
+    if mig_excluded:
+        causes.append(_mig_cause(mig_excluded))
+    names = sorted({*cordoned, *arch_excluded, *(n for n, _ in capacity_excluded), *mig_excluded})
     return tuple(names), ". ".join(causes)
+
+
+def _mig_cause(nodes: tuple[str, ...]) -> str:
+    return f"{len(nodes)} node(s) matched the target but their {GPU_RESOURCE} are MIG devices, not whole GPUs: {', '.join(nodes)}"
 
 
 def select_nodes(state: Discovery) -> Discovery:
@@ -170,22 +183,21 @@ def filter_gpu_capacity(state: Discovery) -> Discovery:
     short = tuple(
         (name, int(c.count)) for name, c in counts.items() if c.source == ALLOCATABLE and c.count is not None and 0 < c.count < wanted
     )
-    if not short:
+    mig = tuple(name for name, c in counts.items() if c.source == MIG)
+    if not short and not mig:
         return state
-    dropped = {name for name, _ in short}
+    dropped = {*(name for name, _ in short), *mig}
     kept = tuple(n for n in state.nodes if name_of(n) not in dropped)
-    event = PlanEvent(
-        "Warning",
-        "InsufficientGPUCapacity",
-        f"Excluded {len(short)} node(s) with fewer than {wanted} allocatable {GPU_RESOURCE}: {_shortfall(short)}",
-    )
-    state = replace(state, nodes=kept, capacity_excluded=short, events=state.events + (event,))
+    events: list[PlanEvent] = []
+    if short:
+        message = f"Excluded {len(short)} node(s) with fewer than {wanted} allocatable {GPU_RESOURCE}: {_shortfall(short)}"
+        events.append(PlanEvent("Warning", "InsufficientGPUCapacity", message))
+    if mig:
+        events.append(PlanEvent("Warning", "MIGDevicesNotGPUs", f"Excluded {_mig_cause(mig)}; the workload needs whole GPUs"))
+    state = replace(state, nodes=kept, capacity_excluded=short, mig_excluded=mig, events=state.events + tuple(events))
     if not kept:
-        best = max(count for _, count in short)
-        raise state.fail(
-            PARTITION_ERROR,
-            f"No node can supply the {wanted} {GPU_RESOURCE} the workload requests per node; best available is {best}",
-        )
+        best = f"best available is {max(count for _, count in short)}" if short else "the target's nodes have MIG devices, not whole GPUs"
+        raise state.fail(PARTITION_ERROR, f"No node can supply the {wanted} {GPU_RESOURCE} the workload requests per node; {best}")
     return state
 
 

@@ -78,6 +78,12 @@ def _shortfall_message(needed: int, state: Discovery, *, unpinned: bool) -> str:
             f"{state.spec.gpus_per_node} allocatable {GPU_RESOURCE} the workload requests per node: {detail}"
         )
         remedies.append("lower gpusPerNode")
+    if state.mig_excluded:
+        causes.append(
+            f"{len(state.mig_excluded)} node(s) matched the target but were excluded because their {GPU_RESOURCE} are MIG "
+            f"devices, not whole GPUs: {', '.join(state.mig_excluded)}"
+        )
+        remedies.append("disable MIG on those nodes")
     if unpinned:
         tail = (
             f"; Unpinned runs the requested job size exactly, so make {needed} qualifying nodes available rather than lowering nodesPerJob"

@@ -32,7 +32,7 @@ from typing import Any
 
 from . import training
 from .cursor import LogCursor
-from .profile import MAX_MATCHED_LINE, parse_rfc3339, profile_spec_of, required_literals, split_kubelet_timestamp
+from .profile import MAX_MATCHED_LINE, parse_rfc3339, profile_spec_of, required_literals, split_kubelet_timestamp, strip_escapes
 from .timefmt import rfc3339
 
 __all__ = ["BATCH_LINES", "GoodputTail", "RunningGoodput", "candidate_lines", "fold"]
@@ -283,11 +283,18 @@ def _profile_literals(spec: Mapping[str, Any]) -> tuple[str, ...] | None:
 
 
 def candidate_lines(text: str, literals: tuple[str, ...] | None) -> list[str]:
-    """The lines of ``text`` (split as the parser splits them) a pattern could match."""
+    """The lines of ``text`` (split as the parser splits them) a pattern could match.
+
+    A literal is looked for in the text the parser matches, so a line with terminal colour codes
+    between the words of a literal is looked at without them."""
     lines = text.splitlines()
     if literals is None:
         return lines
-    return [line for line in lines if any(literal in line for literal in literals)]
+    return [line for line in lines if _holds_any(strip_escapes(line), literals)]
+
+
+def _holds_any(text: str, literals: tuple[str, ...]) -> bool:
+    return any(literal in text for literal in literals)
 
 
 def _pending(line: str, spec: Mapping[str, Any]) -> tuple[int, str, datetime | None] | None:
@@ -298,6 +305,7 @@ def _carried(line: str) -> str:
     """The save line as carried: its timestamp and as much of the rest as a pattern may see
     (with room for a launcher tag the parser cuts before matching)."""
     keep = _MAX_CARRIED - 64
+    line = strip_escapes(line)  # what the parser reads of it, so the cut keeps what a pattern sees
     stamp, body = split_kubelet_timestamp(line)
     if len(body) <= keep:
         return line

@@ -7,9 +7,11 @@ pattern and the line hold. A backtracking engine could spend minutes on one long
 repeats a pattern's prefix, and a workload controls what its pods log. Patterns only ever see
 the first ``MAX_MATCHED_LINE`` characters of a line. Compiled patterns are cached by their text.
 
-Every parser reads a line through :func:`split_line`: the kubelet timestamp comes off first,
-then the tag a launcher writes before each rank's output (Open MPI ``[1,0]<stdout>:``, Slurm
-``0: ``, MPICH ``[0] ``), so one profile pattern reads the same log however it was launched.
+Every parser reads a line through :func:`split_line`: the terminal control sequences a program
+printed into it (colour codes) are removed, then the kubelet timestamp comes off, then the tag a
+launcher writes before each rank's output (Open MPI ``[1,0]<stdout>:``, Slurm ``0: ``, MPICH
+``[0] ``), so one profile pattern reads the same log however it was launched and whether or not
+its lines were coloured for a terminal.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "required_literals",
     "split_kubelet_timestamp",
     "split_line",
+    "strip_escapes",
     "strip_launcher_prefix",
 ]
 
@@ -163,9 +166,31 @@ def _is_rank_pair(text: str) -> bool:
     return bool(sep) and job.isascii() and job.isdigit() and rank.isascii() and rank.isdigit()
 
 
+#: ESC and, when it starts one, the terminal control sequence (an ECMA-48 CSI) it opens: ``[``,
+#: parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F and a final byte 0x40-0x7E, or the end
+#: of the line when the line ends inside the sequence. The three byte classes do not overlap and
+#: ESC belongs to none, so an attempt gives back each byte at most once and stops at the next ESC:
+#: the whole line is one linear pass.
+_ESCAPE = re.compile(r"\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*(?:[\x40-\x7e]|\Z))?")
+
+
+def strip_escapes(line: str) -> str:
+    """``line`` without the terminal control sequences printed into it (``ESC[31m``, ``ESC[38;2;R;G;Bm``).
+
+    A program that colours its output for a terminal (torchtitan's step lines, coloured logging
+    handlers) leaves these bytes in the log; a terminal shows none of them, so a pattern written
+    for the text it shows must not see them either. Every ESC byte goes, and with it the control
+    sequence it opens, whole or cut short by the line's end; no other byte is touched, so nothing
+    the line says is lost or changed, and the result holds no ESC (stripping twice changes
+    nothing). A line without ESC comes back as it is.
+    """
+    return _ESCAPE.sub("", line) if "\x1b" in line else line
+
+
 def split_line(line: str) -> tuple[str, str]:
-    """(kubelet timestamp, body): the timestamp cut first, then any launcher tag after it."""
-    stamp, rest = split_kubelet_timestamp(line)
+    """(kubelet timestamp, body): terminal control sequences removed, then the timestamp cut,
+    then any launcher tag after it."""
+    stamp, rest = split_kubelet_timestamp(strip_escapes(line))
     return stamp, strip_launcher_prefix(rest)
 
 

@@ -147,6 +147,11 @@ CLAIMS: dict[str, tuple[str, ...]] = {
     "| Tesla products keep distinct architecture keys": (
         "tests/compiler/detect/test_gpu_arch.py::test_tesla_products_are_not_one_architecture",
     ),
+    "| A node whose `nvidia.com/gpu.product` names MIG devices": (
+        "tests/compiler/plan/test_planner.py::test_a_node_whose_gpus_are_mig_devices_is_dropped_whatever_the_request",
+        "tests/compiler/detect/test_capacity.py::test_the_capacity_filter_leaves_mig_nodes_out_with_a_warning",
+        "tests/compiler/plan/test_planner.py::test_a_node_of_mig_devices_only_under_the_mixed_strategy_is_dropped",
+    ),
     "| A node whose `Ready` condition turns `Unknown` or `False` while its Job runs": (
         "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_lost_node_fails_the_job_under_the_default_expression_and_the_healthy_one_is_not_blamed",
         "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_job_without_an_expression_still_fails_on_a_lost_node",

@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 
 from nvcre.compiler.detect import filter_by_capacity, node_gpu_counts
 from nvcre.compiler.detect.gpu_arch import detect_gpu_arch
-from nvcre.compiler.detect.hints import architecture_hint, count_hint
+from nvcre.compiler.detect.hints import architecture_hint, count_hint, mig_product
 from nvcre.compiler.detect.tables import table
 from nvcre.compiler.facts import ClusterFacts, facts_from_documents, labels_of, load_facts
 
@@ -340,3 +340,37 @@ def test_detection_reads_the_hami_annotation_and_says_so() -> None:
     assert node_gpu_counts(facts, [n])["416a100"].count == 2
     kept, excluded, _ = filter_by_capacity(facts, [n], gpus_per_node=4, category="communication/nccl-all-reduce")
     assert not kept and f"has 2 GPUs by its {HAMI_KEY} annotation" in excluded[0].reason
+
+
+@pytest.mark.parametrize(
+    ("product", "mig"),
+    [
+        # GPU Feature Discovery's product under the MIG single strategy: <product>-MIG-<profile>
+        ("A100-SXM4-40GB-MIG-1g.5gb", True),
+        ("NVIDIA-A100-SXM4-80GB-MIG-3g.40gb", True),
+        ("NVIDIA-H100-80GB-HBM3-MIG-7g.80gb", True),
+        ("NVIDIA-H200-MIG-1g.18gb+me", True),
+        ("NVIDIA-A100-SXM4-40GB-mig-2G.10GB", True),
+        ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED", True),  # MIG devices, time-sliced
+        # whole GPUs: the product of the mixed strategy or of MIG disabled, and other names
+        ("NVIDIA-A100-SXM4-40GB", False),
+        ("NVIDIA-H100-80GB-HBM3-SHARED", False),
+        ("NVIDIA-MIGHTY-80GB", False),
+        ("A100-SXM4-40GB-MIG", False),
+        ("A100-SXM4-40GB-MIG-1g.5gb-extra", False),
+        ("A100-SXM4-40GB-MIG-capable", False),
+    ],
+)
+def test_only_gfds_mig_suffix_marks_mig_devices(product: str, mig: bool) -> None:
+    labels = {"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": "7"}
+    assert (mig_product(labels) is not None) is mig
+    assert (count_hint(labels) is None) is mig
+
+
+def test_a_mig_node_gives_no_count_hint_but_keeps_its_architecture() -> None:
+    labels = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/mig.strategy": "single"}
+    assert count_hint({**labels, "nvidia.com/gpu.count": "7"}) is None
+    assert count_hint({**labels, "node.kubernetes.io/instance-type": "p4d.24xlarge"}) is None
+    assert mig_product({"nvidia.com/mig.strategy": "single"}) is None  # the strategy alone says nothing
+    found, _ = detect(node("dgx", {**labels, "nvidia.com/gpu.present": "true"}, {"nvidia.com/gpu": "7"}))
+    assert found is not None and found.fact.value == "a100"

@@ -159,3 +159,102 @@ def test_forge_hostnames_are_reported_as_a_label_reading() -> None:
     fact, [diag] = detect_platform([node])
     assert fact is not None and (fact.value, fact.detail) == ("forge", "label kubernetes.io/hostname of 1 target node")
     assert diag.code == "PlatformFromLabel"
+
+
+# ------------------------------------------------------------------ extended resources
+
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+def _advertising(name: str, status: dict, labels: dict | None = None, provider: str = "", **metadata: dict) -> dict:
+    node: dict = {"metadata": {"name": name, "labels": labels or {}, **metadata}, "status": status}
+    if provider:
+        node["spec"] = {"providerID": provider}
+    return node
+
+
+def test_an_efa_resource_places_a_node_without_provider_id_on_aws() -> None:
+    allocatable = _advertising("p5-a", {"allocatable": {"nvidia.com/gpu": "8", EFA: "32"}})
+    # a pasted piece that kept only its Capacity block
+    capacity = _advertising("p5-c", {"capacity": {"nvidia.com/gpu": "8", EFA: "32"}})
+    for node in (allocatable, capacity):
+        reading = read_platform(node)
+        assert (reading.platform, reading.basis, reading.from_labels) == ("aws", f"resource {EFA}", True)
+    fact, [diag] = detect_platform([allocatable, capacity])
+    assert fact is not None and (fact.value, fact.detail) == ("aws", f"resource {EFA} of 2 target nodes")
+    assert diag.message == f"2 nodes without spec.providerID: platform aws read from the resource {EFA}: p5-a, p5-c"
+
+
+def test_capacity_is_not_read_when_an_allocatable_block_is_present() -> None:
+    node = _advertising("n", {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {EFA: "32"}})
+    assert read_platform(node) == ("onprem", "no spec.providerID", "")
+
+
+def test_a_provider_id_and_a_clouds_own_labels_still_decide_before_the_resource() -> None:
+    status = {"allocatable": {EFA: "32"}}
+    assert read_platform(_advertising("g", status, provider="gce://p/z/g")) == ("gcp", "spec.providerID", "")
+    assert read_platform(_advertising("k", status, provider="kind://docker/k/k")).platform == "onprem"
+    aks = read_platform(_advertising("a", status, {"kubernetes.azure.com/agentpool": "gpu"}))
+    assert (aks.platform, aks.basis) == ("azure", "label kubernetes.azure.com/agentpool")
+    sized = read_platform(_advertising("s", status, {"node.kubernetes.io/instance-type": "p5.48xlarge"}))
+    assert (sized.platform, sized.basis) == ("aws", "instance type p5.48xlarge (node.kubernetes.io/instance-type)")
+    # the resource, from the table, comes before a block-storage driver's annotation
+    csi = {"csi.volume.kubernetes.io/nodeid": '{"pd.csi.storage.gke.io":"projects/p/zones/z/instances/i"}'}
+    assert read_platform(_advertising("c", status, annotations=csi)).basis == f"resource {EFA}"
+
+
+def test_other_resources_name_no_cloud() -> None:
+    for resource in ("nvidia.com/gpu", "rdma/ib", "vpc.amazonaws.com/efa-extra", "amazonaws.com/efa"):
+        assert read_platform(_advertising("n", {"allocatable": {resource: "1"}})).platform == "onprem", resource
+
+
+class _CountingNode(dict):
+    """A node that counts how often its ``status`` is read."""
+
+    reads = 0
+
+    def get(self, key, default=None):  # type: ignore[override]
+        if key == "status":
+            type(self).reads += 1
+        return super().get(key, default)
+
+
+def _with_rule(monkeypatch: pytest.MonkeyPatch, rule: dict) -> None:
+    """The shipped platforms table with ``rule`` fourth, as :func:`read_platform` reads it."""
+    from nvcre.compiler.detect import platform as module
+    from nvcre.compiler.detect.tables import table
+
+    shipped = table("platforms")
+    patched = {**shipped, "rules": (*shipped["rules"][:3], rule, *shipped["rules"][3:])}
+    monkeypatch.setattr(module, "table", lambda name: patched if name == "platforms" else table(name))
+
+
+def test_each_node_is_read_once_however_many_rules_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_rule(monkeypatch, {"providerID": {"equals": ""}, "resourcePresent": ["example.com/none"], "platform": "gcp"})
+    _CountingNode.reads = 0
+    node = _CountingNode(metadata={"name": "n", "labels": {}}, status={"allocatable": {"rdma/ib": "1"}})
+    assert read_platform(node).platform == "onprem"
+    assert _CountingNode.reads == 1  # two resource rules asked; the status was read for the first
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"providerID": {"equals": ""}, "resourcePresent": EFA, "platform": "aws"}, "resourcePresent must be a non-empty list"),
+        ({"providerID": {"equals": ""}, "resourcePresent": [], "platform": "aws"}, "resourcePresent must be a non-empty list"),
+        ({"providerID": {"equals": ""}, "resourcePresent": [EFA, ""], "platform": "aws"}, "resourcePresent must be a non-empty list"),
+        ({"providerID": {"equals": ""}, "labelPrefix": "eks.amazonaws.com/", "platform": "aws"}, "labelPrefix must be a non-empty list"),
+        ({"providerID": {"equals": ""}, "resourcesPresent": [EFA], "platform": "aws"}, "unknown condition(s) resourcesPresent"),
+        ({"providerID": {"equals": ""}, "resourcePresent": [EFA], "platform": "amazon"}, "platform is one of aws, gcp"),
+        ({"providerID": "aws://", "platform": "aws"}, "providerID must be {equals: <s>} or {prefix: <s>}"),
+        ({"labelContains": {"key": "kubernetes.io/hostname"}, "platform": "forge"}, "labelContains must be {key: <key>, substring: <s>}"),
+    ],
+)
+def test_a_malformed_rule_is_an_error_when_the_table_is_read(monkeypatch: pytest.MonkeyPatch, rule: dict, message: str) -> None:
+    _with_rule(monkeypatch, rule)
+    with pytest.raises(ValueError, match=r"^platforms\.yaml: rules\[3\]") as raised:
+        read_platform({"metadata": {"name": "n"}})
+    assert message in str(raised.value)
+    monkeypatch.undo()
+    assert read_platform(_advertising("n", {"allocatable": {EFA: "1"}})).platform == "aws"

@@ -146,6 +146,55 @@ def test_under_capacity_nodes_are_dropped_and_unknown_capacity_is_kept() -> None
     assert plan.exclusion_reason.endswith("the workload requests 8 nvidia.com/gpu per node: b has 4, d has 2")
 
 
+A100 = "NVIDIA-A100-SXM4-40GB"
+#: GPU Feature Discovery's product label under the MIG ``single`` strategy (seven 1g.5gb devices)
+MIG_SINGLE = "A100-SXM4-40GB-MIG-1g.5gb"
+
+
+def test_a_node_whose_gpus_are_mig_devices_is_dropped_whatever_the_request() -> None:
+    # Its allocatable nvidia.com/gpu (7) counts MIG devices: not enough for 8 whole GPUs, and not
+    # whole GPUs for a request of 1 either.
+    for gpus in (8, 1):
+        plan = plan_workflow(workflow(gpus=gpus), facts(node("a", product=A100), node("m", product=MIG_SINGLE, gpus="7")))
+        assert plan.target_nodes == ("a",)
+        assert plan.excluded_nodes == ("m",)
+        assert plan.events[-1].reason == "MIGDevicesNotGPUs"
+        assert plan.events[-1].message == (
+            "Excluded 1 node(s) matched the target but their nvidia.com/gpu are MIG devices, not whole GPUs: m; "
+            "the workload needs whole GPUs"
+        )
+        assert plan.exclusion_reason == "1 node(s) matched the target but their nvidia.com/gpu are MIG devices, not whole GPUs: m"
+
+
+def test_a_node_of_mig_devices_only_under_the_mixed_strategy_is_dropped() -> None:
+    # nvidia.com/gpu 0 beside MIG device resources: every GPU split, none whole to give
+    split = node("s", product=A100, gpus="0")
+    split["status"]["allocatable"]["nvidia.com/mig-3g.20gb"] = "14"
+    plan = plan_workflow(workflow(gpus=1), facts(node("a", product=A100), split, node("r", product=A100, gpus="0")))
+    assert plan.target_nodes == ("a", "r")  # r advertises 0 and no MIG device: a device plugin still starting
+    assert plan.excluded_nodes == ("s",)
+    assert [e.reason for e in plan.events] == ["MIGDevicesNotGPUs"]
+
+
+def test_a_shortfall_caused_by_mig_nodes_names_them_and_the_remedy() -> None:
+    cluster = facts(node("a", product=A100), node("m", product=MIG_SINGLE, gpus="7"))
+    with pytest.raises(PlanError) as caught:
+        plan_workflow(workflow(2, gpus=1), cluster)
+    assert caught.value.message == (
+        "Not enough schedulable nodes: need 2, found 1. 1 node(s) matched the target but were excluded because their "
+        "nvidia.com/gpu are MIG devices, not whole GPUs: m. Set nodesPerJob to 1, or disable MIG on those nodes"
+    )
+    with pytest.raises(PlanError) as alone:
+        plan_workflow(workflow(gpus=1), facts(node("m", product=MIG_SINGLE, gpus="7")))
+    assert alone.value.reason == "PartitionError"
+    assert (
+        alone.value.message
+        == "No node can supply the 1 nvidia.com/gpu the workload requests per node; the target's nodes have MIG devices, not whole GPUs"
+    )
+    assert alone.value.excluded_nodes == ("m",)
+    assert [e.reason for e in alone.value.events] == ["MIGDevicesNotGPUs"]
+
+
 def test_no_capable_node_is_a_partition_error_with_the_exclusion_record() -> None:
     with pytest.raises(PlanError) as caught:
         plan_workflow(workflow(), facts(node("a", gpus="4"), node("b", gpus="2")))
