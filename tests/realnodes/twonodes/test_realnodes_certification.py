@@ -348,7 +348,7 @@ def test_a_dropped_path_between_the_two_nodes_fails_the_group_holding_both_blami
     node, peer = env.cluster.node_names
     env.cluster.set_fault(node, f"dropped-path:{peer}")
     try:
-        run, results, namespace = run_certification(env, tmp_path, "dropped-path", "      timeoutPerJob: 90s\n")
+        run, results, namespace = run_certification(env, tmp_path, "dropped-path", "      timeoutPerJob: 60s\n")
     finally:
         env.cluster.set_fault(node, "none")
     assert run.returncode == 1, run.stderr[-3000:]
