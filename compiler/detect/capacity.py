@@ -21,13 +21,17 @@ strategy the device plugin advertises each MIG profile as a resource of its own
 (``nvidia.com/mig-1g.10gb``) beside ``nvidia.com/gpu``; a node that advertises ``nvidia.com/gpu:
 0`` and some of those has every GPU split: its count is 0 whole GPUs, source ``mig`` too (an
 advertised 0 alone stays no count: a device plugin that is restarting advertises nothing).
+A device plugin that shares GPUs under the renamed resource ``nvidia.com/gpu.shared``
+(time-slicing or MPS with ``renameByDefault``) advertises ``nvidia.com/gpu: 0`` beside it: that
+node has 0 GPUs a workload can hold whole, source ``shared``, and the filter leaves it out as
+short of GPUs, saying why.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
 from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of, parse_quantity
@@ -43,6 +47,10 @@ CAPACITY = "capacity"
 RESOURCE_SLICES = "resourceslices"
 #: the source of a node whose GPUs are MIG devices (its count of whole GPUs is None)
 MIG = "mig"
+#: the source of a node that advertises its GPUs only as shared replicas (its count of whole GPUs is 0)
+SHARED = "shared"
+#: the resource NVIDIA's device plugin advertises shared GPUs as when it renames them
+SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class GPUCount:
 
     node: str
     count: int | None
-    source: str  # "allocatable", "capacity", "resourceslices", the key of the label that gave it, "mig", or ""
+    source: str  # "allocatable", "capacity", "resourceslices", the key of the label that gave it, "mig", "shared", or ""
 
 
 def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
@@ -82,10 +90,9 @@ def _advertised(node: Mapping[str, Any]) -> Mapping[str, Any]:
     return found if isinstance(found, Mapping) else {}
 
 
-def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
-    """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
-    number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
-    ``mixed`` strategy); () otherwise."""
+def _beside_no_gpu(node: Mapping[str, Any], wanted: Callable[[str], bool]) -> tuple[str, ...]:
+    """The resources ``wanted`` accepts that the node advertises a positive number of, when it
+    advertises ``nvidia.com/gpu: 0`` beside them; () otherwise."""
     advertised = _advertised(node)
     try:
         if GPU_RESOURCE not in advertised or parse_quantity(advertised[GPU_RESOURCE]) != 0:
@@ -94,7 +101,7 @@ def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     found = []
     for key, value in advertised.items():
-        if isinstance(key, str) and key.startswith(MIG_RESOURCE_PREFIX):
+        if isinstance(key, str) and wanted(key):
             try:
                 quantity = parse_quantity(value)
             except (TypeError, ValueError):
@@ -102,6 +109,19 @@ def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
             if quantity is not None and quantity > 0:
                 found.append(key)
     return tuple(sorted(found))
+
+
+def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
+    """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
+    number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
+    ``mixed`` strategy); () otherwise."""
+    return _beside_no_gpu(node, lambda key: key.startswith(MIG_RESOURCE_PREFIX))
+
+
+def shares_only(node: Mapping[str, Any]) -> bool:
+    """Whether the node advertises a positive ``nvidia.com/gpu.shared`` beside ``nvidia.com/gpu: 0``
+    (every GPU shared under the renamed resource, none offered whole)."""
+    return bool(_beside_no_gpu(node, lambda key: key == SHARED_RESOURCE))
 
 
 def _whole_gpus(qty: Fraction | None) -> int | None:
@@ -122,6 +142,10 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
         if mig_devices(node):
             # every GPU split into MIG devices (mixed strategy): no whole GPU is advertised
             out[name] = GPUCount(name, 0, MIG)
+            continue
+        if shares_only(node):
+            # every GPU offered as shared replicas under the renamed resource: none to hold whole
+            out[name] = GPUCount(name, 0, SHARED)
             continue
         from_allocatable = _whole_gpus(allocatable(node).get(GPU_RESOURCE))
         if from_allocatable is not None:
@@ -152,6 +176,8 @@ def _count_words(source: str) -> str:
         return "capacity nvidia.com/gpu (the node object has no allocatable block)"
     if source == RESOURCE_SLICES:
         return "GPUs in gpu.nvidia.com ResourceSlices"
+    if source == SHARED:
+        return f"whole {GPU_RESOURCE} (its GPUs are advertised only as shared replicas, {SHARED_RESOURCE})"
     return f"GPUs by its {source} {hint_kind(source)}"
 
 

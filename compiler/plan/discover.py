@@ -12,7 +12,8 @@ The steps run in the controller's order and each one returns a new :class:`Disco
 4. ``filter_gpu_capacity``: nodes whose exact allocatable ``nvidia.com/gpu`` is below the
    workload's per-node request are dropped, and so are nodes whose ``nvidia.com/gpu`` are MIG
    devices (GPU Feature Discovery's ``single`` strategy: no whole GPU to give, whatever the
-   request); a node that advertises none is kept. It runs after
+   request), and nodes that advertise ``nvidia.com/gpu: 0`` beside shared replicas
+   (``nvidia.com/gpu.shared``); a node that advertises none is kept. It runs after
    the Workflow's overrides are applied (they can change the request), so the planner calls it
    on its own; :func:`discover` runs steps 1 to 3.
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from ..detect.capacity import ALLOCATABLE, MIG, node_gpu_counts
+from ..detect.capacity import ALLOCATABLE, MIG, SHARED, node_gpu_counts
 from ..detect.gpu_arch import detect_gpu_arch
 from ..detect.platform import node_platform
 from ..detect.target import GPU_PRODUCT_LABEL, REASON_CORDONED, select_target_nodes
@@ -181,7 +182,9 @@ def filter_gpu_capacity(state: Discovery) -> Discovery:
         return state
     counts = node_gpu_counts(state.facts, state.nodes)
     short = tuple(
-        (name, int(c.count)) for name, c in counts.items() if c.source == ALLOCATABLE and c.count is not None and 0 < c.count < wanted
+        (name, int(c.count))
+        for name, c in counts.items()
+        if c.count is not None and ((c.source == ALLOCATABLE and 0 < c.count < wanted) or c.source == SHARED)
     )
     mig = tuple(name for name, c in counts.items() if c.source == MIG)
     if not short and not mig:

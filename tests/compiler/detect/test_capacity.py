@@ -191,3 +191,32 @@ def test_a_node_of_mig_devices_only_under_the_mixed_strategy_has_no_whole_gpu_an
         ),
     ]
     assert diags[0].code == "MIGDevicesNotGPUs"
+
+
+def test_a_node_that_advertises_only_shared_gpus_has_no_whole_gpu_and_is_left_out():
+    # Bottlerocket's device plugin with MIG partitions shared four ways under the renamed resource:
+    # nvidia.com/gpu 0 beside nvidia.com/gpu.shared 128 (golden/measure/real/nodes/)
+    def shared_node(name: str, gpus: str, shared: str) -> dict:
+        return {
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}},
+            "status": {"allocatable": {"nvidia.com/gpu": gpus, "nvidia.com/gpu.shared": shared}},
+        }
+
+    facts = ClusterFacts(nodes=(shared_node("shared", "0", "128"), shared_node("both", "2", "8"), shared_node("idle", "0", "0")))
+    counts = node_gpu_counts(facts, facts.nodes)
+    assert {n: (c.count, c.source) for n, c in counts.items()} == {
+        "both": (2, "allocatable"),  # whole GPUs beside shared ones: the whole ones count
+        "idle": (None, ""),  # nothing advertised yet: a device plugin may be restarting
+        "shared": (0, "shared"),
+    }
+    kept, excluded, diags = filter_by_capacity(facts, facts.nodes, gpus_per_node=1, category=CATEGORY)
+    assert [name_of(n) for n in kept] == ["both", "idle"]
+    assert excluded == [
+        (
+            "shared",
+            "has 0 whole nvidia.com/gpu (its GPUs are advertised only as shared replicas, nvidia.com/gpu.shared), "
+            "the workload requests 1 per node",
+        )
+    ]
+    assert [d.code for d in diags] == ["GPUCountUnknown", "NodeExcluded"]

@@ -176,6 +176,19 @@ def test_a_node_of_mig_devices_only_under_the_mixed_strategy_is_dropped() -> Non
     assert [e.reason for e in plan.events] == ["MIGDevicesNotGPUs"]
 
 
+def test_a_node_that_offers_its_gpus_only_as_shared_replicas_is_dropped() -> None:
+    # nvidia.com/gpu 0 beside nvidia.com/gpu.shared: the device plugin runs and shares every GPU
+    # under the renamed resource, so no GPU can be held whole; an advertised 0 alone is still kept
+    shared = node("s", product=A100, gpus="0")
+    shared["status"]["allocatable"]["nvidia.com/gpu.shared"] = "128"
+    emptied = node("e", product=A100, gpus="0")
+    emptied["status"]["allocatable"]["nvidia.com/gpu.shared"] = "0"
+    plan = plan_workflow(workflow(gpus=1), facts(node("a", product=A100), shared, emptied))
+    assert plan.target_nodes == ("a", "e")
+    assert plan.excluded_nodes == ("s",)
+    assert plan.events[-1].message == "Excluded 1 node(s) with fewer than 1 allocatable nvidia.com/gpu: s has 0"
+
+
 def test_a_shortfall_caused_by_mig_nodes_names_them_and_the_remedy() -> None:
     cluster = facts(node("a", product=A100), node("m", product=MIG_SINGLE, gpus="7"))
     with pytest.raises(PlanError) as caught:
