@@ -317,6 +317,14 @@ def test_manifest_lists_every_artefact_once_with_a_public_source() -> None:
         assert "pending" not in entry or str(entry["pending"]).strip(), entry["file"]
 
 
+def test_manifest_gives_no_key_twice_in_an_entry() -> None:
+    # a YAML mapping that repeats a key keeps only the last value, so a second ``note`` would
+    # silently replace the first: the manifest is loaded once more by a loader that refuses that
+    from ruamel.yaml import YAML
+
+    YAML(typ="safe", pure=True).load((REAL / "manifest.yaml").read_text(encoding="utf-8"))
+
+
 def test_corpus_covers_every_kind() -> None:
     counts = {kind: sum(1 for e in ENTRIES if e["kind"] == kind) for kind in KINDS}
     assert sum(counts.values()) >= 40
