@@ -10,8 +10,12 @@ is ``Incomplete``, else any ``Warn`` warns, else
 result was found. Every test row counts whatever its name (level 3 runs a test called
 ``Diagnostic``; only the ``Diagnostic | Result`` header and the Metadata rows are not tests),
 and each entity row under a test (DCGM 3 ``| | Fail - GPU: 0 |``, DCGM 4 ``| | GPU0: Fail |``)
-folds into it. Lines that are neither are ignored, and kubelet timestamps and launcher tags
-are cut first. The table patterns run on the RE2
+folds into it, as does an ``Error`` row under a test of the same section (the test fails with
+it; an ``Error`` row with no test above it in its section is a failure of its own). Lines that
+are neither are ignored, and kubelet timestamps and launcher tags are cut first; a table a
+document quotes behind an indent or a comment or quote marker (``#``, ``//``, ``>``) reads as the
+table, and so does one a tool's own JSON report carries as a string (the table decides, never
+the tool's summary). The table patterns run on the RE2
 engine (a row pattern with lazy groups is cubic on one long line under a backtracking engine,
 and the pod's output is the input) and see at most ``MAX_MATCHED_LINE`` characters of a line.
 """
@@ -317,6 +321,40 @@ def _with(test: DcgmTest, status: str | None = None, failed: tuple[str, ...] = (
     return DcgmTest(test.name, worst or test.status, test.category, gpus, messages)
 
 
+#: what a document may put before each line of a table it quotes: a comment or quote marker
+_QUOTE_MARKERS = ("#", "//", ">")
+
+
+def _table_part(line: str) -> str:
+    """The line from its first ``|`` or ``+`` on when only an indent, or an indent and a comment
+    or quote marker (a table pasted into a list item, a code comment or a mail quote), comes
+    before it; the line as it is otherwise."""
+    text = line.lstrip(" \t")
+    if text[:1] in ("|", "+"):
+        return text
+    for marker in _QUOTE_MARKERS:
+        if text.startswith(marker):
+            rest = text[len(marker) :].lstrip(" \t")
+            if rest[:1] in ("|", "+"):
+                return rest
+    return line
+
+
+def _embedded_tables(body: str) -> Iterator[list[str]]:
+    """The lines of each box table a JSON document carries inside a string (a health-check tool
+    that wraps ``dcgmi diag``'s text output in its own report), in document order."""
+    for document in _json_documents(body):
+        pending: list[Any] = [document]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, Mapping):
+                pending.extend(reversed(list(value.values())))
+            elif isinstance(value, list):
+                pending.extend(reversed(value))
+            elif isinstance(value, str) and "\n" in value and "| Diagnostic" in value:
+                yield [matched_part(split_line(raw)[1]) for raw in value.splitlines()]
+
+
 def _is_border(line: str) -> bool:
     """A ``+----+----+`` rule (the table's first and last line; section rules carry a name)."""
     text = line.strip()
@@ -330,7 +368,8 @@ def _from_table(lines: list[str]) -> tuple[tuple[DcgmTest, ...], bool]:
     tests: list[DcgmTest] = []
     category = ""
     started = closed = False
-    for line in lines:
+    for raw in lines:
+        line = _table_part(raw)
         heading = _CATEGORY.match(line)
         if heading is not None:
             category = heading.group(1).strip()
@@ -353,8 +392,12 @@ def _from_table(lines: list[str]) -> tuple[tuple[DcgmTest, ...], bool]:
                 tests[-1] = _with(tests[-1], status, failed, "" if status is not None else value)
             continue
         if name == _ERROR_ROW:
-            # DCGM 3 reports a plugin that could not run its checks as an Error row: a failure
-            tests.append(DcgmTest(name=name, status="Fail", category=category, messages=(value,) if value else ()))
+            # DCGM 3 reports a check that could not pass as an Error row: under a test of the same
+            # section it is that test's error (the test fails with it); alone, a failure of its own
+            if tests and tests[-1].category == category and tests[-1].name != _ERROR_ROW:
+                tests[-1] = _with(tests[-1], "Fail", (), value)
+            else:
+                tests.append(DcgmTest(name=name, status="Fail", category=category, messages=(value,) if value else ()))
             closed = False
             continue
         status, failed = _entity_result(value)
@@ -390,6 +433,13 @@ def parse_dcgm(text: str) -> DcgmResult:
     complete = True
     if not tests:
         tests, complete = _from_table(lines)
+    if not tests:
+        # a tool's own JSON report that carries dcgmi's table as text: the table decides, never
+        # the tool's summary of it
+        for table in _embedded_tables(body):
+            tests, complete = _from_table(table)
+            if tests:
+                break
     if not tests and _json_piece(body):
         # a JSON report (or a piece of one) that never closed: what it shows whole is read, a
         # status no whole object holds still counts when it fails, and nothing in it is a pass
