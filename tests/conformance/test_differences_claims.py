@@ -152,6 +152,10 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         "tests/compiler/detect/test_capacity.py::test_the_capacity_filter_leaves_mig_nodes_out_with_a_warning",
         "tests/compiler/plan/test_planner.py::test_a_node_of_mig_devices_only_under_the_mixed_strategy_is_dropped",
     ),
+    "| A node that advertises `nvidia.com/gpu: 0` beside a positive `nvidia.com/gpu.shared`": (
+        "tests/compiler/plan/test_planner.py::test_a_node_that_offers_its_gpus_only_as_shared_replicas_is_dropped",
+        "tests/compiler/detect/test_capacity.py::test_a_node_that_advertises_only_shared_gpus_has_no_whole_gpu_and_is_left_out",
+    ),
     "| A node whose `Ready` condition turns `Unknown` or `False` while its Job runs": (
         "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_lost_node_fails_the_job_under_the_default_expression_and_the_healthy_one_is_not_blamed",
         "tests/runtime/reconcile/job/test_health_not_ready.py::test_a_job_without_an_expression_still_fails_on_a_lost_node",
