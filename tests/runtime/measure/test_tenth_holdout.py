@@ -1,4 +1,4 @@
-"""The DCGM reader fixes the tenth real-output hold-out led to, and the limits they keep.
+"""The reader fixes the tenth real-output hold-out led to, and the limits they keep.
 
 The corpus test (``tests/runtime/measure/test_profile_real_corpus.py``) checks the whole reading
 of every artefact; these tests pin the behaviours the fixes added. The inputs are corpus files
@@ -19,15 +19,24 @@ under ``golden/measure/real/dcgm/``:
   string and reports ``"success": true`` although the table fails Targeted Power on GPU 1
   (https://github.com/brunopistone/sagemaker-training-jobs-cluster-health-check/blob/daabee2e88d6950adff019b86b18322b5bcb44ef/README.md).
   It read as ``Unknown``; a table inside a JSON string is now read, and it decides, never the
-  wrapper's summary.
+  wrapper's summary;
+- under ``training/``, a NeMo Automodel PEFT run whose log ends with a validation line
+  (``INFO:root:[val] step 20 | epoch 0 | loss 0.2469``), which the built-in
+  ``nemo-automodel-training`` profile took for a sixth training step; ``step`` must now open the
+  line or follow the logger's ``| `` or ``:``, or ``epoch=E ``.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.dcgm import parse_dcgm
+from nvcre.runtime.measure.training import parse_training
 from tests.goldenharness import GOLDEN
 
 DCGM = GOLDEN / "measure" / "real" / "dcgm"
@@ -138,3 +147,38 @@ def test_a_json_report_that_carries_no_table_gives_no_result() -> None:
 def test_a_table_cut_inside_its_json_string_is_incomplete_never_a_pass() -> None:
     cut = HEAD + _row("Persistence Mode", "Pass")  # no closing rule
     assert parse_dcgm(json.dumps({"success": True, "raw_output": cut})).overall == "Incomplete"
+
+
+# ------------------------------------------------------------------ Automodel validation lines
+
+AUTOMODEL_LOG = GOLDEN / "measure" / "real" / "training" / "nemo-automodel-2025-cli-info-root-step-lines-checkpoint-and-val-lines.txt"
+
+
+def _automodel() -> dict[str, Any]:
+    return next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "nemo-automodel-training")
+
+
+def test_an_automodel_validation_line_is_no_training_step() -> None:
+    # https://github.com/NVIDIA-NeMo/Automodel/blob/a6cb59e43820eeed9724ab85a93bb49366ded539/docs/guides/llm/peft.md:
+    # five step lines, one every four steps, then 'INFO:root:[val] step 20 | epoch 0 | loss
+    # 0.2469', which was read as a sixth
+    parsed = parse_training(AUTOMODEL_LOG.read_text(encoding="utf-8"), _automodel())
+    assert (parsed.iteration_lines, parsed.first_line_iteration, parsed.last_line_iteration) == (5, 4, 20)
+    assert parsed.last_line_loss == 0.2557  # step 20's training loss, not the validation loss
+
+
+@pytest.mark.parametrize(
+    ("line", "iteration"),
+    [
+        ("INFO:root:step 4 | epoch 0 | loss 1.5514 | grad_norm 102.0000 | mem: 11.66 GiB | tps 6924.50", 4),
+        ("2026-08-10 15:55:20 | INFO | root | step 9 | epoch 0 | loss 0.6974 | grad_norm 1.5436 | tps 11278.56(1409.82/gpu)", 9),
+        ("2026-08-10 15:55:20 | INFO | recipe | epoch=0 step=12 loss=0.41 acc=0.8", 12),
+        ("step 3 | epoch 0 | loss 2.5", 3),
+        ("INFO:root:[val] step 20 | epoch 0 | loss 0.2469", None),
+        ("2026-08-10 15:55:20 | INFO | root | [val] step 9 | epoch 0 | loss 0.6", None),
+        ("2026-08-10 15:55:20 | INFO | recipe | epoch=0 global_step=12 loss=0.41", None),
+    ],
+)
+def test_the_automodel_step_pattern_takes_training_lines_only(line: str, iteration: int | None) -> None:
+    parsed = parse_training(line + "\n", _automodel())
+    assert parsed.last_line_iteration == iteration
