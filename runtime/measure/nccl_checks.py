@@ -4,7 +4,9 @@ nccl-tests checks every result it moves and prints what it found: a ``#wrong`` c
 half (out-of-place, in-place; ``N/A`` when checking is off) and, at the end of a table,
 ``# Out of bounds values : N OK|FAILED`` then ``# Avg bus bandwidth : X``. Before 2.13 the
 rows carried a floating ``error`` column (the largest deviation, not a count) instead of
-``#wrong``, and the trailer lines may lack the ``#``. A run that dies prints a failure line
+``#wrong``, and the trailer lines may lack the ``#``. A cell left blank (a hypercube's or an older
+alltoall's redop) splits into no token, so a row shorter than its header has its ``#wrong``
+cells that many tokens further left. A run that dies prints a failure line
 (``Test NCCL failure common.cu:1204 '...'``, ``Test CUDA failure ...``, ``Test timeout ...``)
 or NCCL's own ``NCCL WARN ... failed`` and never reaches its trailer.
 
@@ -196,6 +198,7 @@ class RunChecks:
         "trailers",
         "warn_line",
         "wrong_columns",
+        "wrong_width",
         "wrong_elements",
         "wrong_rows",
         "wrong_size",
@@ -204,6 +207,8 @@ class RunChecks:
     def __init__(self) -> None:
         #: ``#wrong`` columns of the table being read; None until a header says (then inferred)
         self.wrong_columns: list[int] | None = None
+        #: how many cells that header names (a row with fewer left some blank before its times)
+        self.wrong_width = 0
         self.wrong_elements = 0
         self.wrong_rows = 0
         self.wrong_size: int | None = None
@@ -236,6 +241,11 @@ class RunChecks:
             # 13 cells (a timestamp adds one or two); a per-iteration row has more, and its 13th
             # cell is not a count, so without its header only the out-of-place cell is read.
             columns = ([8, 12] if len(tokens) <= 15 else [8]) if len(tokens) >= 13 and _is_int(tokens[4]) else []
+        elif len(tokens) < self.wrong_width:
+            # A blank cell splits into no token: a hypercube's or an older alltoall's empty redop
+            # leaves the row short by one before its times, so the checks sit that much further left.
+            shift = self.wrong_width - len(tokens)
+            columns = [column - shift for column in columns if column >= shift]
         wrong = 0
         for column in columns:
             if column < len(tokens) and tokens[column] != "N/A":
@@ -261,6 +271,7 @@ class RunChecks:
             columns = _header_columns(body)
             if columns is not None:
                 self.wrong_columns = columns
+                self.wrong_width = len(body.replace("#", " ", 1).split())
                 self.header_open = True
                 return
         if _OOB in body:

@@ -23,7 +23,13 @@ under ``golden/measure/real/dcgm/``:
 - under ``training/``, a NeMo Automodel PEFT run whose log ends with a validation line
   (``INFO:root:[val] step 20 | epoch 0 | loss 0.2469``), which the built-in
   ``nemo-automodel-training`` profile took for a sixth training step; ``step`` must now open the
-  line or follow the logger's ``| `` or ``:``, or ``epoch=E ``.
+  line or follow the logger's ``| `` or ``:``, or ``epoch=E ``;
+- under ``nccl/``, a patched NCCL 2.26.6 ``hypercube_perf`` run with ``-c 0`` whose rows leave the
+  redop cell blank
+  (https://github.com/ssbandjl/nccl-tests/blob/522f38313fa2e805da373924c87879021c9d5344/log/13p/a6000_dma_buf_gdr_pix_13p_13p_8qp_8qp/nccl_tests_hypercube_perf_13p_u24_k61x_2025_07_10_16_31_18_log):
+  the row splits into one token fewer than its header, so the in-place time stood in the
+  header's ``#wrong`` column and a valid run was failed as ``CollectiveDataCorrupted``.
+  A row shorter than its header now reads its ``#wrong`` cells counted from the row's end.
 """
 
 from __future__ import annotations
@@ -36,8 +42,11 @@ import pytest
 
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.dcgm import parse_dcgm
+from nvcre.runtime.measure.nccl import parse_bandwidth
+from nvcre.runtime.measure.nccl_checks import CORRUPTED
 from nvcre.runtime.measure.training import parse_training
 from tests.goldenharness import GOLDEN
+from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILER, final_failure, nccl_profile
 
 DCGM = GOLDEN / "measure" / "real" / "dcgm"
 WRAPPED_ERROR = DCGM / "dcgm-3.1.8-r1-h200-persistence-mode-fail-long-wrapped-error.txt"
@@ -182,3 +191,39 @@ def test_an_automodel_validation_line_is_no_training_step() -> None:
 def test_the_automodel_step_pattern_takes_training_lines_only(line: str, iteration: int | None) -> None:
     parsed = parse_training(line + "\n", _automodel())
     assert parsed.last_line_iteration == iteration
+
+
+# ------------------------------------------------------------------ rows with a blank cell
+
+HYPERCUBE = NCCL / "a6000-roce-xtrdma-2.26.6-patched-hypercube-c0-two-node-debug-prints-around-rows.txt"
+#: a hypercube row as nccl-tests prints it: the redop cell is blank, so the row has 12 tokens
+#: under a 13-cell header, and its #wrong cells sit one token further left
+BLANK_REDOP_ROW = "           8             2     float              -1    68.14    0.00    0.00    {oop}    67.68    0.00    0.00    {ip}"
+
+
+def test_a_hypercube_table_with_a_blank_redop_cell_is_no_corruption() -> None:
+    # a patched NCCL 2.26.6 hypercube run with -c 0 (every #wrong N/A): the in-place time sat in
+    # the header's out-of-place #wrong column and was counted as 580,071 wrong elements
+    text = HYPERCUBE.read_text(encoding="utf-8")
+    parsed = parse_bandwidth(text, nccl_profile())
+    assert parsed.row_count == 29 and parsed.avg_bus_bandwidth == 0.721462
+    assert final_failure(text) is None
+
+
+@pytest.mark.parametrize(("oop", "ip", "wrong"), [("0", "0", None), ("5", "0", 5), ("0", "7", 7), ("N/A", "N/A", None)])
+def test_the_wrong_cells_of_a_row_with_a_blank_redop_are_read_from_their_own_columns(oop: str, ip: str, wrong: int | None) -> None:
+    text = PARAMS + "\n" + HEADER + "\n" + BLANK_REDOP_ROW.format(oop=oop, ip=ip) + "\n" + TRAILER
+    failure = final_failure(text)
+    if wrong is None:
+        assert failure is None
+    else:
+        assert failure is not None and failure["reason"] == CORRUPTED
+        assert f"data: {wrong} wrong elements in 1 rows" in failure["message"]
+
+
+def test_a_row_with_every_cell_keeps_its_columns() -> None:
+    # the 13-token row of the same header: its #wrong cells are where the header says
+    corrupted = ROW.replace("      0    19.87", "      3    19.87")
+    failure = final_failure(PARAMS + "\n" + HEADER + "\n" + corrupted + "\n" + TRAILER)
+    assert failure is not None and "data: 3 wrong elements in 1 rows" in failure["message"]
+    assert final_failure(PARAMS + "\n" + HEADER + "\n" + ROW + "\n" + TRAILER) is None
