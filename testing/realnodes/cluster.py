@@ -39,7 +39,7 @@ from ..processes import Process, spawn, wait_ready
 from ..simprofiles import GPU_RESOURCE, KWOK_NODE_LABEL, Profile, check_platform, node_labels, node_taints, profile
 from . import cgroups, controllers, hostdirs, images, namespaces, toolchain, workload_images
 from .dnsquery import resolve
-from .faults import RANK_FAULTS, RealFault, parse_real_fault
+from .faults import RANK_FAULTS, RealFault, burst_bytes, parse_real_fault
 from .forward import ApiForwarder, ConnectProxy
 from .node import (
     CLUSTER_DOMAIN,
@@ -468,7 +468,21 @@ class RealCluster:
                 namespaces.run_in(self.netns, ["ip", "link", "set", bridge, "up"])
             namespaces.run_in(
                 self.netns,
-                ["tc", "qdisc", "replace", "dev", bridge, "root", "tbf", "rate", fault.rate, "burst", "64kb", "latency", "100ms"],
+                [
+                    "tc",
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    bridge,
+                    "root",
+                    "tbf",
+                    "rate",
+                    fault.rate,
+                    "burst",
+                    str(burst_bytes(fault.rate)),
+                    "latency",
+                    "100ms",
+                ],
             )
         elif fault.kind == "none":
             namespaces.run_in(self.netns, ["tc", "qdisc", "del", "dev", target.layout.bridge, "root"], check=False)

@@ -33,7 +33,9 @@ NODES = 4
 #: what the slow node's bridge lets through towards its pods: 0.5 MB/s. A faster filter makes
 #: shorter rounds but a weaker fault: behind 32mbit a pair's runs took 25 s instead of 55, but the
 #: sizes under the filter's 64 KB burst, which refills eight times as fast, lifted its average to
-#: 0.01 to 0.05 GB/s, over the floor in two of its four runs in one diagnose, and the link went unnamed
+#: 0.01 to 0.05 GB/s, over the floor in two of its four runs in one diagnose, and the link went unnamed.
+#: Even at 4mbit that 64 KB bucket once let a small size through at a healthy figure, over the
+#: floor, and the slow pair passed: the bucket now holds 10 ms of the rate (at least 8 KiB)
 RATE = "4mbit"
 #: the floor (GB/s). On this machine a healthy pair measured 0.10 to 0.16 GB/s and a pair behind
 #: this link 0.00 to 0.02 (printed with two decimals, as nccl-tests prints it): a floor at the

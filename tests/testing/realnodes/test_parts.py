@@ -228,3 +228,17 @@ def test_real_fault_specs_are_parsed_with_clear_errors() -> None:
             parse_real_fault(spec)
     with pytest.raises(RealFaultError, match="NODE=KIND"):
         parse_real_assignment("stopped-kubelet")
+
+
+def test_a_slow_links_token_bucket_holds_10_ms_of_its_rate_and_at_least_8_kib() -> None:
+    # A bucket as large as a small message lets that size through at full speed: behind the
+    # former fixed 64 KB bucket a 4mbit pair's best size measured a healthy bandwidth and passed
+    # a floor its large sizes missed.
+    from nvcre.testing.realnodes.faults import RealFaultError, burst_bytes
+
+    assert burst_bytes("4mbit") == 8 * 1024
+    assert burst_bytes("100kbit") == 8 * 1024
+    assert burst_bytes("32mbit") == 40_000
+    assert burst_bytes("1gbit") == 1_250_000
+    with pytest.raises(RealFaultError, match="no rate"):
+        burst_bytes("64kb")
