@@ -198,12 +198,18 @@ def cut_tail(text: str, max_lines: int = MAX_TAIL_LINES, max_bytes: int = MAX_TA
     return tail
 
 
+#: termination reasons of a container the runtime never started: it has no log of its own
+NEVER_STARTED = frozenset({"StartError", "ContainerCannotRun"})
+
+
 def failure_log(choice: FailurePod, log_text: str) -> dict[str, Any]:
-    """``status.failureLog`` for the chosen pod. A container that logged nothing (one the runtime
-    could not start: ``StartError``, exit 128) gets its termination message as the tail, so the
-    report says why (``exec: "torchrun": executable file not found in $PATH``)."""
+    """``status.failureLog`` for the chosen pod. A container that logged nothing, or that the
+    runtime never started (``StartError``, exit 128), gets its termination message as the tail,
+    so the report says why (``exec: "torchrun": executable file not found in $PATH``): what a
+    log read returns for such a container is the kubelet's own complaint that no log file
+    exists (``failed to try resolving symlinks in path "/var/log/pods/..."``), not the pod's."""
     tail = cut_tail(log_text)
-    if not tail.strip() and choice.message.strip():
+    if choice.message.strip() and (not tail.strip() or choice.reason in NEVER_STARTED):
         tail = cut_tail(choice.message)
     return {
         "podName": choice.pod_name,

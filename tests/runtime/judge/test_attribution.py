@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nvcre.runtime.judge.attribution import (
     choose_failure_pod,
     cut_tail,
@@ -122,5 +124,12 @@ def test_a_container_that_never_started_gets_the_runtimes_reason_as_its_tail() -
     choice = choose_failure_pod([pod])
     assert choice is not None and (choice.exit_code, choice.reason) == (128, "StartError")
     assert failure_log(choice, "")["tail"] == message
-    # a container that logged something keeps its log: the message is only the fallback
-    assert failure_log(choice, "Traceback: boom\n")["tail"] == "Traceback: boom"
+    # what a log read of it returns is the kubelet's complaint about the missing file (seen on
+    # real nodes with a 200 answer): the runtime's reason still wins
+    log = "/var/log/pods/ns_run-node-0-0_uid/node/3.log"
+    kubelet = f'failed to try resolving symlinks in path "{log}": lstat {log}: no such file or directory'
+    assert failure_log(choice, kubelet)["tail"] == message
+    # a container that ran and logged keeps its log: its message is only the fallback
+    ran = replace(choice, exit_code=1, reason="Error", message="written to the termination log")
+    assert failure_log(ran, "Traceback: boom\n")["tail"] == "Traceback: boom"
+    assert failure_log(ran, "")["tail"] == "written to the termination log"
