@@ -38,6 +38,7 @@ __all__ = [
     "annotations_of",
     "provider_id",
     "allocatable",
+    "advertised",
     "taints_of",
     "is_cordoned",
     "is_ready",
@@ -104,6 +105,17 @@ def allocatable(node: Mapping[str, Any]) -> dict[str, Fraction]:
     """``status.allocatable`` with every quantity parsed (``"1k"`` -> 1000)."""
     raw = (node.get("status") or {}).get("allocatable") or {}
     return {str(k): parse_quantity(v) for k, v in raw.items()}
+
+
+def advertised(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The resources a node advertises, unparsed and not copied: its ``status.allocatable``, or,
+    on a node object with no allocatable block at all (a pasted piece of ``describe`` or ``-o
+    yaml``; the API server always sends one), its ``status.capacity``."""
+    status = node.get("status")
+    if not isinstance(status, Mapping):
+        return {}
+    found = status.get("allocatable") if "allocatable" in status else status.get("capacity")
+    return found if isinstance(found, Mapping) else {}
 
 
 def taints_of(node: Mapping[str, Any]) -> list[dict[str, str]]:

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..diagnostics import Diagnostic, error, info, warning
-from ..facts import ClusterFacts, allocatable, annotations_of, labels_of, name_of, parse_quantity
+from ..facts import ClusterFacts, advertised, allocatable, annotations_of, labels_of, name_of, parse_quantity
 from .dra import dra_gpus_by_node
 from .hints import count_hint, hint_kind, mig_product
 from .model import ExcludedNode, name_list, plural
@@ -68,60 +68,38 @@ def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
     status = node.get("status")
     if not isinstance(status, Mapping) or "allocatable" in status:
         return None
-    capacity = status.get("capacity")
-    if not isinstance(capacity, Mapping) or GPU_RESOURCE not in capacity:
-        return None
-    try:
-        return _whole_gpus(parse_quantity(capacity[GPU_RESOURCE]))
-    except (TypeError, ValueError):
-        return None
+    return _whole_gpus(_quantity(advertised(node), GPU_RESOURCE))
 
 
 #: the resources the device plugin advertises MIG devices as under the ``mixed`` strategy
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 
-def _advertised(node: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The node's ``status.allocatable``, or its ``status.capacity`` when it has no allocatable block."""
-    status = node.get("status")
-    if not isinstance(status, Mapping):
-        return {}
-    found = status.get("allocatable") if "allocatable" in status else status.get("capacity")
-    return found if isinstance(found, Mapping) else {}
-
-
-def _beside_no_gpu(node: Mapping[str, Any], wanted: Callable[[str], bool]) -> tuple[str, ...]:
-    """The resources ``wanted`` accepts that the node advertises a positive number of, when it
-    advertises ``nvidia.com/gpu: 0`` beside them; () otherwise."""
-    advertised = _advertised(node)
+def _quantity(resources: Mapping[str, Any], name: str) -> Fraction | None:
+    """The parsed quantity of resource ``name``; None when it is absent or no quantity."""
     try:
-        if GPU_RESOURCE not in advertised or parse_quantity(advertised[GPU_RESOURCE]) != 0:
-            return ()
+        return parse_quantity(resources[name]) if name in resources else None
     except (TypeError, ValueError):
+        return None
+
+
+def _split_gpus(node: Mapping[str, Any]) -> tuple[str, ...]:
+    """The MIG device resources (``nvidia.com/mig-<profile>``) and the shared resource
+    (``nvidia.com/gpu.shared``) the node advertises a positive number of, when it advertises
+    ``nvidia.com/gpu: 0`` beside them: every GPU split or shared, none offered whole; ()
+    otherwise. Sorted by name."""
+    resources = advertised(node)
+    if _quantity(resources, GPU_RESOURCE) != 0:
         return ()
-    found = []
-    for key, value in advertised.items():
-        if isinstance(key, str) and wanted(key):
-            try:
-                quantity = parse_quantity(value)
-            except (TypeError, ValueError):
-                continue
-            if quantity is not None and quantity > 0:
-                found.append(key)
-    return tuple(sorted(found))
+    split = [key for key in resources if isinstance(key, str) and (key.startswith(MIG_RESOURCE_PREFIX) or key == SHARED_RESOURCE)]
+    return tuple(sorted(key for key in split if (_quantity(resources, key) or 0) > 0))
 
 
 def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
     """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
     number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
     ``mixed`` strategy); () otherwise."""
-    return _beside_no_gpu(node, lambda key: key.startswith(MIG_RESOURCE_PREFIX))
-
-
-def shares_only(node: Mapping[str, Any]) -> bool:
-    """Whether the node advertises a positive ``nvidia.com/gpu.shared`` beside ``nvidia.com/gpu: 0``
-    (every GPU shared under the renamed resource, none offered whole)."""
-    return bool(_beside_no_gpu(node, lambda key: key == SHARED_RESOURCE))
+    return tuple(key for key in _split_gpus(node) if key.startswith(MIG_RESOURCE_PREFIX))
 
 
 def _whole_gpus(qty: Fraction | None) -> int | None:
@@ -139,13 +117,11 @@ def node_gpu_counts(facts: ClusterFacts, nodes: Sequence[Mapping[str, Any]]) -> 
             # MIG devices, not GPUs: allocatable nvidia.com/gpu and gpu.count count the devices
             out[name] = GPUCount(name, None, MIG)
             continue
-        if mig_devices(node):
-            # every GPU split into MIG devices (mixed strategy): no whole GPU is advertised
-            out[name] = GPUCount(name, 0, MIG)
-            continue
-        if shares_only(node):
-            # every GPU offered as shared replicas under the renamed resource: none to hold whole
-            out[name] = GPUCount(name, 0, SHARED)
+        split = _split_gpus(node)
+        if split:
+            # nvidia.com/gpu 0 beside MIG devices (every GPU split: the mixed strategy) or beside
+            # shared replicas under the renamed resource: no GPU to hold whole
+            out[name] = GPUCount(name, 0, SHARED if split == (SHARED_RESOURCE,) else MIG)
             continue
         from_allocatable = _whole_gpus(allocatable(node).get(GPU_RESOURCE))
         if from_allocatable is not None:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..diagnostics import Diagnostic, error, info
-from ..facts import annotations_of, name_of, provider_id
+from ..facts import advertised, annotations_of, name_of, provider_id
 from .hints import InstanceType, instance_type
 from .model import DEFAULTED, DETECTED, SUPPLIED, Fact, name_list, plural
 from .tables import table
@@ -107,11 +107,7 @@ class _NodeView:
         or, on a node object with no allocatable block at all (a pasted piece; the API server
         always sends one), its ``status.capacity``."""
         if self._resources is None:
-            status = self._node.get("status")
-            found: Any = None
-            if isinstance(status, Mapping):
-                found = status.get("allocatable") if "allocatable" in status else status.get("capacity")
-            self._resources = found if isinstance(found, Mapping) else {}
+            self._resources = advertised(self._node)
         return self._resources
 
 

@@ -340,19 +340,24 @@ def _table_part(line: str) -> str:
     return line
 
 
-def _embedded_tables(body: str) -> Iterator[list[str]]:
-    """The lines of each box table a JSON document carries inside a string (a health-check tool
-    that wraps ``dcgmi diag``'s text output in its own report), in document order."""
-    for document in _json_documents(body):
-        pending: list[Any] = [document]
-        while pending:
-            value = pending.pop()
-            if isinstance(value, Mapping):
-                pending.extend(reversed(list(value.values())))
-            elif isinstance(value, list):
-                pending.extend(reversed(value))
-            elif isinstance(value, str) and "\n" in value and "| Diagnostic" in value:
-                yield [matched_part(split_line(raw)[1]) for raw in value.splitlines()]
+def _read_lines(text: str) -> list[str]:
+    """The lines of ``text`` as the readers see them: kubelet timestamp and launcher tag cut, and
+    no more than a pattern may match."""
+    return [matched_part(split_line(raw)[1]) for raw in text.splitlines()]
+
+
+def _embedded_tables(documents: Sequence[Any]) -> Iterator[list[str]]:
+    """The lines of each box table the JSON ``documents`` carry inside a string (a health-check
+    tool that wraps ``dcgmi diag``'s text output in its own report), in document order."""
+    pending: list[Any] = list(reversed(documents))
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            pending.extend(reversed(value))
+        elif isinstance(value, str) and "\n" in value and "| Diagnostic" in value:
+            yield _read_lines(value)
 
 
 def _is_border(line: str) -> bool:
@@ -423,10 +428,12 @@ def _json_piece(body: str) -> bool:
 
 def parse_dcgm(text: str) -> DcgmResult:
     """The tests and overall status in a ``dcgmi diag`` log; never raises on odd input."""
-    lines = [matched_part(split_line(raw)[1]) for raw in text.splitlines()]
+    lines = _read_lines(text)
     body = "\n".join(lines)
     tests: tuple[DcgmTest, ...] = ()
+    documents: list[Any] = []  # decoded once: a report with no DCGM result may carry its table
     for document in _json_documents(body):
+        documents.append(document)
         tests = _from_json(document)
         if tests:
             break
@@ -436,7 +443,7 @@ def parse_dcgm(text: str) -> DcgmResult:
     if not tests:
         # a tool's own JSON report that carries dcgmi's table as text: the table decides, never
         # the tool's summary of it
-        for table in _embedded_tables(body):
+        for table in _embedded_tables(documents):
             tests, complete = _from_table(table)
             if tests:
                 break

@@ -466,24 +466,8 @@ class RealCluster:
             if namespaces.run_in(self.netns, ["ip", "link", "show", bridge], check=False).returncode != 0:
                 namespaces.run_in(self.netns, ["ip", "link", "add", bridge, "type", "bridge"])  # the CNI plugin adopts it
                 namespaces.run_in(self.netns, ["ip", "link", "set", bridge, "up"])
-            namespaces.run_in(
-                self.netns,
-                [
-                    "tc",
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    bridge,
-                    "root",
-                    "tbf",
-                    "rate",
-                    fault.rate,
-                    "burst",
-                    str(burst_bytes(fault.rate)),
-                    "latency",
-                    "100ms",
-                ],
-            )
+            tbf = ["tbf", "rate", fault.rate, "burst", str(burst_bytes(fault.rate)), "latency", "100ms"]
+            namespaces.run_in(self.netns, ["tc", "qdisc", "replace", "dev", bridge, "root", *tbf])
         elif fault.kind == "none":
             namespaces.run_in(self.netns, ["tc", "qdisc", "del", "dev", target.layout.bridge, "root"], check=False)
         if fault.kind == "none":
