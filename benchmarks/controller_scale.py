@@ -13,7 +13,10 @@ Per scenario it reports the controller's peak RSS (``VmHWM`` from ``/proc``), th
 the controller sent (counted client side, read from ``nvcre_api_requests_total`` on its
 ``/metrics``) in total and per Job, the work queues' wait (mean, from the histogram; longest),
 node events and health evaluations per node event, and ``plan_workflow``'s wall time on the
-Workflow the controller created with the cluster's real Node objects. Prints a table (or JSON).
+Workflow the controller created with the cluster's real Node objects. It also reads the API
+server's own ``/metrics`` before and after each scenario (``apiserver_side.py``): every client's
+requests by verb, LIST and WATCH calls by resource, objects held, watches open, the largest
+answers, and the server's and etcd's peak RSS. Prints a table (or JSON).
 
 Every process it starts belongs to the simulated cluster and is stopped on exit, on Ctrl-C and
 on failure. A benchmark, not a test: run it by hand on a quiet machine.
@@ -302,7 +305,9 @@ def time_plan(workflow: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], r
     return times
 
 
-def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, nodes: int) -> dict[str, Any]:
+def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scenario: str, nodes: int) -> dict[str, Any]:
+    import apiserver_side
+
     from nvcre.runtime.judge import conditions as cond
     from nvcre.runtime.kube.resources import CERTIFICATIONS, JOBS, NODES, WORKFLOWS
     from nvcre.testing.processes import free_port
@@ -329,6 +334,7 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
         # Leadership and the first sweep of the caches happen before the Certification exists.
         time.sleep(3.0)
         before = parse_metrics(_get(metrics_url))
+        server_before = apiserver_side.parse(apiserver_side.fetch(admin))
         began = time.monotonic()
         kube.create(certification(namespace, scenario, args.nodes_per_job))
         verdict, last_note = "timeout", 0.0
@@ -355,13 +361,20 @@ def run_scenario(sim: Any, kube: Any, args: argparse.Namespace, scenario: str, n
         seconds = time.monotonic() - began
         time.sleep(1.0)
         after = parse_metrics(_get(metrics_url))
+        server_after = apiserver_side.parse(apiserver_side.fetch(admin))
         peak = proc_status_kib(process.pid, "VmHWM")
         jobs = len(kube.list(JOBS, namespace).items)
         workflows = kube.list(WORKFLOWS, namespace).items
         plan_times = time_plan(workflows[0], kube.list(NODES).items, args.plan_repeat) if workflows else []
     finally:
         process.stop()
-    return summarise(scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times)
+    row = summarise(scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times)
+    row["apiserver"] = apiserver_side.summarise(server_before, server_after, jobs=jobs)
+    for name in ("kube-apiserver", "etcd"):
+        pid = sim.pids.get(name)
+        hwm = proc_status_kib(pid, "VmHWM") if pid else None
+        row["apiserver"][f"{name}_peak_rss_mib"] = round(hwm / 1024, 1) if hwm else None
+    return row
 
 
 def drive(args: argparse.Namespace) -> dict[str, Any]:
@@ -377,14 +390,16 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
         names = sim.add_nodes(profile=args.profile, count=args.nodes, prefix="scale", wait=True, timeout=args.ready_timeout, workers=8)
         results["nodes_ready_seconds"] = round(time.monotonic() - began, 1)
         kube = ApiServerClient.from_kubeconfig(str(sim.kubeconfig))
+        admin = sim.api_client()
         try:
             print(f"{len(names)} nodes Ready in {results['nodes_ready_seconds']} s", file=sys.stderr, flush=True)
             for scenario in args.scenario or SCENARIOS:
-                row = run_scenario(sim, kube, args, scenario, len(names))
+                row = run_scenario(sim, kube, admin, args, scenario, len(names))
                 results["scenarios"].append(row)
                 print(f"  [{scenario}] done: {json.dumps(row)}", file=sys.stderr, flush=True)
         finally:
             kube.close()
+            admin.close()
     return results
 
 
@@ -405,6 +420,28 @@ def table(results: Mapping[str, Any]) -> str:
             lambda r: f"{r['health_evaluations']} ({r['health_evaluations_per_relevant_node_event']})",
         ),
         ("plan_workflow on the live Nodes (ms, median / worst)", lambda r: f"{r['plan_ms_median']} / {r['plan_ms_worst']}"),
+        (
+            "API server: requests served, all clients (per Job)",
+            lambda r: f"{r['apiserver']['requests']} ({r['apiserver']['requests_per_job']})",
+        ),
+        (
+            "API server: LIST / WATCH calls",
+            lambda r: f"{r['apiserver']['requests_by_verb'].get('LIST', 0)} / {r['apiserver']['requests_by_verb'].get('WATCH', 0)}",
+        ),
+        (
+            "API server: objects held at the verdict (estimated MiB)",
+            lambda r: f"{r['apiserver']['objects_held_total']} ({r['apiserver']['objects_held_mib']})",
+        ),
+        ("API server: objects returned by LISTs", lambda r: r["apiserver"]["list_objects_returned"]),
+        (
+            "API server: watches open / watch events sent",
+            lambda r: f"{r['apiserver']['watches_open']} / {r['apiserver']['watch_events_sent']}",
+        ),
+        ("API server: largest answer (bytes, bucket bound)", lambda r: _largest(r["apiserver"])),
+        (
+            "kube-apiserver / etcd peak RSS (MiB, since start)",
+            lambda r: f"{r['apiserver']['kube-apiserver_peak_rss_mib']} / {r['apiserver']['etcd_peak_rss_mib']}",
+        ),
     ]
     scenarios = results["scenarios"]
     lines = ["| measure | " + " | ".join(s["scenario"] for s in scenarios) + " |", "|---" * (len(scenarios) + 1) + "|"]
@@ -415,7 +452,20 @@ def table(results: Mapping[str, Any]) -> str:
         lines.append(f"{s['scenario']}: requests per Job by verb and resource: {json.dumps(s['api_requests_by_kind_per_job'])}")
         lines.append(f"{s['scenario']}: reconciles: {json.dumps(s['reconciles'])}")
         lines.append(f"{s['scenario']}: seconds spent reconciling, by tier: {json.dumps(s['reconcile_seconds'])}")
+        server = s["apiserver"]
+        lines.append(f"{s['scenario']}: API server, busiest requests: {json.dumps(server['top_requests'])}")
+        lines.append(f"{s['scenario']}: API server, LIST calls by resource: {json.dumps(server['lists_by_resource'])}")
+        lines.append(f"{s['scenario']}: API server, objects held: {json.dumps(server['objects_held'])}")
+        lines.append(f"{s['scenario']}: API server, largest answers: {json.dumps(server['largest_answers'])}")
     return "\n".join(lines)
+
+
+def _largest(server: Mapping[str, Any]) -> str:
+    if not server["largest_answers"]:
+        return "-"
+    first = server["largest_answers"][0]
+    bound = first["at_most_bytes"]
+    return f"{first['request']}: {'over the last bucket' if bound is None else f'<= {bound}'}"
 
 
 def parser() -> argparse.ArgumentParser:
