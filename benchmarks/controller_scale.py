@@ -60,6 +60,39 @@ def proc_status_kib(pid: int, field_name: str) -> int | None:
     return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU a process has used (``/proc/<pid>/stat``), None when unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_snapshot(pids: Mapping[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process that can still be read."""
+    out = {}
+    for name, pid in pids.items():
+        used = cpu_seconds(pid)
+        if used is not None:
+            out[name] = used
+    return out
+
+
+def cpu_shares(before: Mapping[str, float], after: Mapping[str, float], seconds: float) -> dict[str, Any]:
+    """CPU seconds each process used between two snapshots, busiest first, with the machine's
+    cores that the whole set kept busy on average."""
+    used = {name: round(after[name] - before.get(name, 0.0), 1) for name in after}
+    ordered = dict(sorted(used.items(), key=lambda kv: -kv[1]))
+    total = sum(ordered.values())
+    return {
+        "cpu_seconds_by_process": ordered,
+        "cpu_seconds_total": round(total, 1),
+        "cores_busy_on_average": round(total / seconds, 2) if seconds > 0 else None,
+        "cores": os.cpu_count(),
+    }
+
+
 @dataclass
 class Scrape:
     """The samples of one ``/metrics`` answer that this benchmark reads."""
@@ -335,6 +368,10 @@ def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scen
         time.sleep(3.0)
         before = parse_metrics(_get(metrics_url))
         server_before = apiserver_side.parse(apiserver_side.fetch(admin))
+        # every process of the simulated cluster (the controller is one of them, started above)
+        # and this driver (the simulated workload's player runs in it)
+        watched = {**sim.pids, "benchmark driver and player": os.getpid()}
+        cpu_before = cpu_snapshot(watched)
         began = time.monotonic()
         kube.create(certification(namespace, scenario, args.nodes_per_job))
         verdict, last_note = "timeout", 0.0
@@ -359,6 +396,7 @@ def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scen
                 )  # fmt: skip
             time.sleep(2.0)
         seconds = time.monotonic() - began
+        cpu_after = cpu_snapshot(watched)
         time.sleep(1.0)
         after = parse_metrics(_get(metrics_url))
         server_after = apiserver_side.parse(apiserver_side.fetch(admin))
@@ -370,6 +408,7 @@ def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scen
         process.stop()
     row = summarise(scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times)
     row["apiserver"] = apiserver_side.summarise(server_before, server_after, jobs=jobs)
+    row["cpu"] = cpu_shares(cpu_before, cpu_after, seconds)
     for name in ("kube-apiserver", "etcd"):
         pid = sim.pids.get(name)
         hwm = proc_status_kib(pid, "VmHWM") if pid else None
@@ -439,6 +478,13 @@ def table(results: Mapping[str, Any]) -> str:
         ),
         ("API server: largest answer (bytes, bucket bound)", lambda r: _largest(r["apiserver"])),
         (
+            "CPU seconds: the controller / everything (cores busy on average)",
+            lambda r: (
+                f"{r['cpu']['cpu_seconds_by_process'].get('nvcre-controller')} / {r['cpu']['cpu_seconds_total']}"
+                f" ({r['cpu']['cores_busy_on_average']} of {r['cpu']['cores']})"
+            ),
+        ),
+        (
             "kube-apiserver / etcd peak RSS (MiB, since start)",
             lambda r: f"{r['apiserver']['kube-apiserver_peak_rss_mib']} / {r['apiserver']['etcd_peak_rss_mib']}",
         ),
@@ -457,6 +503,7 @@ def table(results: Mapping[str, Any]) -> str:
         lines.append(f"{s['scenario']}: API server, LIST calls by resource: {json.dumps(server['lists_by_resource'])}")
         lines.append(f"{s['scenario']}: API server, objects held: {json.dumps(server['objects_held'])}")
         lines.append(f"{s['scenario']}: API server, largest answers: {json.dumps(server['largest_answers'])}")
+        lines.append(f"{s['scenario']}: CPU seconds by process: {json.dumps(s['cpu']['cpu_seconds_by_process'])}")
     return "\n".join(lines)
 
 
