@@ -361,9 +361,12 @@ def _embedded_tables(documents: Sequence[Any]) -> Iterator[list[str]]:
 
 
 def _is_border(line: str) -> bool:
-    """A ``+----+----+`` rule (the table's first and last line; section rules carry a name)."""
+    """A ``+----+----+`` rule (the table's first and last line; section rules carry a name).
+
+    A rule cut after its column mark (``+------+-----``, a paste that lost the end of the last
+    line) is still one: every row was printed before it."""
     text = line.strip()
-    return len(text) > 10 and text[0] == "+" and text[-1] == "+" and not text.strip("+-")
+    return len(text) > 10 and text[0] == "+" and "+" in text[1:] and not text.strip("+-")
 
 
 # One pass over the box table; every kind of row (header, section, test, entity result,

@@ -238,7 +238,7 @@ def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, An
     if names:
         out["transport"] = names
     failure = parsed.failure
-    if failure is not None and (final or failure.reason != INCOMPLETE):
+    if failure is not None and (final or (failure.reason != INCOMPLETE and not failure.final_only)):
         out["failure"] = failure.to_status()
     return out
 

@@ -23,7 +23,9 @@ in this order:
   slots available in the system ...``, ``... was unable to launch the specified application``)
   or its report that a process of the job died (``prterun noticed that process rank 1 ... exited
   on signal 6``, ``mpirun noticed that the job aborted ...``, ``mpirun detected that one or more
-  processes exited with non-zero status ...``);
+  processes exited with non-zero status ...``); on the final read only, a log whose last line
+  is an ``NCCL WARN`` (whatever it says: ``socketFinalizeAccept: wrong type 3 != 4``) and that
+  finished no table, for NCCL printed nothing after its warning;
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
   test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
   ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
@@ -81,6 +83,8 @@ class RunFailure:
 
     reason: str
     message: str
+    #: only a failure once the run has ended (a running one may still print past what is seen)
+    final_only: bool = False
 
     def to_status(self) -> dict[str, str]:
         """``status.failure`` of a BandwidthMeasurement."""
@@ -154,10 +158,15 @@ def _is_error_return(body: str) -> bool:
     """An NCCL INFO line that traces an error return (``misc/socket.cc:752 -> 6``).
 
     NCCL logs ``file:line -> code`` at every level an error code is handed back through, so the
-    line ends in ``-> <code>`` (a non-zero ``ncclResult_t``).
+    line ends in ``<file>.<ext>:<line> -> <code>`` (a non-zero ``ncclResult_t``). A ring's route
+    (``Ring 00 : 1 -> 0 -> 1``) also ends in an arrow and a number, but not after a source place.
     """
     head, arrow, code = body.rstrip().rpartition(" -> ")
-    return bool(arrow) and ":" in head and code.isascii() and code.isdigit() and code != "0"
+    if not (arrow and code.isascii() and code.isdigit() and code != "0"):
+        return False
+    place = head.split()[-1] if head.split() else ""
+    source, colon, line = place.rpartition(":")
+    return bool(colon) and "." in source and line.isascii() and line.isdigit()
 
 
 def _starts_run(body: str) -> bool:
@@ -191,6 +200,7 @@ class RunChecks:
         "header_open",
         "last_size",
         "last_warn",
+        "ended_on_warn",
         "launch_line",
         "open_rows",
         "oob_count",
@@ -220,6 +230,8 @@ class RunChecks:
         self.warn_line: str | None = None
         #: the last ``NCCL WARN`` line, quoted when an error return follows it
         self.last_warn: str | None = None
+        #: the last line seen, when it was an ``NCCL WARN`` (or an error return after one)
+        self.ended_on_warn: str | None = None
         #: the launcher's refusal to start the run (no process of it ran)
         self.launch_line: str | None = None
         #: the launcher's report that a process of the run died
@@ -232,6 +244,7 @@ class RunChecks:
 
     def row(self, body: str, size: int) -> None:
         """A bandwidth row the profile read: count its wrong elements."""
+        self.ended_on_warn = None
         self.open_rows += 1
         self.last_size = size
         tokens = body.split()
@@ -260,6 +273,7 @@ class RunChecks:
 
     def other(self, body: str, is_average: bool) -> None:
         """Any line that is not a row (``is_average``: the ``Avg bus bandwidth`` trailer)."""
+        self._follow_last_warning(body)
         if is_average:
             self.trailers += 1
             self.open_rows = 0
@@ -295,6 +309,16 @@ class RunChecks:
         elif _starts_run(body):
             self.header_open = True
 
+    def _follow_last_warning(self, body: str) -> None:
+        """Keep ``ended_on_warn`` as the log's last warning while nothing but blank lines and
+        the error returns it unwinds come after it."""
+        if not body.strip():
+            return
+        if "NCCL WARN" in body:
+            self.ended_on_warn = body
+        elif not (self.ended_on_warn is not None and "NCCL INFO" in body and _is_error_return(body)):
+            self.ended_on_warn = None
+
     def failure(self) -> RunFailure | None:
         """What makes the run's numbers untrustworthy, most severe first; None when nothing does."""
         if self.wrong_elements or self.oob_count or self.oob_failed:
@@ -309,6 +333,9 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"the MPI launcher did not start the run: {self.launch_line}"))
         if self.death_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
+        if self.ended_on_warn is not None and self.trailers == 0:
+            message = f"the log ended on an NCCL warning and no result table finished: {_quote(self.ended_on_warn)}"
+            return RunFailure(RUN_FAILED, _cap(message), final_only=True)
         if self.open_rows:
             size = f" (last message size {self.last_size} B)" if self.last_size is not None else ""
             return RunFailure(

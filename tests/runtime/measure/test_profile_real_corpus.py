@@ -201,14 +201,17 @@ def _node_from_mapping(item: Mapping[str, Any], fallback_name: str) -> dict[str,
 
 def _nodes_from_yaml(text: str, fallback_name: str) -> list[dict[str, Any]]:
     """The Nodes of a ``kubectl get nodes -o yaml`` dump or of a piece of one: a Node's
-    ``metadata``/``spec``/``status`` without its ``kind``, or a bare ``labels:`` mapping (one
-    unnamed node)."""
+    ``metadata``/``spec``/``status`` without its ``kind``, a bare resource list (what
+    ``.status.capacity`` prints: ``cpu``, ``memory`` and ``pods`` among its keys) or a bare
+    ``labels:`` mapping (one unnamed node)."""
     doc = yaml.safe_load(text)
     if not isinstance(doc, Mapping):
         return []
     if "kind" not in doc and "items" not in doc:
         if {"metadata", "spec", "status"} & set(doc):
             return [_node_from_mapping(doc, fallback_name)]
+        if {"cpu", "memory", "pods"} <= set(doc):
+            return [_node(fallback_name, {"Capacity": _strings(doc)}, "")]
         return [_node(fallback_name, {"Labels": _strings(doc)}, "")]
     items = doc.get("items", [doc])
     return [_node_from_mapping(item, fallback_name) for item in items if isinstance(item, Mapping) and item.get("kind") == "Node"]
