@@ -5,7 +5,8 @@ end, the kube-apiserver's own ``/metrics``, before a scenario and after its verd
 
 * requests served by verb (LIST, WATCH, GET, POST, PUT, PATCH, DELETE, ...) and resource, from
   ``apiserver_request_total``: every client's, the simulated kubelets', scheduler's and
-  workload controllers' as well as nvcre's;
+  workload controllers' as well as nvcre's; those answered with an error (HTTP 400 and up: a
+  conflict, a missing object) also apart;
 * objects held in storage per resource at the end and their estimated size
   (``apiserver_resource_objects`` and ``apiserver_resource_size_estimate_bytes``; the server
   refreshes them about once a minute, so a short scenario reads its start; the name before
@@ -43,6 +44,8 @@ class ApiServerScrape:
     """The samples of one kube-apiserver ``/metrics`` answer that a scale run reads."""
 
     requests: dict[Key, float] = field(default_factory=dict)
+    #: the part of ``requests`` answered with HTTP 400 or above, by (verb, resource, code)
+    errors: dict[tuple[str, str, str], float] = field(default_factory=dict)
     objects: dict[str, float] = field(default_factory=dict)
     object_bytes: dict[str, float] = field(default_factory=dict)
     list_returned: dict[str, float] = field(default_factory=dict)
@@ -80,6 +83,10 @@ def parse(text: str) -> ApiServerScrape:
             if name == "apiserver_request_total":
                 key = (labels.get("verb", ""), _resource(labels))
                 out.requests[key] = out.requests.get(key, 0.0) + value
+                code = labels.get("code", "")
+                if code[:1] in ("4", "5"):
+                    failed = (*key, code)
+                    out.errors[failed] = out.errors.get(failed, 0.0) + value
             elif name in objects:
                 if value >= 0:  # -1: the server could not count them
                     _add(objects[name], _qualified(labels), value)
@@ -149,6 +156,10 @@ def summarise(before: ApiServerScrape, after: ApiServerScrape, *, jobs: int, top
         "requests_by_verb": {verb: int(v) for verb, v in sorted(by_verb.items())},
         "lists_by_resource": lists,
         "watches_started_by_resource": {r: int(v) for (verb, r), v in sorted(requests.items()) if verb == "WATCH"},
+        "errors_by_code": {
+            f"{verb} {r} {code}": int(v)
+            for (verb, r, code), v in sorted(_grew(after.errors, before.errors).items(), key=lambda kv: -kv[1])[:top]
+        },
         "top_requests": {f"{verb} {r}": int(v) for (verb, r), v in sorted(requests.items(), key=lambda kv: -kv[1])[:top]},
         "objects_held": {r: int(v) for r, v in sorted(after.objects.items(), key=lambda kv: -kv[1])[:top] if v > 0},
         "objects_held_total": int(sum(after.objects.values())),

@@ -501,6 +501,7 @@ def table(results: Mapping[str, Any]) -> str:
         server = s["apiserver"]
         lines.append(f"{s['scenario']}: API server, busiest requests: {json.dumps(server['top_requests'])}")
         lines.append(f"{s['scenario']}: API server, LIST calls by resource: {json.dumps(server['lists_by_resource'])}")
+        lines.append(f"{s['scenario']}: API server, answers with an error: {json.dumps(server['errors_by_code'])}")
         lines.append(f"{s['scenario']}: API server, objects held: {json.dumps(server['objects_held'])}")
         lines.append(f"{s['scenario']}: API server, largest answers: {json.dumps(server['largest_answers'])}")
         lines.append(f"{s['scenario']}: CPU seconds by process: {json.dumps(s['cpu']['cpu_seconds_by_process'])}")

@@ -110,6 +110,19 @@ def test_summary_counts_growth_only_and_leaves_streams_out_of_the_largest_answer
     assert [a["request"] for a in summary["largest_answers"]] == []  # no LIST answered, a WATCH is a stream
 
 
+def test_answers_with_an_error_are_counted_apart_by_code() -> None:
+    before = apiserver_side.parse(REAL)
+    conflict = (
+        'apiserver_request_total{code="409",component="apiserver",dry_run="",group="",'
+        'resource="nodes",scope="resource",subresource="status",verb="PATCH",version="v1"} 2\n'
+    )
+    after = apiserver_side.parse(REAL + conflict)
+    assert after.requests[("PATCH", "nodes/status")] == 9  # 7 answered 200, 2 answered 409
+    summary = apiserver_side.summarise(before, after, jobs=1)
+    assert summary["errors_by_code"] == {"PATCH nodes/status 409": 2}
+    assert summary["requests"] == 2
+
+
 def test_uncountable_objects_are_left_out_and_the_old_name_is_read_when_alone() -> None:
     text = (
         "# TYPE apiserver_storage_objects gauge\n"
