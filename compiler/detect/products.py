@@ -29,9 +29,11 @@ _PARSED_MAX = 4096
 def parse_product(product: str) -> str:
     """The architecture key of a product string; ``""`` when there is nothing to parse.
 
-    The ``NVIDIA-``/``NVIDIA `` and then ``Tesla-``/``Tesla `` prefixes are dropped and the named
-    families matched in any case; otherwise the first hyphen- or space-separated token,
-    lower-cased (``Tesla-V100-SXM2-16GB`` -> ``v100``, ``nvidia-tesla-t4`` -> ``t4``).
+    The ``NVIDIA-``/``NVIDIA `` and then the brand prefixes (``Tesla-``, ``GeForce-``...) are
+    dropped and the named families matched in any case; a product line (``RTX``) takes its model
+    token and qualifiers (``RTX-4000-Ada-Generation`` -> ``rtx4000ada``); otherwise the first
+    hyphen- or space-separated token, lower-cased (``Tesla-V100-SXM2-16GB`` -> ``v100``,
+    ``nvidia-tesla-t4`` -> ``t4``).
     """
     rules = table("gpu_architectures")
     if _PARSED_WITH[0] is not rules:
@@ -57,5 +59,14 @@ def _parse(product: str, rules: Mapping[str, Any]) -> str:
     for family in rules["families"]:
         if folded.startswith(str(family["prefix"]).upper()):
             return str(family["architecture"])
+    tokens = [token for token in folded.split("-") if token]
+    if len(tokens) > 1 and tokens[0] in {str(line).upper() for line in rules.get("modelLines") or ()}:
+        qualifiers = {str(q).upper() for q in rules.get("modelQualifiers") or ()}
+        key = tokens[:2]
+        for token in tokens[2:]:
+            if token not in qualifiers:
+                break
+            key.append(token)
+        return "".join(key).lower()
     cuts = [i for i in (rest.find("-"), rest.find(" ")) if i > 0]
     return (rest[: min(cuts)] if cuts else rest).lower()

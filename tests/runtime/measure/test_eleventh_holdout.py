@@ -24,13 +24,24 @@ of every artefact; these tests pin the behaviours the fixes added. The inputs ar
   a rule cut after its column mark now closes the table;
 - under ``training/``, a torchtitan-derived trainer whose metrics line writes the step as
   ``step: 640/644 = 99.3789%``, of which the built-in ``torchtitan-training`` profile read no step
-  (https://github.com/AICrossSim/NewComputeBench/blob/d7172548b0c063e74517356056bdbfcda26b0f86/docs/01-model-training/llm-pretrain-and-eval.md).
+  (https://github.com/AICrossSim/NewComputeBench/blob/d7172548b0c063e74517356056bdbfcda26b0f86/docs/01-model-training/llm-pretrain-and-eval.md);
+- from the hold-out's second batch, under ``training/``: Argonne's Megatron-DeepSpeed fork writes
+  its iteration line as ``key=value`` fields (``iteration=       2/  635782 | ... |
+  elapsed_time_per_iteration_ms=106.8 | ... | number_of_skipped_iterations=  1 | ... |
+  [LM]TFLOPs=5620.92 |``), of which the built-in ``megatron-deepspeed-training`` profile read no
+  iteration
+  (https://github.com/saforem2/personal_site/blob/29971f6064709f9c8aad9839c770619438c36991/docs/posts/AuroraGPT/spike-skipper/index.md);
+  and a 2021 BigScience Megatron-DeepSpeed run names its loss ``lm-loss:``, which it read as no
+  loss
+  (https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/experiments/gpt2-meg-ds-3d/meg_ds_3d_gpt2_perf_n16-ds-on.out).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from nvcre.compiler.logprofiles import builtin_logprofiles
 from nvcre.runtime.measure.dcgm import parse_dcgm
@@ -164,3 +175,41 @@ def test_a_step_written_as_n_of_total_with_a_percentage_is_read() -> None:
 def test_a_checkpoint_line_that_names_a_step_is_no_iteration() -> None:
     line = "[rank0]:2025-04-01 00:25:54,090 - root - INFO - Saving a full checkpoint at last step, step 644.\n"
     assert parse_training(line, _torchtitan()).iteration_lines == 0
+
+
+# ------------------------------------------------------------------ Megatron-DeepSpeed forks
+
+KEY_VALUE = REAL / "training" / "megatron-deepspeed-2024-alcf-key-equals-value-range-skipped-iterations-2-3-no-loss-token-dump-lines.txt"
+HYPHEN_LOSS = (
+    REAL
+    / "training"
+    / "megatron-deepspeed-2021-bigscience-pipe-3d-lm-hyphen-loss-loss-scale-minus-one-rank-memory-lines-49-iterations-cut.txt"
+)
+
+
+def _megatron_deepspeed() -> dict[str, Any]:
+    return next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "megatron-deepspeed-training")
+
+
+def test_an_iteration_line_of_key_value_fields_is_read() -> None:
+    parsed = parse_training(_read(KEY_VALUE), _megatron_deepspeed())
+    assert (parsed.iteration_lines, parsed.first_line_iteration, parsed.last_line_iteration) == (2, 2, 3)
+    assert parsed.skipped_iterations == 2 and parsed.last_line_loss is None
+    assert parsed.steps[0].elapsed_time == pytest.approx(0.1068)
+    line = (
+        "[2024-09-16 23:09:09.050766][INFO][training_log:661] -  iteration=      12/  635782 | "
+        "elapsed_time_per_iteration_ms=4000.5 | lm loss=2.5E+00 | number_of_skipped_iterations=  0 | "
+        "number_of_nan_iterations=  0 | [LM]TFLOPs=150.25 | [DS]TFLOPs=160.00 |\n"
+    )
+    step = parse_training(line, _megatron_deepspeed()).steps[0]
+    assert (step.iteration, step.elapsed_time, step.loss, step.tflops) == (12, pytest.approx(4.0005), 2.5, 150.25)
+
+
+def test_a_token_dump_line_that_names_an_iteration_is_none() -> None:
+    line = "[2024-09-16 23:09:09.059118][INFO][training:1083] - iteration=2 [0/8]: (torch.Size([4, 4097]))\n"
+    assert parse_training(line, _megatron_deepspeed()).iteration_lines == 0
+
+
+def test_a_loss_named_lm_hyphen_loss_is_the_training_loss() -> None:
+    parsed = parse_training(_read(HYPHEN_LOSS), _megatron_deepspeed())
+    assert parsed.last_line_iteration == 49 and parsed.last_line_loss == pytest.approx(7.747273)

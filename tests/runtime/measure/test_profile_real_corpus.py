@@ -10,6 +10,7 @@ it is a strict xfail, so the day the parser learns the shape the stale ``pending
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -263,12 +264,30 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
     return [_node(name, pieces, provider)]
 
 
+def _label_map_lines(lines: list[str]) -> dict[str, str] | None:
+    """The pairs of a JSON label map printed without its braces (``"key": "value",`` lines, as
+    ``jq ... | grep`` leaves them), else None."""
+    pairs = [line.strip().rstrip(",") for line in lines if line.strip()]
+    if not pairs or not all(pair.startswith('"') and '": "' in pair and pair.endswith('"') for pair in pairs):
+        return None
+    loaded = json.loads("{" + ",".join(pairs) + "}")
+    return {str(key): str(value) for key, value in loaded.items()}
+
+
 def _nodes_from_text(text: str, file: str) -> list[dict[str, Any]]:
     if file.endswith(".yaml"):
         return _nodes_from_yaml(text, Path(file).stem)
     lines = text.splitlines()
     if any(line.split()[:1] == ["NAME"] and "LABELS" in line for line in lines):
         return _nodes_from_show_labels(lines)
+    labels = _label_map_lines(lines)
+    if labels is not None:
+        return [_node(Path(file).stem, {"Labels": labels}, "")]
+    # several describes in one piece: one Node from each, from its Name line on
+    starts = [i for i, line in enumerate(lines) if line.startswith("Name:") and line.split()[1:]]
+    if len(starts) > 1:
+        bounds = [*starts[1:], len(lines)]
+        return [node for start, end in zip(starts, bounds, strict=True) for node in _nodes_from_describe(lines[start:end], Path(file).stem)]
     return _nodes_from_describe(lines, Path(file).stem)
 
 

@@ -23,11 +23,12 @@ REAL = Path(__file__).resolve().parents[3] / "golden" / "measure" / "real" / "tr
 BLOOM = REAL / "megatron-deepspeed-2022-bloom-default7-prefix-seconds-tflops.txt"
 
 #: the profile's step pattern as it was before it read the seconds form: the ms form must read
-#: through the current pattern exactly as it read through this one
+#: through the current pattern exactly as it read through this one (the loss as "lm-loss" and
+#: "lm_loss" too, spellings the profile learnt later from other forks)
 MS_ONLY_REGEX = (
     r"(?:\[(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?)\]\s+)?iteration\s+(?P<iteration>\d+)/\s*\d+\s*\|"
     r".*?elapsed time per iteration \(ms\):\s*(?P<elapsedTime>[\d.]+)\s*\|"
-    r"(?:.*?lm loss:\s*(?P<loss>[+\-]?(?:[nN][aA][nN]|[iI][nN][fF])\b|[\d.eE+\-]+))?"
+    r"(?:.*?lm[ _-]loss:\s*(?P<loss>[+\-]?(?:[nN][aA][nN]|[iI][nN][fF])\b|[\d.eE+\-]+))?"
     r"(?:.*?number of skipped iterations:\s*(?P<skipped>\d+))?"
     r"(?:.*?number of nan iterations:\s*(?P<nanIterations>\d+))?"
     r"(?:.*?\| TFLOPs:\s*(?P<tflops>[\d.]+))?"
