@@ -41,32 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from procstat import cpu_seconds, proc_status_kib
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("full-scale", "intra-node")
 CATEGORY = {"domain": "communication", "variant": "nccl-all-reduce"}
 MiB = 1024 * 1024
 
 # ------------------------------------------------------------------ small pure helpers
-
-
-def proc_status_kib(pid: int, field_name: str) -> int | None:
-    """A ``/proc/<pid>/status`` memory field (``VmHWM``, ``VmRSS``) in KiB, None when unreadable."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field_name}:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU a process has used (``/proc/<pid>/stat``), None when unreadable."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def cpu_snapshot(pids: Mapping[str, int]) -> dict[str, float]:

@@ -25,25 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from procstat import cpu_seconds, proc_status_kib
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def rss_mib(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
-def cpu_seconds(pid: int) -> float | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
+    kib = proc_status_kib(pid, "VmRSS")
+    return round(kib / 1024, 1) if kib is not None else None
 
 
 def memory(cluster: Any) -> dict[str, float | None]:
