@@ -19,11 +19,13 @@ in this order:
   FAILED`` trailer (the test's own ``NCCL_TESTS_MIN_BW`` check failed and it exits non-zero),
   or, in a log whose table never finished, an ``NCCL WARN`` line that says something failed or
   an NCCL error return (``NCCL INFO misc/socket.cc:752 -> 6``, what NCCL logs as an error code
-  unwinds), or an Open MPI launcher's refusal to start the processes (``There are not enough
-  slots available in the system ...``, ``... was unable to launch the specified application``)
-  or its report that a process of the job died (``prterun noticed that process rank 1 ... exited
-  on signal 6``, ``mpirun noticed that the job aborted ...``, ``mpirun detected that one or more
-  processes exited with non-zero status ...``); on the final read only, a log whose last line
+  unwinds), or a launcher's refusal to start the processes (Open MPI's ``There are not enough
+  slots available in the system ...``, ``... was unable to launch the specified application``,
+  ``... was unable to reliably start one or more daemons``; Slurm's ``slurmstepd: error:
+  execve(): ...``) or its report that a process of the job died or lost its daemon (``prterun
+  noticed that process rank 1 ... exited on signal 6``, ``mpirun noticed that the job aborted
+  ...``, ``mpirun detected that one or more processes exited with non-zero status ...``, ``PRTE
+  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``); on the final read only, a log whose last line
   is an ``NCCL WARN`` (whatever it says: ``socketFinalizeAccept: wrong type 3 != 4``) and that
   finished no table, for NCCL printed nothing after its warning;
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
@@ -62,16 +64,25 @@ _MAX_QUOTED = 300
 _FAILURE_MARKS = ("Test NCCL failure", "Test CUDA failure", "Test failure ", "Test timeout", "NCCL failure ")
 _AVG = "Avg bus bandwidth"
 _OOB = "Out of bounds values"
-#: what Open MPI's launcher (mpirun, or prterun) prints when it starts none of the processes
+#: what a launcher prints when it starts none of the processes: Open MPI's mpirun or prterun
+#: (no slots, no such program, daemons that never came up), and Slurm's step daemon when the
+#: program is missing (``slurmstepd: error: execve(): all_reduce_perf: No such file or directory``)
 _LAUNCH_REFUSALS = (
     "There are not enough slots available in the system",
     "was unable to launch the specified application",
+    "was unable to reliably start one or more daemons",
+    "slurmstepd: error: execve():",
 )
-#: what Open MPI's launcher prints when a process of the job died (killed, aborted or exited non-zero)
+#: what a launcher prints when a process of the job died (killed, aborted or exited non-zero), or
+#: lost the daemon that ran it: Open MPI's mpirun or prterun, and srun (``srun: error: host-01:
+#: task 1: Exited with exit code 2``, which srun prints for a non-zero exit only)
 _PROCESS_DEATHS = (
     "noticed that process rank",
     "noticed that the job aborted",
     "detected that one or more processes exited with non-zero status",
+    "has lost communication with a remote daemon",
+    "daemon has unexpectedly failed after launch",
+    ": Exited with exit code ",
 )
 #: how the run's parameters line begins (``nGpus(perProc)`` where a build leaves ``nThread`` out)
 _PARAMETER_HEADS = ("nThread ", "nGpus(perProc) ")
@@ -330,7 +341,7 @@ class RunChecks:
         if self.warn_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"NCCL failed and no result table finished: {self.warn_line}"))
         if self.launch_line is not None and self.trailers == 0:
-            return RunFailure(RUN_FAILED, _cap(f"the MPI launcher did not start the run: {self.launch_line}"))
+            return RunFailure(RUN_FAILED, _cap(f"the launcher did not start the run: {self.launch_line}"))
         if self.death_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
         if self.ended_on_warn is not None and self.trailers == 0:

@@ -33,7 +33,15 @@ of every artefact; these tests pin the behaviours the fixes added. The inputs ar
   (https://github.com/saforem2/personal_site/blob/29971f6064709f9c8aad9839c770619438c36991/docs/posts/AuroraGPT/spike-skipper/index.md);
   and a 2021 BigScience Megatron-DeepSpeed run names its loss ``lm-loss:``, which it read as no
   loss
-  (https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/experiments/gpt2-meg-ds-3d/meg_ds_3d_gpt2_perf_n16-ds-on.out).
+  (https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/experiments/gpt2-meg-ds-3d/meg_ds_3d_gpt2_perf_n16-ds-on.out);
+- from the third batch, under ``nccl/``: Open MPI 5 losing its remote daemon (``PRTE has lost
+  communication with a remote daemon.``, https://github.com/NVIDIA/nccl-tests/issues/299) and
+  Slurm failing to start a missing program (``slurmstepd: error: execve(): all_reduce_perf: No
+  such file or directory`` then ``srun: error: host-01: task 1: Exited with exit code 2``,
+  https://github.com/NVIDIA/deepops/issues/785), each with no nccl-tests line, read as nothing
+  at all; both now fail the run. Under ``training/``, Megatron-LM's 2019 iteration line prints
+  ``lm loss 5.023855E+00`` without a colon and read as no loss
+  (https://github.com/BBuf/giantpandacv.com/blob/b310a38dbe3adf72e1b8f43da649f4366b76ce34/docs/project/PyTorch/DeepSpeed%E7%BB%93%E5%90%88Megatron-LM%E8%AE%AD%E7%BB%83GPT2%E6%A8%A1%E5%9E%8B%E7%AC%94%E8%AE%B0%E4%B8%8A.md).
 """
 
 from __future__ import annotations
@@ -213,3 +221,50 @@ def test_a_token_dump_line_that_names_an_iteration_is_none() -> None:
 def test_a_loss_named_lm_hyphen_loss_is_the_training_loss() -> None:
     parsed = parse_training(_read(HYPHEN_LOSS), _megatron_deepspeed())
     assert parsed.last_line_iteration == 49 and parsed.last_line_loss == pytest.approx(7.747273)
+
+
+# ------------------------------------------------------------------ launchers that start nothing
+
+LOST_DAEMON = NCCL / "h100-k8s-2node-openmpi5-prte-lost-remote-daemon-ssh-refused-no-nccl-tests-line.txt"
+NO_PROGRAM = NCCL / "deepops-2020-pyxis-srun-execve-all-reduce-perf-not-found-task-exit-2-ucx-error-no-nccl-tests-line.txt"
+
+
+def test_a_launcher_that_lost_its_remote_daemon_fails_the_run() -> None:
+    failure = final_failure(_read(LOST_DAEMON))
+    assert failure is not None and failure["reason"] == RUN_FAILED
+    assert "PRTE has lost communication with a remote daemon" in failure["message"]
+
+
+def test_slurm_starting_no_program_fails_the_run_as_not_started() -> None:
+    failure = final_failure(_read(NO_PROGRAM))
+    assert failure is not None and failure["reason"] == RUN_FAILED
+    assert failure["message"].startswith("the launcher did not start the run: slurmstepd: error: execve(): all_reduce_perf")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "srun: error: host-01: task 1: Exited with exit code 2",
+        "ORTE was unable to reliably start one or more daemons.",
+        "An ORTE daemon has unexpectedly failed after launch and before",
+    ],
+)
+def test_other_launcher_reports_fail_a_run_that_finished_no_table(line: str) -> None:
+    failure = final_failure(f"{INFO}\n{line}\n")
+    assert failure is not None and failure["reason"] == RUN_FAILED and line[:30] in failure["message"]
+    # a table that finished before the report stands
+    assert final_failure("\n".join([PARAMS, HEADER, ROW, TRAILER, line])) is None
+
+
+# ------------------------------------------------------------------ Megatron-LM 2019
+
+COLONLESS = REAL / "training" / "megatron-lm-deepspeedexamples-2019-format-mp2-colonless-fields-stray-s-glued-first-iteration-overfit.txt"
+
+
+def test_a_loss_printed_without_its_colon_is_read() -> None:
+    megatron = next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "megatron-training")
+    parsed = parse_training(_read(COLONLESS), megatron)
+    assert (parsed.iteration_lines, parsed.first_line_iteration, parsed.last_line_iteration) == (6, 100, 600)
+    assert [s.loss for s in parsed.steps][:2] == [pytest.approx(5.023855), pytest.approx(0.1112287)]
+    # the validation line after training is no iteration, and its loss is not the training loss
+    assert parsed.last_line_loss == pytest.approx(6.003926e-04)

@@ -211,6 +211,9 @@ def _nodes_from_yaml(text: str, fallback_name: str) -> list[dict[str, Any]]:
     if "kind" not in doc and "items" not in doc:
         if {"metadata", "spec", "status"} & set(doc):
             return [_node_from_mapping(doc, fallback_name)]
+        if {"allocatable", "capacity"} & set(doc):
+            # a piece of ``status`` cut above its own key (``grep -A`` from ``allocatable:``)
+            return [_node_from_mapping({"status": doc}, fallback_name)]
         if {"cpu", "memory", "pods"} <= set(doc):
             return [_node(fallback_name, {"Capacity": _strings(doc)}, "")]
         return [_node(fallback_name, {"Labels": _strings(doc)}, "")]
@@ -265,9 +268,10 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
 
 
 def _label_map_lines(lines: list[str]) -> dict[str, str] | None:
-    """The pairs of a JSON label map printed without its braces (``"key": "value",`` lines, as
-    ``jq ... | grep`` leaves them), else None."""
-    pairs = [line.strip().rstrip(",") for line in lines if line.strip()]
+    """The pairs of a JSON label map printed without its braces, or cut so that one of them is
+    missing (``"key": "value",`` lines, as ``jq ... | grep`` leaves them; a document's ``...``
+    elision and a lone brace are skipped), else None."""
+    pairs = [line.strip().rstrip(",") for line in lines if line.strip() not in ("", "{", "}", "...")]
     if not pairs or not all(pair.startswith('"') and '": "' in pair and pair.endswith('"') for pair in pairs):
         return None
     loaded = json.loads("{" + ",".join(pairs) + "}")
