@@ -144,8 +144,9 @@ CLAIMS: dict[str, tuple[str, ...]] = {
         "tests/compiler/detect/test_hints.py::test_gke_accelerator_label_names_the_architecture_of_a_real_gke_node",
         "tests/compiler/detect/test_hints.py::test_karpenter_gpu_labels_name_architecture_and_count",
     ),
-    "| Tesla products keep distinct architecture keys": (
+    "| Tesla, GeForce, Quadro, RTX and vGPU products keep distinct architecture keys": (
         "tests/compiler/detect/test_gpu_arch.py::test_tesla_products_are_not_one_architecture",
+        "tests/compiler/detect/test_eleventh_holdout_nodes.py::test_distinct_rtx_geforce_quadro_and_vgpu_products_get_distinct_keys",
     ),
     "| A node whose `nvidia.com/gpu.product` names MIG devices": (
         "tests/compiler/plan/test_planner.py::test_a_node_whose_gpus_are_mig_devices_is_dropped_whatever_the_request",
