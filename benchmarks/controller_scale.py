@@ -16,7 +16,8 @@ node events and health evaluations per node event, and ``plan_workflow``'s wall 
 Workflow the controller created with the cluster's real Node objects. It also reads the API
 server's own ``/metrics`` before and after each scenario (``apiserver_side.py``): every client's
 requests by verb, LIST and WATCH calls by resource, objects held, watches open, the largest
-answers, and the server's and etcd's peak RSS. Prints a table (or JSON).
+answers, and the server's and etcd's peak RSS. A run that does not succeed also keeps the
+Certification's conditions and its failed nodes counted by reason. Prints a table (or JSON).
 
 Every process it starts belongs to the simulated cluster and is stopped on exit, on Ctrl-C and
 on failure. A benchmark, not a test: run it by hand on a quiet machine.
@@ -320,6 +321,36 @@ def time_plan(workflow: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], r
     return times
 
 
+def failure_summary(kube: Any, namespace: str, workflows: Sequence[Mapping[str, Any]], examples: int = 5) -> dict[str, Any]:
+    """The Certification's conditions, and the failed-node entries of its Workflows counted by
+    reason with a few of their messages: what a run that did not succeed says about itself."""
+    from collections import Counter
+
+    from nvcre.runtime.compile import stored_failed_nodes
+    from nvcre.runtime.kube.errors import ApiError
+    from nvcre.runtime.kube.resources import CERTIFICATIONS, CONFIGMAPS
+
+    status = kube.get(CERTIFICATIONS, "scale", namespace).get("status") or {}
+    conditions = [{key: c.get(key) for key in ("type", "status", "reason", "message")} for c in status.get("conditions") or []]
+    reasons: Counter[str] = Counter()
+    messages: dict[str, list[str]] = {}
+    for wf in workflows:
+        ref = ((wf.get("status") or {}).get("failedNodesRef") or {}).get("name")
+        if not ref:
+            continue
+        try:
+            entries = stored_failed_nodes(kube.get(CONFIGMAPS, str(ref), namespace))
+        except ApiError:
+            continue
+        for entry in entries:
+            reason = str(entry.get("reason") or "")
+            reasons[reason] += 1
+            shown = messages.setdefault(reason, [])
+            if len(shown) < examples:
+                shown.append(str(entry.get("message") or "")[:300])
+    return {"conditions": conditions, "failed_nodes_by_reason": dict(reasons.most_common()), "examples": messages}
+
+
 def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scenario: str, nodes: int) -> dict[str, Any]:
     import apiserver_side
 
@@ -385,12 +416,16 @@ def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scen
         peak = proc_status_kib(process.pid, "VmHWM")
         jobs = len(kube.list(JOBS, namespace).items)
         workflows = kube.list(WORKFLOWS, namespace).items
+        # why a run did not succeed, kept before the cluster (and its objects) goes
+        why = failure_summary(kube, namespace, workflows) if verdict != str(cond.SUCCEEDED) else None
         plan_times = time_plan(workflows[0], kube.list(NODES).items, args.plan_repeat) if workflows else []
     finally:
         process.stop()
     row = summarise(scenario, jobs, nodes, before, after, peak_rss_kib=peak, seconds=seconds, verdict=verdict, plan_seconds=plan_times)
     row["apiserver"] = apiserver_side.summarise(server_before, server_after, jobs=jobs)
     row["cpu"] = cpu_shares(cpu_before, cpu_after, seconds)
+    if why is not None:
+        row["failure"] = why
     for name in ("kube-apiserver", "etcd"):
         pid = sim.pids.get(name)
         hwm = proc_status_kib(pid, "VmHWM") if pid else None
@@ -487,6 +522,8 @@ def table(results: Mapping[str, Any]) -> str:
         lines.append(f"{s['scenario']}: API server, objects held: {json.dumps(server['objects_held'])}")
         lines.append(f"{s['scenario']}: API server, largest answers: {json.dumps(server['largest_answers'])}")
         lines.append(f"{s['scenario']}: CPU seconds by process: {json.dumps(s['cpu']['cpu_seconds_by_process'])}")
+        if "failure" in s:
+            lines.append(f"{s['scenario']}: why it did not succeed: {json.dumps(s['failure'])}")
     return "\n".join(lines)
 
 
