@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .nccl_checks import (
-    INCOMPLETE,
     RunChecks,
     RunFailure,
     avg_bus_value,
@@ -228,8 +227,9 @@ def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, An
 
     ``{}`` when the log held nothing to record (no row and nothing wrong). ``failure`` is
     ``{reason, message}``; rows a failed run printed stay in ``results`` so the report can show
-    them. A table that has not finished yet is only a failure on the ``final`` read (the one
-    after the Job ended); a provisional read of a running Job leaves it out.
+    them. A failure marked ``final_only`` (a table that has not finished yet, a log that so far
+    ends on a warning) counts only on the ``final`` read (the one after the Job ended); a
+    provisional read of a running Job leaves it out.
     """
     out: dict[str, Any] = {}
     if parsed.results:
@@ -238,7 +238,7 @@ def status_fields(parsed: BandwidthParse, *, final: bool = True) -> dict[str, An
     if names:
         out["transport"] = names
     failure = parsed.failure
-    if failure is not None and (final or (failure.reason != INCOMPLETE and not failure.final_only)):
+    if failure is not None and (final or not failure.final_only):
         out["failure"] = failure.to_status()
     return out
 

@@ -25,9 +25,10 @@ in this order:
   execve(): ...``) or its report that a process of the job died or lost its daemon (``prterun
   noticed that process rank 1 ... exited on signal 6``, ``mpirun noticed that the job aborted
   ...``, ``mpirun detected that one or more processes exited with non-zero status ...``, ``PRTE
-  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``); on the final read only, a log whose last line
-  is an ``NCCL WARN`` (whatever it says: ``socketFinalizeAccept: wrong type 3 != 4``) and that
-  finished no table, for NCCL printed nothing after its warning;
+  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``);
+  on the final read only, a log whose last line is an ``NCCL WARN`` (whatever it says:
+  ``socketFinalizeAccept: wrong type 3 != 4``) and that finished no table, for NCCL printed
+  nothing after its warning;
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
   test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
   ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
@@ -94,7 +95,8 @@ class RunFailure:
 
     reason: str
     message: str
-    #: only a failure once the run has ended (a running one may still print past what is seen)
+    #: only a failure once the run has ended (a running one may still print past what is seen:
+    #: the rest of an unfinished table, or more after a warning)
     final_only: bool = False
 
     def to_status(self) -> dict[str, str]:
@@ -175,8 +177,8 @@ def _is_error_return(body: str) -> bool:
     head, arrow, code = body.rstrip().rpartition(" -> ")
     if not (arrow and code.isascii() and code.isdigit() and code != "0"):
         return False
-    place = head.split()[-1] if head.split() else ""
-    source, colon, line = place.rpartition(":")
+    words = head.split()
+    source, colon, line = (words[-1] if words else "").rpartition(":")
     return bool(colon) and "." in source and line.isascii() and line.isdigit()
 
 
@@ -211,7 +213,7 @@ class RunChecks:
         "header_open",
         "last_size",
         "last_warn",
-        "ended_on_warn",
+        "warn_is_last",
         "launch_line",
         "open_rows",
         "oob_count",
@@ -241,8 +243,8 @@ class RunChecks:
         self.warn_line: str | None = None
         #: the last ``NCCL WARN`` line, quoted when an error return follows it
         self.last_warn: str | None = None
-        #: the last line seen, when it was an ``NCCL WARN`` (or an error return after one)
-        self.ended_on_warn: str | None = None
+        #: no line but blank ones and the error returns it unwinds came after ``last_warn``
+        self.warn_is_last = False
         #: the launcher's refusal to start the run (no process of it ran)
         self.launch_line: str | None = None
         #: the launcher's report that a process of the run died
@@ -255,7 +257,7 @@ class RunChecks:
 
     def row(self, body: str, size: int) -> None:
         """A bandwidth row the profile read: count its wrong elements."""
-        self.ended_on_warn = None
+        self.warn_is_last = False
         self.open_rows += 1
         self.last_size = size
         tokens = body.split()
@@ -321,14 +323,14 @@ class RunChecks:
             self.header_open = True
 
     def _follow_last_warning(self, body: str) -> None:
-        """Keep ``ended_on_warn`` as the log's last warning while nothing but blank lines and
-        the error returns it unwinds come after it."""
+        """Keep ``warn_is_last`` while nothing but blank lines and the error returns a warning
+        unwinds come after it."""
         if not body.strip():
             return
         if "NCCL WARN" in body:
-            self.ended_on_warn = body
-        elif not (self.ended_on_warn is not None and "NCCL INFO" in body and _is_error_return(body)):
-            self.ended_on_warn = None
+            self.warn_is_last = True
+        elif self.warn_is_last and not ("NCCL INFO" in body and _is_error_return(body)):
+            self.warn_is_last = False
 
     def failure(self) -> RunFailure | None:
         """What makes the run's numbers untrustworthy, most severe first; None when nothing does."""
@@ -344,16 +346,18 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"the launcher did not start the run: {self.launch_line}"))
         if self.death_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
-        if self.ended_on_warn is not None and self.trailers == 0:
-            message = f"the log ended on an NCCL warning and no result table finished: {_quote(self.ended_on_warn)}"
+        if self.warn_is_last and self.last_warn is not None and self.trailers == 0:
+            message = f"the log ended on an NCCL warning and no result table finished: {_quote(self.last_warn)}"
             return RunFailure(RUN_FAILED, _cap(message), final_only=True)
         if self.open_rows:
             size = f" (last message size {self.last_size} B)" if self.last_size is not None else ""
             return RunFailure(
-                INCOMPLETE, f"the nccl-tests table stopped after {self.open_rows} rows{size} without its 'Avg bus bandwidth' line"
+                INCOMPLETE,
+                f"the nccl-tests table stopped after {self.open_rows} rows{size} without its 'Avg bus bandwidth' line",
+                final_only=True,
             )
         if self.header_open:
-            return RunFailure(INCOMPLETE, "the nccl-tests output stopped after a header, before its first row")
+            return RunFailure(INCOMPLETE, "the nccl-tests output stopped after a header, before its first row", final_only=True)
         return None
 
     def _corruption(self) -> str:
