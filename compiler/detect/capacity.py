@@ -19,7 +19,8 @@ MIG devices. Its count is None with the source ``mig``, and the capacity filter 
 with warning ``MIGDevicesNotGPUs``: a certification runs on whole GPUs. Under the ``mixed``
 strategy the device plugin advertises each MIG profile as a resource of its own
 (``nvidia.com/mig-1g.10gb``) beside ``nvidia.com/gpu``; a node that advertises ``nvidia.com/gpu:
-0`` and some of those has every GPU split: its count is 0 whole GPUs, source ``mig`` too (an
+0`` and some of those (or the same profiles under another domain, as InstaSlice's
+``instaslice.redhat.com/mig-1g.5gb``) has every GPU split: its count is 0 whole GPUs, source ``mig`` too (an
 advertised 0 alone stays no count: a device plugin that is restarting advertises nothing).
 A device plugin that shares GPUs under the renamed resource ``nvidia.com/gpu.shared``
 (time-slicing or MPS with ``renameByDefault``) advertises ``nvidia.com/gpu: 0`` beside it: that
@@ -71,8 +72,17 @@ def _capacity_without_allocatable(node: Mapping[str, Any]) -> int | None:
     return _whole_gpus(_quantity(advertised(node), GPU_RESOURCE))
 
 
-#: the resources the device plugin advertises MIG devices as under the ``mixed`` strategy
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+#: how the name of a MIG device resource begins after its domain: NVIDIA's device plugin under the
+#: ``mixed`` strategy (``nvidia.com/mig-1g.10gb``), and dynamic MIG slicers that publish the same
+#: profiles under their own domain (InstaSlice's ``instaslice.redhat.com/mig-1g.5gb``)
+MIG_RESOURCE_NAME_PREFIX = "mig-"
+
+
+def is_mig_resource(key: str) -> bool:
+    """Whether resource ``key`` counts MIG devices: ``<domain>/mig-<N>g.<size>...``."""
+    domain, slash, name = key.partition("/")
+    rest = name[len(MIG_RESOURCE_NAME_PREFIX) :]
+    return bool(domain and slash and name.startswith(MIG_RESOURCE_NAME_PREFIX) and rest[:1].isdigit() and "g." in rest)
 
 
 def _quantity(resources: Mapping[str, Any], name: str) -> Fraction | None:
@@ -84,14 +94,15 @@ def _quantity(resources: Mapping[str, Any], name: str) -> Fraction | None:
 
 
 def _split_gpus(node: Mapping[str, Any]) -> tuple[str, ...]:
-    """The MIG device resources (``nvidia.com/mig-<profile>``) and the shared resource
+    """The MIG device resources (``nvidia.com/mig-<profile>``, or another domain's
+    ``mig-<profile>``; see :func:`is_mig_resource`) and the shared resource
     (``nvidia.com/gpu.shared``) the node advertises a positive number of, when it advertises
     ``nvidia.com/gpu: 0`` beside them: every GPU split or shared, none offered whole; ()
     otherwise. Sorted by name."""
     resources = advertised(node)
     if _quantity(resources, GPU_RESOURCE) != 0:
         return ()
-    split = [key for key in resources if isinstance(key, str) and (key.startswith(MIG_RESOURCE_PREFIX) or key == SHARED_RESOURCE)]
+    split = [key for key in resources if isinstance(key, str) and (is_mig_resource(key) or key == SHARED_RESOURCE)]
     return tuple(sorted(key for key in split if (_quantity(resources, key) or 0) > 0))
 
 
@@ -99,7 +110,7 @@ def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
     """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
     number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
     ``mixed`` strategy); () otherwise."""
-    return tuple(key for key in _split_gpus(node) if key.startswith(MIG_RESOURCE_PREFIX))
+    return tuple(key for key in _split_gpus(node) if is_mig_resource(key))
 
 
 def _whole_gpus(qty: Fraction | None) -> int | None:
