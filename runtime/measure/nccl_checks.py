@@ -22,13 +22,16 @@ in this order:
   unwinds), or a launcher's refusal to start the processes (Open MPI's ``There are not enough
   slots available in the system ...``, ``... was unable to launch the specified application``,
   ``... was unable to reliably start one or more daemons``; Slurm's ``slurmstepd: error:
-  execve(): ...``) or its report that a process of the job died or lost its daemon (``prterun
+  execve(): ...``; Cray PALS's ``launch failed on x3006c0s1b1n0: ...`` and ``start failed on
+  ...``) or its report that a process of the job died or lost its daemon (``prterun
   noticed that process rank 1 ... exited on signal 6``, ``mpirun noticed that the job aborted
   ...``, ``mpirun detected that one or more processes exited with non-zero status ...``, ``PRTE
   has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``);
-  on the final read only, a log whose last line is an ``NCCL WARN`` (whatever it says:
-  ``socketFinalizeAccept: wrong type 3 != 4``) and that finished no table, for NCCL printed
-  nothing after its warning;
+  on the final read only, a log that finished no table and holds a UCX ``ERROR`` line (the
+  transport MPI runs over failed to connect its processes: ``ib_device.c:1380 UCX  ERROR
+  ibv_create_ah(...) failed: No such device``; a running job may still recover from one), and a
+  log whose last line is an ``NCCL WARN`` (whatever it says: ``socketFinalizeAccept: wrong type
+  3 != 4``) and that finished no table, for NCCL printed nothing after its warning;
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
   test starting``, ``nThread ... minBytes`` or ``nGpus(perProc) ... minBytes``, the
   ``out-of-place  in-place`` line, the column header's ``(B)  (elements)`` units line) after
@@ -74,6 +77,12 @@ _LAUNCH_REFUSALS = (
     "was unable to reliably start one or more daemons",
     "slurmstepd: error: execve():",
 )
+#: how Cray PALS (``aprun``, ``mpiexec``) opens a line saying it could not start the job on a node
+#: (``launch failed on x3006c0s1b1n0: Couldn't allocate a port for PMI to use``, ``start failed on
+#: x3006c0s1b1n0: CXI alloc failed on cxi0: request exceeds ACs limits``)
+_LAUNCH_REFUSAL_HEADS = ("launch failed on ", "start failed on ")
+#: how UCX marks an error of its own (the level is padded to five characters after ``UCX``)
+_UCX_ERROR = "UCX  ERROR"
 #: what a launcher prints when a process of the job died (killed, aborted or exited non-zero), or
 #: lost the daemon that ran it: Open MPI's mpirun or prterun, and srun (``srun: error: host-01:
 #: task 1: Exited with exit code 2``, which srun prints for a non-zero exit only)
@@ -199,6 +208,11 @@ def _starts_run(body: str) -> bool:
     )
 
 
+def _is_launch_refusal(body: str) -> bool:
+    """A launcher's refusal to start the run's processes (see :data:`_LAUNCH_REFUSALS`)."""
+    return any(mark in body for mark in _LAUNCH_REFUSALS) or body.lstrip().startswith(_LAUNCH_REFUSAL_HEADS)
+
+
 def _is_int(token: str) -> bool:
     return token.isascii() and token.lstrip("-").isdigit()
 
@@ -215,6 +229,7 @@ class RunChecks:
         "last_warn",
         "warn_is_last",
         "launch_line",
+        "transport_line",
         "open_rows",
         "oob_count",
         "oob_failed",
@@ -247,6 +262,8 @@ class RunChecks:
         self.warn_is_last = False
         #: the launcher's refusal to start the run (no process of it ran)
         self.launch_line: str | None = None
+        #: a UCX error: MPI's transport failed to connect the run's processes
+        self.transport_line: str | None = None
         #: the launcher's report that a process of the run died
         self.death_line: str | None = None
         self.open_rows = 0
@@ -315,8 +332,10 @@ class RunChecks:
                 self.warn_line = _quote(body)
         elif self.warn_line is None and "NCCL INFO" in body and _is_error_return(body):
             self.warn_line = _quote(self.last_warn or body)
-        elif self.launch_line is None and any(mark in body for mark in _LAUNCH_REFUSALS):
+        elif self.launch_line is None and _is_launch_refusal(body):
             self.launch_line = _quote(body)
+        elif self.transport_line is None and _UCX_ERROR in body:
+            self.transport_line = _quote(body)
         elif self.death_line is None and any(mark in body for mark in _PROCESS_DEATHS):
             self.death_line = _quote(body)
         elif _starts_run(body):
@@ -346,6 +365,9 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"the launcher did not start the run: {self.launch_line}"))
         if self.death_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
+        if self.transport_line is not None and self.trailers == 0:
+            message = f"MPI's transport failed and no result table finished: {self.transport_line}"
+            return RunFailure(RUN_FAILED, _cap(message), final_only=True)
         if self.warn_is_last and self.last_warn is not None and self.trailers == 0:
             message = f"the log ended on an NCCL warning and no result table finished: {_quote(self.last_warn)}"
             return RunFailure(RUN_FAILED, _cap(message), final_only=True)

@@ -181,8 +181,12 @@ def _strings(value: Any) -> dict[str, str]:
 
 
 def _node_from_mapping(item: Mapping[str, Any], fallback_name: str) -> dict[str, Any]:
-    """A Node object, or a piece of one without ``kind`` (``metadata``, ``spec``, ``status``)."""
+    """A Node object, or a piece of one without ``kind`` (``metadata``, ``spec``, ``status``),
+    or one pasted with its metadata fields at the top and its keys capitalised (``"Status"``)."""
+    item = {str(key).lower(): value for key, value in item.items()}
     meta = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+    if not meta and ("labels" in item or "name" in item):
+        meta = item
     status = item.get("status") if isinstance(item.get("status"), Mapping) else {}
     spec = item.get("spec") if isinstance(item.get("spec"), Mapping) else {}
     hostnames = [
@@ -278,6 +282,28 @@ def _label_map_lines(lines: list[str]) -> dict[str, str] | None:
     return {str(key): str(value) for key, value in loaded.items()}
 
 
+def _json_piece(text: str) -> dict[str, Any] | None:
+    """A JSON object pasted whole or cut: one that opens with ``{``, or its members without the
+    brace (``"status": {...},``), cut anywhere after a member; the braces and brackets left open
+    are closed and a trailing comma or an opened member with nothing in it is dropped."""
+    body = text.strip().rstrip(",")
+    if body[:1] == '"':
+        body = "{" + body
+    if body[:1] != "{":
+        return None
+    closers = []
+    for char in body:  # the pieces hold no brace or bracket inside a string
+        if char in "{[":
+            closers.append("}" if char == "{" else "]")
+        elif char in "}]" and closers:
+            closers.pop()
+    try:
+        loaded = json.loads(body + "".join(reversed(closers)))
+    except ValueError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def _nodes_from_text(text: str, file: str) -> list[dict[str, Any]]:
     if file.endswith(".yaml"):
         return _nodes_from_yaml(text, Path(file).stem)
@@ -287,6 +313,9 @@ def _nodes_from_text(text: str, file: str) -> list[dict[str, Any]]:
     labels = _label_map_lines(lines)
     if labels is not None:
         return [_node(Path(file).stem, {"Labels": labels}, "")]
+    piece = _json_piece(text)
+    if piece is not None:
+        return [_node_from_mapping(piece, Path(file).stem)]
     # several describes in one piece: one Node from each, from its Name line on
     starts = [i for i, line in enumerate(lines) if line.startswith("Name:") and line.split()[1:]]
     if len(starts) > 1:
