@@ -348,9 +348,11 @@ def _conclusion(state: _State) -> Diagnosis:
     faults = _named(state)
     if faults:
         message = f"Diagnosis complete: {len(faults)} infrastructure faults detected"
-        return Diagnosis(True, message, infrastructure_faults=faults, healthy_nodes=evidence.nodes, unresolved=evidence.unresolved)
-    message = "All nodes and paths passed, no faults detected"
     healthy = tuple(n for n in evidence.nodes if n not in evidence.unresolved)
+    if faults:
+        message = f"Diagnosis complete: {len(faults)} infrastructure faults detected"
+        return Diagnosis(True, message, infrastructure_faults=faults, healthy_nodes=healthy, unresolved=evidence.unresolved)
+    message = "All nodes and paths passed, no faults detected"
     return Diagnosis(False, message, healthy_nodes=healthy, unresolved=evidence.unresolved)
 
 

@@ -78,3 +78,16 @@ def test_a_pair_that_failed_only_in_the_search_is_not_named() -> None:
     rounds, diagnosis = run_adaptive(Options(), world, NODES[:4])
     assert not diagnosis.infrastructure_faults and not diagnosis.faulty_nodes
     assert sum(r.stage == "link-confirm" for r in rounds) == 1
+
+
+def test_a_node_left_unresolved_is_not_also_counted_healthy_whatever_the_conclusion() -> None:
+    # n03 crashes once and passes its nine re-runs (unresolved); the run then ends on a named
+    # link, and, without the link, with every path passing: in both conclusions the healthy
+    # nodes leave n03 out, so healthy, faulty and unresolved add up to the nodes diagnosed
+    link = ("n00", "n01")
+    crash = crashes_on("n03", {1})
+    for world in (lambda nodes: crash(nodes) and not set(link) <= set(nodes), crashes_on("n03", {1})):
+        _, diagnosis = run_adaptive(Options(), world, NODES[:6])
+        assert diagnosis.unresolved == ("n03",)
+        assert "n03" not in diagnosis.healthy_nodes
+        assert len(diagnosis.healthy_nodes) + len(diagnosis.faulty_nodes) + len(diagnosis.unresolved) == 6

@@ -200,6 +200,9 @@ def _play_random(seed: int) -> tuple[list[Round], Diagnosis]:
         rounds.append(step)
         state, step = PLANNER.advance(state, [GroupResult(g.name, g.nodes, *_random_outcome(rng, mode)) for g in step.groups])
     assert set(step.faulty_nodes) <= set(nodes)
+    # every node diagnosed is one of healthy, faulty or unresolved, never two of them
+    kinds = (set(step.healthy_nodes), set(step.faulty_nodes), set(step.unresolved))
+    assert all(not x & y for i, x in enumerate(kinds) for y in kinds[i + 1 :]), f"seed {seed}: a node is in two of {kinds}"
     return rounds, step
 
 
@@ -305,3 +308,22 @@ def test_only_the_nodes_of_the_failed_group_run_alone() -> None:
     local = out.history[1]
     assert local.stage == "local-screen" and {g.nodes[0] for g in local.groups} == set(NODES[32:48])
     assert out.blamed == {"node-0037"} and out.node_units == 64 + 16 + 1
+
+
+def test_a_node_left_unresolved_beside_a_named_link_is_not_also_counted_healthy() -> None:
+    # a link between node-0000 and node-0001, and node-0003 crashing on its first run alone only
+    link = {"node-0000", "node-0001"}
+    alone = {"n": 0}
+
+    def measure(nodes: Sequence[str]) -> tuple[bool, float | None]:
+        if link <= set(nodes):
+            return False, 0.1
+        if tuple(nodes) == ("node-0003",):
+            alone["n"] += 1
+            if alone["n"] == 1:
+                return False, None
+        return True, 1.0
+
+    _, diagnosis = _run(measure, nodes=NODES[:8])
+    assert len(diagnosis.infrastructure_faults) == 1 and diagnosis.unresolved == ("node-0003",)
+    assert "node-0003" not in diagnosis.healthy_nodes and len(diagnosis.healthy_nodes) == 7
