@@ -22,6 +22,12 @@ of every artefact; these tests pin the behaviours the fixes added. The inputs ar
   the built-in ``megatron-training`` profile reads the steps but not the figure, and is left so
   (the corpus entry is ``pending``): a line ending on its figure cannot be told from one a read
   cut inside it, and only the closing bar proves the figure whole.
+
+From the second batch, under ``training/``: a torchtitan Llama 3 70B run under pipeline
+parallelism whose rank 0 holds no loss prints ``loss: -1.0000`` on every step
+(https://github.com/pytorch/torchtitan/issues/1232); the built-in ``torchtitan-training`` profile
+took only a loss of zero or more, so it read no step at all. The placeholder is now matched and
+left out: the step, its time and its TFLOP/s figure are read, its loss is not.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from tests.runtime.measure.nccl_reading import HEADER, NCCL, PARAMS, ROW, TRAILE
 PMI_PORT = NCCL / "polaris-a100-aprun-pals-512rank-launch-failed-pmi-port-no-nccl-tests-line.txt"
 CXI_ALLOC = NCCL / "polaris-a100-aprun-aws-ofi-512rank-start-failed-cxi-alloc-exceeds-acs-limits-no-nccl-tests-line.txt"
 UCX = NCCL / "k8s-sriov-pods-ucx-ibv-create-ah-no-such-device-before-nccl-starts-no-nccl-tests-line.txt"
+PP_PLACEHOLDER = NCCL.parent / "training" / "torchtitan-2025-pp-llama3-70b-rank0-loss-minus-one-placeholder-shell-trace-steps-1-to-4.txt"
 CUT_AFTER_TFLOPS = NCCL.parent / "training" / "megatron-core-2025-deepseek-v2-lite-h100-lines-cut-after-tflops-no-loss.txt"
 INFO = "host:1884:2298 [0] NCCL INFO Channel 00/0 : 1[0] -> 2[0] [receive] via NET/IBext_v8/1"
 
@@ -101,3 +108,33 @@ def test_an_iteration_line_that_ends_on_its_tflops_figure_gives_the_step_but_not
     assert all(s.tflops is None for s in parsed.steps)
     cut = parse_training(_read(CUT_AFTER_TFLOPS).splitlines()[0][:-2], megatron)
     assert [s.tflops for s in cut.steps] == [None]
+
+
+# ------------------------------------------------------------------ torchtitan's loss placeholder
+
+
+def _torchtitan() -> dict[str, object]:
+    return next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "torchtitan-training")
+
+
+def test_a_pipeline_ranks_loss_placeholder_gives_the_step_without_a_loss() -> None:
+    parsed = parse_training(_read(PP_PLACEHOLDER), _torchtitan())
+    assert (parsed.iteration_lines, parsed.first_line_iteration, parsed.last_line_iteration) == (4, 1, 4)
+    # the first line only sets the clock; each later one is timed from the line before
+    assert [s.iteration for s in parsed.steps] == [2, 3, 4]
+    assert all(s.loss is None for s in parsed.steps)
+    assert [s.tflops for s in parsed.steps] == [pytest.approx(1.81)] * 3
+
+
+LINE = "[rank0]:[titan] 2025-06-16 22:30:{second},322 - root - INFO - step: {step}  loss: {loss}  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%"
+
+
+@pytest.mark.parametrize(("loss", "read"), [("-1", None), ("-1.0", None), ("6.1384", 6.1384), ("-1.5", "no step"), ("-10.0000", "no step")])
+def test_only_minus_one_is_the_placeholder(loss: str, read: object) -> None:
+    text = LINE.format(second="50", step=199, loss="6.2") + "\n" + LINE.format(second="51", step=200, loss=loss)
+    parsed = parse_training(text, _torchtitan())
+    if read == "no step":
+        assert parsed.iteration_lines == 1
+    else:
+        assert parsed.iteration_lines == 2 and [s.iteration for s in parsed.steps] == [200]
+        assert parsed.steps[0].loss == (pytest.approx(read) if read is not None else None)
