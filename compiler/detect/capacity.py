@@ -107,9 +107,10 @@ def _split_gpus(node: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def mig_devices(node: Mapping[str, Any]) -> tuple[str, ...]:
-    """The MIG device resources (``nvidia.com/mig-<profile>``) the node advertises a positive
-    number of, when it advertises ``nvidia.com/gpu: 0`` beside them (every GPU split: the
-    ``mixed`` strategy); () otherwise."""
+    """The MIG device resources (``nvidia.com/mig-<profile>``, or another domain's; see
+    :func:`is_mig_resource`) the node advertises a positive number of, when it advertises
+    ``nvidia.com/gpu: 0`` beside them (every GPU split: the ``mixed`` strategy, or a dynamic MIG
+    slicer); () otherwise."""
     return tuple(key for key in _split_gpus(node) if is_mig_resource(key))
 
 

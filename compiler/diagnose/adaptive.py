@@ -279,7 +279,7 @@ def _prior_path_screen(state: AdaptiveState) -> tuple[AdaptiveState, Round] | No
     return _emit(replace(state, path_phase=1), "path-screen", groups, message)
 
 
-def _healthy(state: AdaptiveState) -> tuple[str, ...]:
+def healthy_nodes(state: AdaptiveState) -> tuple[str, ...]:
     """The nodes a diagnosis calls healthy: neither blamed nor left unresolved (a node is one of
     the three, so the counts the report gives add up to the nodes diagnosed)."""
     return tuple(n for n in state.nodes if n not in state.blamed and n not in state.unresolved)
@@ -294,7 +294,7 @@ def _finish_nodes(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosi
             True,
             message + "; path screen skipped until they are repaired",
             faulty_nodes=reasons,
-            healthy_nodes=_healthy(state),
+            healthy_nodes=healthy_nodes(state),
             unresolved=state.unresolved,
         )
     return _prior_path_screen(state) or _path_screen(state)
@@ -317,7 +317,7 @@ def _clean_bill(state: AdaptiveState) -> tuple[AdaptiveState, Round | Diagnosis]
     if state.links:
         return _after_links(state)
     return state, Diagnosis(
-        False, "All nodes and paths passed, no faults detected", healthy_nodes=_healthy(state), unresolved=state.unresolved
+        False, "All nodes and paths passed, no faults detected", healthy_nodes=healthy_nodes(state), unresolved=state.unresolved
     )
 
 
@@ -328,7 +328,7 @@ def threshold_unmet_diagnosis(state: AdaptiveState) -> tuple[AdaptiveState, Diag
         f"(median {reference} alone): the threshold is beyond this fabric, or the fabric is slow everywhere; "
         "no node is blamed"
     )
-    return state, Diagnosis(True, message, healthy_nodes=_healthy(state), unresolved=state.unresolved, threshold_unmet=True)
+    return state, Diagnosis(True, message, healthy_nodes=healthy_nodes(state), unresolved=state.unresolved, threshold_unmet=True)
 
 
 #: re-check rounds a run may spend looking for further links once some are named
@@ -368,7 +368,7 @@ def _links_found(state: AdaptiveState) -> tuple[AdaptiveState, Diagnosis]:
         True,
         f"Diagnosis complete: {len(faults)} infrastructure faults detected",
         infrastructure_faults=faults,
-        healthy_nodes=_healthy(state),
+        healthy_nodes=healthy_nodes(state),
         unresolved=state.unresolved,
     )
 

@@ -338,7 +338,7 @@ def _blame(state: _State) -> Diagnosis:
         message + "; path search stopped until they are repaired",
         faulty_nodes=reasons,
         infrastructure_faults=_named(state),
-        healthy_nodes=tuple(n for n in evidence.nodes if n not in evidence.blamed and n not in evidence.unresolved),
+        healthy_nodes=adaptive.healthy_nodes(evidence),
         unresolved=evidence.unresolved,
     )
 
@@ -346,9 +346,7 @@ def _blame(state: _State) -> Diagnosis:
 def _conclusion(state: _State) -> Diagnosis:
     evidence = state.evidence
     faults = _named(state)
-    if faults:
-        message = f"Diagnosis complete: {len(faults)} infrastructure faults detected"
-    healthy = tuple(n for n in evidence.nodes if n not in evidence.unresolved)
+    healthy = adaptive.healthy_nodes(evidence)
     if faults:
         message = f"Diagnosis complete: {len(faults)} infrastructure faults detected"
         return Diagnosis(True, message, infrastructure_faults=faults, healthy_nodes=healthy, unresolved=evidence.unresolved)

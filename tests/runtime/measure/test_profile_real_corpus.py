@@ -284,8 +284,9 @@ def _label_map_lines(lines: list[str]) -> dict[str, str] | None:
 
 def _json_piece(text: str) -> dict[str, Any] | None:
     """A JSON object pasted whole or cut: one that opens with ``{``, or its members without the
-    brace (``"status": {...},``), cut anywhere after a member; the braces and brackets left open
-    are closed and a trailing comma or an opened member with nothing in it is dropped."""
+    brace (``"status": {...},``), cut anywhere after a member: a trailing comma is dropped and
+    the braces and brackets left open are closed (a member cut right after its opening brace,
+    ``"Status": {``, becomes an empty one)."""
     body = text.strip().rstrip(",")
     if body[:1] == '"':
         body = "{" + body
