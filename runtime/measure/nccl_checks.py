@@ -26,10 +26,14 @@ in this order:
   ...``) or its report that a process of the job died or lost its daemon (``prterun
   noticed that process rank 1 ... exited on signal 6``, ``mpirun noticed that the job aborted
   ...``, ``mpirun detected that one or more processes exited with non-zero status ...``, ``PRTE
-  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``);
-  on the final read only, a log that finished no table and holds a UCX ``ERROR`` line (the
-  transport MPI runs over failed to connect its processes: ``ib_device.c:1380 UCX  ERROR
-  ibv_create_ah(...) failed: No such device``; a running job may still recover from one), and a
+  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``,
+  ``kubectl exec``'s ``command terminated with exit code 1`` for a daemon an MPIJob launcher
+  started on a worker);
+  on the final read only, a log that finished no table and holds an ``ERROR`` or ``FATAL`` line
+  in UCX's log format, from UCX or UCC (the transport MPI runs over failed to connect its
+  processes: ``ib_device.c:1380 UCX  ERROR ibv_create_ah(...) failed: No such device``,
+  ``tl_shm_team.c:617  TL_SHM ERROR Child failed to attach to shmseg``; a running job may still
+  recover from one), and a
   log whose last line is an ``NCCL WARN`` (whatever it says: ``socketFinalizeAccept: wrong type
   3 != 4``) and that finished no table, for NCCL printed nothing after its warning;
 * ``CollectiveTableIncomplete``: rows (or a table header, or the run's own header: ``Collective
@@ -81,8 +85,8 @@ _LAUNCH_REFUSALS = (
 #: (``launch failed on x3006c0s1b1n0: Couldn't allocate a port for PMI to use``, ``start failed on
 #: x3006c0s1b1n0: CXI alloc failed on cxi0: request exceeds ACs limits``)
 _LAUNCH_REFUSAL_HEADS = ("launch failed on ", "start failed on ")
-#: how UCX marks an error of its own (the level is padded to five characters after ``UCX``)
-_UCX_ERROR = "UCX  ERROR"
+#: the levels of UCX's log format (which UCC shares) that say a component failed
+_UCX_FAILING_LEVELS = ("ERROR", "FATAL")
 #: what a launcher prints when a process of the job died (killed, aborted or exited non-zero), or
 #: lost the daemon that ran it: Open MPI's mpirun or prterun, and srun (``srun: error: host-01:
 #: task 1: Exited with exit code 2``, which srun prints for a non-zero exit only)
@@ -94,6 +98,9 @@ _PROCESS_DEATHS = (
     "daemon has unexpectedly failed after launch",
     ": Exited with exit code ",
 )
+#: what ``kubectl exec`` prints when the command it ran in a pod exited non-zero: an MPIJob
+#: launcher's ``kubexec.sh`` starting a daemon on a worker (``command terminated with exit code 1``)
+_EXEC_EXIT = "command terminated with exit code "
 #: how the run's parameters line begins (``nGpus(perProc)`` where a build leaves ``nThread`` out)
 _PARAMETER_HEADS = ("nThread ", "nGpus(perProc) ")
 
@@ -213,6 +220,29 @@ def _is_launch_refusal(body: str) -> bool:
     return any(mark in body for mark in _LAUNCH_REFUSALS) or body.lstrip().startswith(_LAUNCH_REFUSAL_HEADS)
 
 
+def _is_ucx_failure(body: str) -> bool:
+    """A line of UCX's log format (``[1723337199.09] [host:1382:0]  tl_shm_team.c:617  TL_SHM
+    ERROR Child failed to attach to shmseg``; UCX, UCC and their components such as ``TL_SHM``,
+    ``CL_BASIC`` or ``UCT`` write it) at the ``ERROR`` or ``FATAL`` level: a source position
+    (``file.c:NNN`` or ``.cc``), an upper-case component name, then the level."""
+    tokens = body.split()
+    for index in range(2, len(tokens)):
+        if tokens[index] not in _UCX_FAILING_LEVELS:
+            continue
+        component, position = tokens[index - 1], tokens[index - 2]
+        source, _, line = position.rpartition(":")
+        if component.replace("_", "").isalnum() and component.isupper() and source.endswith((".c", ".cc")) and line.isdigit():
+            return True
+    return False
+
+
+def _is_exec_failure(body: str) -> bool:
+    """``kubectl exec``'s report that the command it ran exited non-zero (see :data:`_EXEC_EXIT`)."""
+    _, found, rest = body.partition(_EXEC_EXIT)
+    code = rest.strip()
+    return bool(found) and code.isdigit() and int(code) != 0
+
+
 def _is_int(token: str) -> bool:
     return token.isascii() and token.lstrip("-").isdigit()
 
@@ -262,7 +292,7 @@ class RunChecks:
         self.warn_is_last = False
         #: the launcher's refusal to start the run (no process of it ran)
         self.launch_line: str | None = None
-        #: a UCX error: MPI's transport failed to connect the run's processes
+        #: a UCX or UCC error: MPI's transport failed to connect the run's processes
         self.transport_line: str | None = None
         #: the launcher's report that a process of the run died
         self.death_line: str | None = None
@@ -334,9 +364,9 @@ class RunChecks:
             self.warn_line = _quote(self.last_warn or body)
         elif self.launch_line is None and _is_launch_refusal(body):
             self.launch_line = _quote(body)
-        elif self.transport_line is None and _UCX_ERROR in body:
+        elif self.transport_line is None and _is_ucx_failure(body):
             self.transport_line = _quote(body)
-        elif self.death_line is None and any(mark in body for mark in _PROCESS_DEATHS):
+        elif self.death_line is None and (any(mark in body for mark in _PROCESS_DEATHS) or _is_exec_failure(body)):
             self.death_line = _quote(body)
         elif _starts_run(body):
             self.header_open = True

@@ -237,17 +237,43 @@ def _nodes_from_show_labels(lines: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+_QUANTITY = re.compile(r"^[0-9][0-9.]*[A-Za-z]*$")
+
+
+def _headless_resource(line: str) -> tuple[str, str] | None:
+    """A resource row a grep or a cut left without its ``Capacity:``/``Allocatable:`` heading
+    (``  nvidia.com/gpu:     1``): a resource name (a core one, or one with a domain) and a
+    quantity, else None."""
+    pair = _PAIR_LINE.match(line.strip())
+    if pair is None or pair.group(2) != ":" or not line[:1].isspace():
+        return None
+    key, value = pair.group(1), pair.group(3).split()[:1]
+    core = key in ("cpu", "memory", "pods", "ephemeral-storage") or key.startswith("hugepages-")
+    if not (core or "/" in key) or not value or _QUANTITY.match(value[0]) is None:
+        return None
+    return key, value[0]
+
+
 def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str, Any]]:
     """One ``kubectl describe node`` (or a fragment of it): the Name and ProviderID fields and
     the Labels, Annotations, Capacity and Allocatable blocks. An annotation whose value kubectl
-    put on the lines below its key (indented deeper than the keys) gets those lines."""
+    put on the lines below its key (indented deeper than the keys) gets those lines. A quantity
+    is its first word (kubectl prints none with a space; a reporter's mark after it is not
+    part of it). Resource rows outside any block (a grep or a cut removed the heading) fill
+    Capacity, then Allocatable when Capacity already has the resource."""
     name, provider, section = fallback_name, "", "Labels"
     pieces: dict[str, dict[str, str]] = {key: {} for key in _DESCRIBE_MAPS}
-    key_indent, last_key = -1, ""
+    key_indent, last_key, headed = -1, "", False
     for line in lines:
+        if section in ("Labels", "Annotations") and not headed or section not in _DESCRIBE_MAPS:
+            resource = _headless_resource(line)
+            if resource is not None:
+                block = "Allocatable" if resource[0] in pieces["Capacity"] else "Capacity"
+                pieces[block][resource[0]] = resource[1]
+                continue
         head = _SECTION.match(line)
         if head is not None:
-            section, value = head.group(1), head.group(3).strip()
+            section, value, headed = head.group(1), head.group(3).strip(), True
             name = value if section == "Name" else name
             provider = value if section == "ProviderID" else provider
             # a heading with nothing after it: the first key line below sets the keys' indent
@@ -265,7 +291,8 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
             key_indent = indent
         if indent <= key_indent and pair is not None and pair.group(2) == _DESCRIBE_MAPS[section]:
             last_key = pair.group(1)
-            pieces[section][last_key] = pair.group(3).strip()
+            value = pair.group(3).strip()
+            pieces[section][last_key] = value.split()[0] if section in ("Capacity", "Allocatable") and value else value
         elif indent > key_indent and last_key:
             pieces[section][last_key] += line.strip()
     return [_node(name, pieces, provider)]
