@@ -60,6 +60,7 @@ class Capacity:
     second for the API server before any workload runs."""
 
     node_lease_seconds: int = 40
+    node_lease_parallelism: int | None = None
     node_monitor_grace_seconds: int | None = None
     controller_manager_qps: int | None = None
     concurrent_job_syncs: int | None = None
@@ -77,12 +78,14 @@ class Capacity:
         return tuple(flags)
 
 
-#: for thousands of nodes on a few cores: Leases renewed every 150 s (a node is NotReady after
-#: 15 minutes without one), the controller manager and the Trainer allowed 200 requests a second,
-#: and the Trainer reconciling 8 TrainJobs at once
+#: for thousands of nodes on a few cores: Leases renewed every 300 s by 16 kwok workers (a node
+#: is NotReady after 30 minutes without one), the controller manager and the Trainer allowed 200
+#: requests a second, and the Trainer reconciling 8 TrainJobs at once. kwok's upstream 4 workers
+#: renewed about 20 Leases a second on a saturated API server: at 10,000 nodes and a 150 s
+#: renewal (67 a second needed) nodes fell behind, went NotReady and lost their pods.
 LARGE = Capacity(
-    node_lease_seconds=600, node_monitor_grace_seconds=900, controller_manager_qps=200, concurrent_job_syncs=20,
-    trainer_qps=200, trainer_workers=8,
+    node_lease_seconds=1200, node_lease_parallelism=16, node_monitor_grace_seconds=1800,
+    controller_manager_qps=200, concurrent_job_syncs=20, trainer_qps=200, trainer_workers=8,
 )  # fmt: skip
 SYSTEM_NODE_PREFIX = "system"
 DCGM_NAMESPACE = "gpu-operator"
@@ -235,7 +238,12 @@ class SimCluster:
             t2 = time.monotonic()
             start_jobset(self.plane, found.jobset)
             start_trainer(self.plane, found.trainer, qps=self.capacity.trainer_qps, workers=self.capacity.trainer_workers)
-            self.kwok_port = start_kwok(self.plane, found.kwok, lease_seconds=self.capacity.node_lease_seconds)
+            self.kwok_port = start_kwok(
+                self.plane,
+                found.kwok,
+                lease_seconds=self.capacity.node_lease_seconds,
+                lease_parallelism=self.capacity.node_lease_parallelism,
+            )
             with self.plane.api_client() as api_client:
                 apply_objects(api_client, [*all_stages(found.stage_dir), *gpu_operator_objects()])
                 if self._compute_domains:
