@@ -140,8 +140,8 @@ def register_hint(annotations: Mapping[str, str]) -> tuple[ArchitectureHint, Cou
         key = str(rule["annotation"])
         value = annotations.get(key) or ""
         records = [r for r in value.split(":") if r.strip()]
-        width, at = int(rule["fields"]), int(rule["typeField"])
-        whole = [r.split(",") for r in records if len(r.split(",")) == width]
+        widths, at = {int(w) for w in rule["fields"]}, int(rule["typeField"])
+        whole = [r.split(",") for r in records if len(r.split(",")) in widths]
         archs = {parse_product(fields[at]) for fields in whole}
         if len(archs) != 1 or "" in archs:
             continue

@@ -329,6 +329,35 @@ def test_hami_values_in_another_shape_or_of_two_gpus_decide_nothing() -> None:
     assert architecture_hint({HAMI_KEY: HAMI_V100_PAIR}) is None
 
 
+# HAMi's newer register format appends each device's index and mode (nine fields; HAMi's decoder
+# takes both, https://github.com/Project-HAMi/HAMi/blob/master/pkg/device/devices_test.go), as on
+# the minikube node of https://github.com/volcano-sh/volcano/issues/4511
+HAMI_RTX2060_NINE = "GPU-220d2c17-3969-3911-209a-e08aa68ab060,10,6144,100,NVIDIA-NVIDIA GeForce RTX 2060,0,true,0,hami-core:"
+
+
+def test_the_nine_field_hami_records_name_the_gpu_and_count_too() -> None:
+    hint, count = architecture_hint({}, {HAMI_KEY: HAMI_RTX2060_NINE}), count_hint({}, {HAMI_KEY: HAMI_RTX2060_NINE})
+    assert hint is not None and (hint.architecture, hint.value) == ("rtx2060", "NVIDIA-NVIDIA GeForce RTX 2060")
+    assert count is not None and count.count == 1
+    two = HAMI_RTX2060_NINE + HAMI_RTX2060_NINE.replace("-e08aa68ab060", "-e08aa68ab061").replace(",true,0,", ",true,1,")
+    assert count_hint({}, {HAMI_KEY: two}).count == 2  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("register", "arch", "gpus"),
+    [
+        # eight fields is neither format (a record cut inside its mode): nothing is read
+        (HAMI_RTX2060_NINE.replace(",hami-core:", ":"), None, None),
+        # one record of each format: both whole, so both count
+        (HAMI_V100_PAIR.split(":")[0] + ":GPU-1,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,1,hami-core:", "v100", 2),
+    ],
+)
+def test_hami_records_are_whole_in_either_of_its_two_formats_only(register: str, arch: str | None, gpus: int | None) -> None:
+    hint, count = architecture_hint({}, {HAMI_KEY: register}), count_hint({}, {HAMI_KEY: register})
+    assert (hint.architecture if hint else None) == arch
+    assert (count.count if count else None) == gpus
+
+
 def test_detection_reads_the_hami_annotation_and_says_so() -> None:
     n = hami_node("416a100", HAMI_V100_PAIR, {"nvidia.com/gpu.present": "true", "node.kubernetes.io/instance-type": "k3s"})
     found, diags = detect(n)
