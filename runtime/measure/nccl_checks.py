@@ -26,10 +26,11 @@ in this order:
   ...``) or its report that a process of the job died or lost its daemon (``prterun
   noticed that process rank 1 ... exited on signal 6``, ``mpirun noticed that the job aborted
   ...``, ``mpirun detected that one or more processes exited with non-zero status ...``, ``PRTE
-  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``,
-  ``kubectl exec``'s ``command terminated with exit code 1`` for a daemon an MPIJob launcher
-  started on a worker);
-  on the final read only, a log that finished no table and holds an ``ERROR`` or ``FATAL`` line
+  has lost communication with a remote daemon``, srun's ``task 1: Exited with exit code 2``);
+  on the final read only, a log that finished no table and holds ``kubectl exec``'s report that
+  a command it ran on a worker exited non-zero (``command terminated with exit code 1``: an
+  MPIJob launcher's daemon that did not start; a launcher may also retry an exec while its
+  workers come up, so a running log is left alone), or an ``ERROR`` or ``FATAL`` line
   in UCX's log format, from UCX or UCC (the transport MPI runs over failed to connect its
   processes: ``ib_device.c:1380 UCX  ERROR ibv_create_ah(...) failed: No such device``,
   ``tl_shm_team.c:617  TL_SHM ERROR Child failed to attach to shmseg``; a running job may still
@@ -253,6 +254,7 @@ class RunChecks:
     __slots__ = (
         "avg_failed_line",
         "death_line",
+        "exec_line",
         "failure_line",
         "header_open",
         "last_size",
@@ -296,6 +298,8 @@ class RunChecks:
         self.transport_line: str | None = None
         #: the launcher's report that a process of the run died
         self.death_line: str | None = None
+        #: ``kubectl exec`` reporting that a command a launcher ran on a worker exited non-zero
+        self.exec_line: str | None = None
         self.open_rows = 0
         self.last_size: int | None = None
         self.trailers = 0
@@ -354,6 +358,11 @@ class RunChecks:
                 self.oob_count += found[0]
                 self.oob_failed = self.oob_failed or found[1]
                 return
+        self._note_failure_or_start(body)
+
+    def _note_failure_or_start(self, body: str) -> None:
+        """Keep the first line of each kind that says the run failed (or never started), else
+        note a line that opens a run."""
         if self.failure_line is None and any(mark in body for mark in _FAILURE_MARKS):
             self.failure_line = _quote(body)
         elif "NCCL WARN" in body:
@@ -366,7 +375,9 @@ class RunChecks:
             self.launch_line = _quote(body)
         elif self.transport_line is None and _is_ucx_failure(body):
             self.transport_line = _quote(body)
-        elif self.death_line is None and (any(mark in body for mark in _PROCESS_DEATHS) or _is_exec_failure(body)):
+        elif self.exec_line is None and _is_exec_failure(body):
+            self.exec_line = _quote(body)
+        elif self.death_line is None and any(mark in body for mark in _PROCESS_DEATHS):
             self.death_line = _quote(body)
         elif _starts_run(body):
             self.header_open = True
@@ -395,6 +406,9 @@ class RunChecks:
             return RunFailure(RUN_FAILED, _cap(f"the launcher did not start the run: {self.launch_line}"))
         if self.death_line is not None and self.trailers == 0:
             return RunFailure(RUN_FAILED, _cap(f"a process of the run died and no result table finished: {self.death_line}"))
+        if self.exec_line is not None and self.trailers == 0:
+            message = f"a command the launcher ran on a worker failed and no result table finished: {self.exec_line}"
+            return RunFailure(RUN_FAILED, _cap(message), final_only=True)
         if self.transport_line is not None and self.trailers == 0:
             message = f"MPI's transport failed and no result table finished: {self.transport_line}"
             return RunFailure(RUN_FAILED, _cap(message), final_only=True)
