@@ -294,7 +294,7 @@ def _get(url: str, timeout: float = 10.0) -> str:
         return str(response.read().decode("utf-8"))
 
 
-def certification(namespace: str, scenario: str, nodes_per_job: int) -> dict[str, Any]:
+def certification(namespace: str, scenario: str, nodes_per_job: int, timeout_per_job: str = "20m") -> dict[str, Any]:
     options: dict[str, Any] = {"testScale": "intra-node"} if scenario == "intra-node" else {"nodesPerJob": nodes_per_job}
     return {
         "apiVersion": "nvcre.nvidia.com/v1alpha1",
@@ -302,7 +302,7 @@ def certification(namespace: str, scenario: str, nodes_per_job: int) -> dict[str
         "metadata": {"name": "scale", "namespace": namespace},
         "spec": {
             "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-            "timeoutPerJob": "20m",
+            "timeoutPerJob": timeout_per_job,
             "categories": [{**CATEGORY, "options": options}],
         },
     }
@@ -386,7 +386,7 @@ def run_scenario(sim: Any, kube: Any, admin: Any, args: argparse.Namespace, scen
         watched = {**sim.pids, "benchmark driver and player": os.getpid()}
         cpu_before = cpu_snapshot(watched)
         began = time.monotonic()
-        kube.create(certification(namespace, scenario, args.nodes_per_job))
+        kube.create(certification(namespace, scenario, args.nodes_per_job, args.timeout_per_job))
         verdict, last_note = "timeout", 0.0
         while time.monotonic() - began < args.timeout:
             if not process.running():
@@ -544,6 +544,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="h100")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for each verdict")
     p.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for the nodes to become Ready")
+    p.add_argument(
+        "--timeout-per-job",
+        default="20m",
+        help="the Certification's timeoutPerJob; at 10,000 nodes two cores run Jobs so slowly that most wait past 20m",
+    )
     p.add_argument("--poll-interval", type=float, default=15.0, help="the controller's poll interval (its default: 15)")
     p.add_argument("--workers", type=int, default=2, help="reconcile workers per tier (the controller's default: 2)")
     p.add_argument("--plan-repeat", type=int, default=5)
