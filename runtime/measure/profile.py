@@ -120,15 +120,19 @@ def profile_pattern(
 def strip_launcher_prefix(body: str) -> str:
     """``body`` without the tag a launcher puts before each line of a rank's output.
 
-    Three tags are cut: Open MPI's ``--tag-output`` (``[1,0]<stdout>:`` / ``[1,0]<stderr>:``, which
+    Four tags are cut: Open MPI's ``--tag-output`` (``[1,0]<stdout>:`` / ``[1,0]<stderr>:``, which
     the MPIJob launcher shows), Slurm's ``srun --label`` (``0: ``, task numbers padded with
-    spaces) and the MPICH / Intel MPI ``-prepend-rank`` tag (``[0] ``, repeated before every write
-    of the line); each may follow a few spaces of indentation (a wrapper that indents what it relays).
+    spaces), the MPICH / Intel MPI ``-prepend-rank`` tag (``[0] ``, repeated before every write
+    of the line) and the tag Ray puts before what its workers print (``(head, rank=0, pid=21170) ``
+    under SkyPilot, ``(RayTrainWorker pid=812, ip=10.0.0.5) ``); each may follow a few spaces of
+    indentation (a wrapper that indents what it relays).
     A line without either comes back unchanged. Plain string checks only: no pattern
     runs here, so the cost stays linear in the tag whatever the line holds.
     """
     head = body[:12]
     start = len(head) - len(head.lstrip(" "))
+    if body[start : start + 1] == "(":
+        return _strip_ray_tag(body, start)
     if body[start : start + 1] == "[":
         close = body.find("]<std", start + 1, start + 24)
         if close > start + 1 and _is_rank_pair(body[start + 1 : close]):
@@ -159,6 +163,23 @@ def _strip_write_tags(body: str, start: int) -> str:
     if close <= start + 1 or not tag[1:-1].isascii() or not tag[1:-1].isdigit() or body[close + 1 : close + 2] != " ":
         return body
     return body[close + 1 :].replace(tag, " ")
+
+
+#: the longest Ray worker tag read (a name, a rank, a pid and an IPv6 address fit well within it)
+_MAX_RAY_TAG = 160
+
+
+def _strip_ray_tag(body: str, start: int) -> str:
+    """``body`` without Ray's tag of the process that printed it: a parenthesis holding
+    comma-separated fields, one of them ``pid=<digits>`` (after an optional name and a space:
+    ``RayTrainWorker pid=812``), then a space; anything else comes back unchanged."""
+    close = body.find(") ", start + 1, start + _MAX_RAY_TAG)
+    if close < 0 or "(" in body[start + 1 : close]:
+        return body
+    fields = [field.strip() for field in body[start + 1 : close].split(",")]
+    if not any(word.startswith("pid=") and word[4:].isascii() and word[4:].isdigit() for field in fields for word in field.split(" ")):
+        return body
+    return body[close + 2 :]
 
 
 def _is_rank_pair(text: str) -> bool:

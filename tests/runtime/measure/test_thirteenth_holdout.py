@@ -115,3 +115,75 @@ def test_a_running_launchers_failed_exec_is_not_a_failure_yet() -> None:
 )
 def test_only_a_non_zero_exit_of_the_worker_command_with_no_finished_table_fails(text: str, failed: bool) -> None:
     assert (final_failure(text) is not None) is failed
+
+
+# ------------------------------------------------------------------ the fourth batch
+#
+# - under ``nccl/``, a SkyPilot run on Ray whose every line, ``#`` lines included, carries Ray's
+#   tag of the worker that printed it (``(head, rank=0, pid=21170) # nThread 1 ...``,
+#   https://github.com/skypilot-org/skypilot/pull/3217), cut in its rank list: the tag hid the
+#   run's header, so the cut read as nothing rather than as unfinished. Ray's tag is now cut like
+#   the MPI launchers' tags;
+# - under ``training/``, AMD Primus's Megatron trainer, which from its third iteration prints the
+#   step time and TFLOP/s as ``current/average`` (``elapsed time per iteration (ms): 729.5/729.5 |``,
+#   https://github.com/AMD-AGI/Primus): the built-in ``megatron-training`` profile read only the
+#   first two iterations. The current figure is now read and the average after the slash skipped.
+
+RAY_CUT = NCCL / "skypilot-ray-prefixed-gcp-a100-2node-g8-header-cut-in-rank-list.txt"
+
+
+def test_rays_worker_tag_is_cut_so_a_run_cut_in_its_header_reads_unfinished() -> None:
+    failure = final_failure(_read(RAY_CUT))
+    assert failure is not None and failure["reason"] == "CollectiveTableIncomplete"
+
+
+@pytest.mark.parametrize(
+    ("line", "body"),
+    [
+        ("(head, rank=0, pid=21170) # nThread 1 nGpus 8", "# nThread 1 nGpus 8"),
+        ("(worker1, rank=1, pid=20075, ip=10.164.15.193) Warning: x", "Warning: x"),
+        ("(RayTrainWorker pid=812, ip=10.0.0.5) step: 1  loss: 2.0", "step: 1  loss: 2.0"),
+        ("  (pid=12) text", "text"),
+        # no pid field, a pid that is no number, a parenthesis inside: no tag
+        ("(not a tag) text", "(not a tag) text"),
+        ("(pid=abc) text", "(pid=abc) text"),
+        ("(a (pid=1) b) c", "(a (pid=1) b) c"),
+        ("(pid=1)text", "(pid=1)text"),
+    ],
+)
+def test_only_rays_tag_shape_is_cut(line: str, body: str) -> None:
+    from nvcre.runtime.measure.profile import strip_launcher_prefix
+
+    assert strip_launcher_prefix(line) == body
+
+
+MEGATRON_SLASH = (
+    " [2026-05-07 13:08:18.021756] iteration        3/      10 | consumed samples:           48 | "
+    "elapsed time per iteration (ms): 729.5/{avg} | throughput per GPU (TFLOP/s/GPU): 12.6/{tavg}  | "
+    "learning rate: 7.938927E-06 | global batch size:    16 | lm loss: 1.182674E+01 | loss scale: 1.0 |"
+)
+
+
+def _megatron() -> dict[str, object]:
+    from nvcre.compiler.logprofiles import builtin_logprofiles
+
+    return next(p for p in builtin_logprofiles() if p["metadata"]["name"] == "megatron-training")
+
+
+def test_a_current_and_average_figure_gives_the_current_one() -> None:
+    from nvcre.runtime.measure.training import parse_training
+
+    first = " [2026-05-07 13:08:17.292300] iteration        2/      10 | consumed samples:           32 | elapsed time per iteration (ms): 731.0 | lm loss: 1.19E+01 |"
+    parsed = parse_training(first + "\n" + MEGATRON_SLASH.format(avg="712.3", tavg="13.1") + "\n", _megatron())
+    assert parsed.iteration_lines == 2
+    step = parsed.steps[-1]
+    assert (step.iteration, step.elapsed_time, step.tflops) == (3, pytest.approx(0.7295), pytest.approx(12.6))
+
+
+@pytest.mark.parametrize("cut", ["729.5/", "729.5/71", "729.5/712.3"])
+def test_a_line_cut_inside_the_average_gives_no_step_time(cut: str) -> None:
+    from nvcre.runtime.measure.training import parse_training
+
+    line = MEGATRON_SLASH.format(avg="712.3", tavg="13.1")
+    parsed = parse_training(line[: line.index("729.5/") + len(cut)] + "\n", _megatron())
+    assert all(step.iteration != 3 for step in parsed.steps)
