@@ -258,9 +258,10 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
     """One ``kubectl describe node`` (or a fragment of it): the Name and ProviderID fields and
     the Labels, Annotations, Capacity and Allocatable blocks. An annotation whose value kubectl
     put on the lines below its key (indented deeper than the keys) gets those lines. A quantity
-    is its first word (kubectl prints none with a space; a reporter's mark after it is not
-    part of it). Resource rows outside any block (a grep or a cut removed the heading) fill
-    Capacity, then Allocatable when Capacity already has the resource."""
+    or a label value is its first word (kubectl prints none with a space; a reporter's mark or
+    comment after it is not part of it). Resource rows outside any block (a grep or a cut removed
+    the heading) fill Capacity, then Allocatable when Capacity already has the resource, and
+    ``key=value`` lines right under Name or Roles are labels whose heading a grep removed."""
     name, provider, section = fallback_name, "", "Labels"
     pieces: dict[str, dict[str, str]] = {key: {} for key in _DESCRIBE_MAPS}
     key_indent, last_key, headed = -1, "", False
@@ -281,6 +282,9 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
             if section not in _DESCRIBE_MAPS or not value:
                 continue
             line = " " * key_indent + value
+        if section in ("Name", "Roles") and line[:1].isspace() and "=" in line:
+            # label lines right under Name or Roles: a grep dropped the Labels heading between
+            section, key_indent, last_key = "Labels", -1, ""
         if section not in _DESCRIBE_MAPS or not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
@@ -292,7 +296,8 @@ def _nodes_from_describe(lines: list[str], fallback_name: str) -> list[dict[str,
         if indent <= key_indent and pair is not None and pair.group(2) == _DESCRIBE_MAPS[section]:
             last_key = pair.group(1)
             value = pair.group(3).strip()
-            pieces[section][last_key] = value.split()[0] if section in ("Capacity", "Allocatable") and value else value
+            # a quantity or a label value is one word (kubectl prints none with a space)
+            pieces[section][last_key] = value.split()[0] if section != "Annotations" and value else value
         elif indent > key_indent and last_key:
             pieces[section][last_key] += line.strip()
     return [_node(name, pieces, provider)]
