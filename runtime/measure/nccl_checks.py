@@ -226,6 +226,8 @@ def _is_ucx_failure(body: str) -> bool:
     ERROR Child failed to attach to shmseg``; UCX, UCC and their components such as ``TL_SHM``,
     ``CL_BASIC`` or ``UCT`` write it) at the ``ERROR`` or ``FATAL`` level: a source position
     (``file.c:NNN`` or ``.cc``), an upper-case component name, then the level."""
+    if "ERROR" not in body and "FATAL" not in body:
+        return False  # most lines: no need to split them
     tokens = body.split()
     for index in range(2, len(tokens)):
         if tokens[index] not in _UCX_FAILING_LEVELS:

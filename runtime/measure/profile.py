@@ -126,7 +126,7 @@ def strip_launcher_prefix(body: str) -> str:
     of the line) and the tag Ray puts before what its workers print (``(head, rank=0, pid=21170) ``
     under SkyPilot, ``(RayTrainWorker pid=812, ip=10.0.0.5) ``); each may follow a few spaces of
     indentation (a wrapper that indents what it relays).
-    A line without either comes back unchanged. Plain string checks only: no pattern
+    A line without one comes back unchanged. Plain string checks only: no pattern
     runs here, so the cost stays linear in the tag whatever the line holds.
     """
     head = body[:12]
@@ -176,8 +176,8 @@ def _strip_ray_tag(body: str, start: int) -> str:
     close = body.find(") ", start + 1, start + _MAX_RAY_TAG)
     if close < 0 or "(" in body[start + 1 : close]:
         return body
-    fields = [field.strip() for field in body[start + 1 : close].split(",")]
-    if not any(word.startswith("pid=") and word[4:].isascii() and word[4:].isdigit() for field in fields for word in field.split(" ")):
+    words = body[start + 1 : close].replace(",", " ").split()
+    if not any(word.startswith("pid=") and word[4:].isascii() and word[4:].isdigit() for word in words):
         return body
     return body[close + 2 :]
 
